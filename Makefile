@@ -1,0 +1,65 @@
+# packd — build, run and test. `make run` and `make test` work on a fresh Debian/Ubuntu machine
+# with Swift installed: the system libraries packd links against are installed when missing.
+
+SWIFT        ?= swift
+PACKD_LISTEN ?= 127.0.0.1:8080
+PACKD_DB     ?= ./packd.sqlite
+SYSTEM_PACKAGES := libuv1-dev libcurl4-openssl-dev libsqlite3-dev libhttp-parser-dev zlib1g-dev
+BENCH_PACKAGES  := nginx wrk curl
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+
+.PHONY: deps bench-deps build release run test check-openapi bench bench-server soak verify clean
+
+## Installs the system libraries that are missing (apt-get, with sudo when not root).
+deps:
+	@missing=""; for p in $(SYSTEM_PACKAGES); do \
+	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing:$$missing"; \
+	  $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $$missing; \
+	fi
+
+bench-deps: deps
+	@missing=""; for p in $(BENCH_PACKAGES); do \
+	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing:$$missing"; \
+	  $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $$missing; \
+	fi
+
+build: deps
+	$(SWIFT) build
+
+release: deps
+	$(SWIFT) build -c release
+
+## Builds a release binary and starts packd on $(PACKD_LISTEN) with $(PACKD_DB).
+run: release
+	$$($(SWIFT) build -c release --show-bin-path)/packd serve --listen $(PACKD_LISTEN) --database $(PACKD_DB)
+
+## The test command CI runs: system libraries, the OpenAPI document's validity, then every test.
+test: deps check-openapi
+	$(SWIFT) test
+
+## openapi.yaml must be valid OpenAPI 3.1 (openapi-spec-validator from PyPI, installed if missing).
+check-openapi:
+	@python3 -c "import openapi_spec_validator" 2>/dev/null || python3 -m pip install -q openapi-spec-validator
+	python3 -c "import yaml, openapi_spec_validator as v; d = yaml.safe_load(open('openapi.yaml')); assert d['openapi'].startswith('3.1'), 'not OpenAPI 3.1'; v.validate(d); print('openapi.yaml: valid OpenAPI', d['openapi'])"
+
+## Benchmarks against baselines measured in the same run (see Sources/packd-bench).
+bench: bench-deps
+	$(SWIFT) build -c release
+	$$($(SWIFT) build -c release --show-bin-path)/packd-bench all
+
+bench-server: bench-deps
+	$(SWIFT) build -c release
+	$$($(SWIFT) build -c release --show-bin-path)/packd-bench server
+
+## Long end-to-end runs that do not belong in `make test`.
+soak: deps
+	PACKD_SOAK=1 $(SWIFT) test
+
+clean:
+	rm -rf .build

@@ -1,0 +1,14 @@
+import ArgumentParser
+
+/// Benchmarks that report packd's numbers beside a baseline measured in the same run
+/// (nginx, curl, a bare C loop), so results are ratios rather than absolute claims.
+@main
+struct PackdBench: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "packd-bench",
+        abstract: "packd benchmarks, each beside a baseline measured in the same run.",
+        subcommands: [
+            // Each area adds its benchmark command here.
+        ]
+    )
+}
