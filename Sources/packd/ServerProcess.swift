@@ -14,7 +14,7 @@ struct ServerProcess {
         switch configuration.logFormat {
         case .text:
             LoggingSystem.bootstrap { label in
-                var handler = StreamLogHandler.standardError(label: label)
+                var handler = TextLogHandler(label: label)
                 handler.logLevel = level
                 return handler
             }
