@@ -72,6 +72,8 @@ final class HTTPConnection: LoopHandleOwner {
     private var idleSince: UInt64 = 0
     private var lingerUntil: UInt64 = 0
 
+    var pendingResponses: Int { slots.count }
+
     var stream: UnsafeMutablePointer<uv_stream_t> {
         UnsafeMutableRawPointer(tcp).assumingMemoryBound(to: uv_stream_t.self)
     }
