@@ -138,7 +138,10 @@ final class HTTPConnection: LoopHandleOwner {
     func resumeReading(_ reason: ReadPause) {
         guard paused.contains(reason) else { return }
         paused.remove(reason)
-        if reason == .bodyConsumer { lastBodyAt = now }
+        if reason == .bodyConsumer && inbound != nil {
+            lastBodyAt = now
+            armTimer(lastBodyAt + limits.bodyTimeout.milliseconds)
+        }
         startReading()
     }
 
