@@ -22,9 +22,13 @@ import Testing
         let portFile: String
         let directory: URL
 
-        init(arguments: [String], environment: [String: String] = [:]) throws {
+        init(arguments: [String], environment: [String: String] = [:], files: [String: String] = [:]) throws {
             directory = FileManager.default.temporaryDirectory.appendingPathComponent("packd-serve-\(UUID().uuidString)")
             try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+            for (name, content) in files {
+                try Data(content.utf8).write(to: directory.appendingPathComponent(name))
+            }
+            process.currentDirectoryURL = directory
             portFile = directory.appendingPathComponent("port").path
             process.executableURL = URL(fileURLWithPath: ServeProcessTests.packdPath)
             process.arguments = ["serve", "--port-file", portFile] + arguments
@@ -84,6 +88,29 @@ import Testing
         let lines = log.split(separator: "\n").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
         #expect(lines.contains { ($0["message"] as? String) == "listening on 127.0.0.1:\(port)" })
         #expect(lines.contains { ($0["message"] as? String)?.hasPrefix("GET /healthz 200") == true && ($0["level"] as? String) == "info" })
+    }
+
+    /// `make run` starts packd in the repository root: ./openapi.yaml is found without a flag,
+    /// and the text log names the bound address.
+    @Test func servesOpenAPIFromTheWorkingDirectoryAndLogsTheAddress() throws {
+        let packd = try Launched(
+            arguments: [],
+            environment: ["PACKD_LISTEN": "127.0.0.1:0", "PACKD_LOG_LEVEL": "notice"],
+            files: ["openapi.yaml": "openapi: 3.1.0\ninfo: {title: t, version: '1'}\n"]
+        )
+        let port = try #require(packd.port())
+        let client = try RawClient(port: port)
+        let spec = try client.request("GET /openapi.yaml HTTP/1.1\r\n\r\n")
+        #expect(spec.status == 200)
+        #expect(spec.text.hasPrefix("openapi: 3.1.0\ninfo:"))
+        #expect(try client.request("HEAD /openapi.yaml HTTP/1.1\r\n\r\n", bodyless: true).header("Content-Length") == String(spec.body.count))
+        kill(packd.process.processIdentifier, SIGINT)
+        #expect(try client.waitForClose())
+        #expect(packd.exitStatus() == 0)
+        let log = String(decoding: packd.stderr.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        #expect(log.contains("listening on 127.0.0.1:\(port)"))
+        // notice level: no access lines.
+        #expect(!log.contains("GET /openapi.yaml 200"))
     }
 
     @Test(arguments: [
