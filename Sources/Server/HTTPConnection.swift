@@ -689,7 +689,7 @@ final class HTTPConnection: LoopHandleOwner {
     // MARK: access log
 
     private func logAccess(_ slot: Responder) {
-        server.logger.info("\(slot.method) \(slot.path) \(slot.status) \(slot.bodyBytes)B \(Self.milliseconds(since: slot.startedAt))ms")
+        server.logger.info("\(slot.method.rawValue) \(slot.path) \(slot.status) \(slot.bodyBytes)B \(Self.milliseconds(since: slot.startedAt))ms")
     }
 
     private static func milliseconds(since start: UInt64) -> String {

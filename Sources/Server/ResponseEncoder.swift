@@ -68,8 +68,10 @@ enum ResponseEncoder {
     /// Header text with CR, LF and NUL replaced by spaces: a handler that copies request input
     /// into a header (a `Location` with an id) can never split the response.
     private static func appendFieldText(_ text: String, to out: inout [UInt8]) {
-        for byte in text.utf8 {
-            out.append(byte == 13 || byte == 10 || byte == 0 ? UInt8(ascii: " ") : byte)
+        let start = out.count
+        out.append(contentsOf: text.utf8)
+        for index in start..<out.count where out[index] == 13 || out[index] == 10 || out[index] == 0 {
+            out[index] = UInt8(ascii: " ")
         }
     }
 

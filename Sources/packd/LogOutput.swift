@@ -6,26 +6,33 @@ import Glibc
 enum LogOutput {
     static func write(_ line: String) {
         var line = line
-        line.withUTF8 { buffer in
-            var offset = 0
-            while offset < buffer.count {
-                let written = Glibc.write(STDERR_FILENO, buffer.baseAddress! + offset, buffer.count - offset)
-                if written < 0 && errno == EINTR { continue }
-                if written <= 0 { return }
-                offset += written
-            }
+        line.withUTF8 { write(UnsafeRawBufferPointer($0)) }
+    }
+
+    static func write(_ bytes: UnsafeRawBufferPointer) {
+        guard let base = bytes.baseAddress else { return }
+        var offset = 0
+        while offset < bytes.count {
+            let written = Glibc.write(STDERR_FILENO, base + offset, bytes.count - offset)
+            if written < 0 && errno == EINTR { continue }
+            if written <= 0 { return }
+            offset += written
         }
     }
 
-    /// `2026-11-22T03:58:32.123Z`, formatted by hand: gmtime_r plus digits, no locale or strftime.
     static func timestamp() -> String {
+        var out = [UInt8]()
+        appendTimestamp(to: &out)
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    /// `2026-11-22T03:58:32.123Z`, formatted by hand: gmtime_r plus digits, no locale or strftime.
+    static func appendTimestamp(to out: inout [UInt8]) {
         var now = timespec()
         clock_gettime(CLOCK_REALTIME, &now)
         var seconds = now.tv_sec
         var parts = tm()
         gmtime_r(&seconds, &parts)
-        var out = [UInt8]()
-        out.reserveCapacity(24)
         func digits(_ value: Int32, _ width: Int) {
             var divisor: Int32 = 1
             for _ in 1..<width { divisor *= 10 }
@@ -43,6 +50,5 @@ enum LogOutput {
         digits(parts.tm_min, 2); out.append(UInt8(ascii: ":"))
         digits(parts.tm_sec, 2); out.append(UInt8(ascii: "."))
         digits(Int32(now.tv_nsec / 1_000_000), 3); out.append(UInt8(ascii: "Z"))
-        return String(decoding: out, as: UTF8.self)
     }
 }

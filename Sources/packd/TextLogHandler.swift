@@ -18,21 +18,24 @@ struct TextLogHandler: LogHandler {
     }
 
     func log(event: LogEvent) {
-        var line = LogOutput.timestamp()
-        line += " "
-        line += event.level.rawValue
-        line += " "
-        line += label
-        line += ": "
-        line += "\(event.message)"
+        // Built as bytes and written as is: no intermediate strings for the access line.
+        var line: [UInt8] = []
+        line.reserveCapacity(160)
+        LogOutput.appendTimestamp(to: &line)
+        line.append(UInt8(ascii: " "))
+        line.append(contentsOf: event.level.rawValue.utf8)
+        line.append(UInt8(ascii: " "))
+        line.append(contentsOf: label.utf8)
+        line.append(contentsOf: ": ".utf8)
+        line.append(contentsOf: event.message.description.utf8)
         let extra = event.metadata ?? [:]
         if !metadata.isEmpty || !extra.isEmpty {
             let merged = metadata.merging(extra) { $1 }
             for key in merged.keys.sorted() {
-                line += " \(key)=\(merged[key]!)"
+                line.append(contentsOf: " \(key)=\(merged[key]!)".utf8)
             }
         }
-        line += "\n"
-        LogOutput.write(line)
+        line.append(UInt8(ascii: "\n"))
+        line.withUnsafeBytes { LogOutput.write($0) }
     }
 }

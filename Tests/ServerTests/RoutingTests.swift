@@ -65,6 +65,9 @@ import Testing
         #expect(response.header("Allow") == "DELETE")
         let events = try server.client().request("POST /v1/packs/9/events HTTP/1.1\r\nContent-Length: 0\r\n\r\n")
         #expect(events.header("Allow") == "GET, HEAD")
+        let literal = try server.client().request("GET /v1/packs HTTP/1.1\r\n\r\n")
+        #expect(literal.status == 405)
+        #expect(literal.header("Allow") == "POST")
     }
 
     @Test func jsonBodyErrorsBecomeProblems() throws {
