@@ -18,6 +18,8 @@ struct ServerBenchmark: ParsableCommand {
     var nginxWorkers = 1
     @Option(help: "packd log level; info writes the access log line per request, as nginx's access_log does.")
     var logLevel = "info"
+    @Option(help: "Alternate packd and nginx this many times and report the median ratio (a loaded machine drifts between runs).")
+    var rounds = 1
 
     struct Result {
         let name: String
@@ -35,14 +37,22 @@ struct ServerBenchmark: ParsableCommand {
         let nginx = try startNginx(in: directory)
         defer { stop(nginx.process) }
 
-        let packdResult = try runWrk(name: "packd /healthz", url: "http://127.0.0.1:\(packd.port)/healthz")
-        let nginxResult = try runWrk(name: "nginx 2-byte file", url: "http://127.0.0.1:\(nginx.port)/ok.txt")
-
         print("wrk -t\(threads) -c\(connections) -d\(duration) --latency   (nginx workers: \(nginxWorkers), packd log level: \(logLevel))")
-        for result in [packdResult, nginxResult] {
-            print(String(format: "%-20@ %12.0f req/s   p99 %7.2f ms", result.name as NSString, result.requestsPerSecond, result.p99Milliseconds))
+        var ratios: [Double] = []
+        for round in 1...max(1, rounds) {
+            let packdResult = try runWrk(name: "packd /healthz", url: "http://127.0.0.1:\(packd.port)/healthz")
+            let nginxResult = try runWrk(name: "nginx 2-byte file", url: "http://127.0.0.1:\(nginx.port)/ok.txt")
+            if rounds > 1 { print("round \(round):") }
+            for result in [packdResult, nginxResult] {
+                print(String(format: "%-20@ %12.0f req/s   p99 %7.2f ms", result.name as NSString, result.requestsPerSecond, result.p99Milliseconds))
+            }
+            ratios.append(packdResult.requestsPerSecond / nginxResult.requestsPerSecond)
+            print(String(format: "ratio packd/nginx: %.2f   (target >= 0.80; p99 target < 5 ms)", ratios.last ?? 0))
         }
-        print(String(format: "ratio packd/nginx: %.2f   (target >= 0.80; p99 target < 5 ms)", packdResult.requestsPerSecond / nginxResult.requestsPerSecond))
+        if ratios.count > 1 {
+            let sorted = ratios.sorted()
+            print(String(format: "median ratio over %d rounds: %.2f (min %.2f, max %.2f)", sorted.count, sorted[sorted.count / 2], sorted.first ?? 0, sorted.last ?? 0))
+        }
     }
 
     private var binDirectory: URL {
