@@ -5,6 +5,17 @@ import Loop
 
 /// An HTTP/1.1 server on one libuv loop: accepts connections, hands requests to the router,
 /// enforces `ServerLimits`, and shuts down gracefully. Create, start and stop it on the loop thread.
+///
+/// ```swift
+/// var router = Router()
+/// router.get("/v1/packs/{id}") { request, responder in
+///     responder.respond(.json(["id": request.parameters["id"] ?? ""]))
+/// }
+/// let server = HTTPServer(loop: loop, router: router, limits: ServerLimits(), logger: logger)
+/// let bound = try server.start(listeningOn: .loopback(port: 0))   // bound.port: the real port
+/// // later, on the loop thread:
+/// server.shutdown { loop.stop() }
+/// ```
 public final class HTTPServer: LoopHandleOwner {
     public let loop: EventLoop
     public let limits: ServerLimits
