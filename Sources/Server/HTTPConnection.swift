@@ -153,6 +153,7 @@ final class HTTPConnection: LoopHandleOwner {
             return
         }
         guard count > 0 else { return }
+        server.receivedBytes &+= count
         if phase == .lingering {
             lingerBudget -= count
             if lingerBudget <= 0 { close() }

@@ -33,6 +33,10 @@ public final class HTTPServer: LoopHandleOwner {
 
     /// The address actually bound (with the kernel's port when asked for port 0).
     public private(set) var localAddress: ListenAddress?
+    /// Bytes read from all connections since start; lets tests wait until the server has
+    /// consumed what they sent, so a split request really arrives in separate reads.
+    var receivedBytes = 0
+
     /// True from `shutdown` on; `/readyz` answers 503 from then.
     public private(set) var isShuttingDown = false
 

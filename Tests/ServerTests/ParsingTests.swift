@@ -1,6 +1,6 @@
 import Foundation
 import Glibc
-import Server
+@testable import Server
 import Testing
 
 @Suite struct ParsingTests {
@@ -21,7 +21,11 @@ import Testing
         let server = try echoServer()
         defer { server.stop() }
         let client = try server.client()
-        for byte in Array(request.utf8) { try client.send([byte]) }
+        for byte in Array(request.utf8) {
+            let before = server.onLoop { server.server.receivedBytes }
+            try client.send([byte])
+            #expect(eventually { server.onLoop { server.server.receivedBytes } == before + 1 })
+        }
         let response = try client.readResponse()
         #expect(response.status == 200)
         #expect(response.text == "POST café tagged hello world")
@@ -35,7 +39,10 @@ import Testing
         let expected = chunked ? "POST chunks c hello world" : "POST café tagged hello world"
         let client = try server.client()
         for split in 1..<bytes.count {
+            // The second part is sent only once the server has read the first: two reads.
+            let before = server.onLoop { server.server.receivedBytes }
             try client.send(Array(bytes[..<split]))
+            #expect(eventually { server.onLoop { server.server.receivedBytes } == before + split })
             try client.send(Array(bytes[split...]))
             let response = try client.readResponse()
             #expect(response.status == 200, "split at \(split)")
