@@ -66,6 +66,10 @@ public final class HTTPServer: LoopHandleOwner {
     /// Binds and starts accepting. Returns the bound address.
     @discardableResult
     public func start(listeningOn address: ListenAddress) throws -> ListenAddress {
+        guard listener == nil, !isShuttingDown else { throw UVError(UV_EALREADY.rawValue, "start: already started") }
+        // libuv writes with write(2): a peer that closed would raise SIGPIPE and kill the whole
+        // process (tests included) instead of returning EPIPE. Linux has no per-socket opt-out.
+        SignalWatcher.ignoreSIGPIPE()
         let handle = allocateHandle(uv_tcp_t.self, owner: self)
         try UVError.check(uv_tcp_init(loop.raw, handle), "uv_tcp_init")
         listener = handle
