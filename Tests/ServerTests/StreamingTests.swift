@@ -1,4 +1,5 @@
 import Foundation
+import Glibc
 import Loop
 import Server
 import Testing
@@ -64,6 +65,34 @@ import Testing
         let response = try client.readResponse()
         #expect(response.body.count == total)
         #expect(produced.current == total)
+    }
+
+    /// A client that never reads is dropped once writes make no progress for `writeTimeout`,
+    /// and the producer hears about it.
+    @Test func stuckReaderIsDroppedAfterTheWriteTimeout() throws {
+        var limits = ServerLimits()
+        limits.writeTimeout = .milliseconds(300)
+        let closed = Shared(false)
+        let server = try TestServer(limits: limits) { router, _ in
+            router.get("/flood") { _, responder in
+                let stream = responder.stream()
+                let block = [UInt8](repeating: 0x41, count: 64 * 1024)
+                func pump() { while stream.canWrite { stream.write(block) } }
+                stream.onWritable = pump
+                stream.onClose = { closed.update { $0 = true } }
+                pump()
+            }
+        }
+        defer { server.stop() }
+        let client = try server.client()
+        client.setTimeout(30)
+        var small: Int32 = 4096
+        setsockopt(client.fd, SOL_SOCKET, SO_RCVBUF, &small, socklen_t(MemoryLayout<Int32>.size))
+        try client.send("GET /flood HTTP/1.1\r\n\r\n")
+        let started = Date()
+        #expect(eventually { closed.current })
+        #expect(Date().timeIntervalSince(started) >= 0.29)
+        #expect(eventually { server.onLoop { server.server.connectionCount } == 0 })
     }
 
     @Test func streamedRequestBodyArrivesInChunksWithoutBuffering() throws {
