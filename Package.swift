@@ -21,11 +21,19 @@ let package = Package(
         .systemLibrary(name: "CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
 
         .target(name: "Loop", dependencies: ["CUV"]),
+        .target(
+            name: "Server",
+            dependencies: [
+                "Loop", "CUV", "CHTTPParser",
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
 
         .executableTarget(
             name: "packd",
             dependencies: [
                 "Loop",
+                "Server",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -40,6 +48,13 @@ let package = Package(
         ),
 
         .testTarget(name: "LoopTests", dependencies: ["Loop"]),
+        .testTarget(
+            name: "ServerTests",
+            dependencies: [
+                "Server", "Loop",
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
     ],
     swiftLanguageModes: [.v6]
 )

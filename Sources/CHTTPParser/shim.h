@@ -5,5 +5,6 @@
 /* Bit-fields are not importable as settable properties in every Swift version; these read them. */
 static inline unsigned int packd_http_parser_method(const http_parser *p) { return p->method; }
 static inline unsigned int packd_http_parser_errno(const http_parser *p) { return p->http_errno; }
+static inline unsigned int packd_http_parser_flags(const http_parser *p) { return p->flags; }
 static inline unsigned int packd_http_parser_upgrade(const http_parser *p) { return p->upgrade; }
 #endif

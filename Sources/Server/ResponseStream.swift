@@ -1,0 +1,91 @@
+/// A response body written piece by piece: server-sent events, exports, file downloads.
+///
+/// Backpressure: `write` always accepts bytes, but a well-behaved producer checks `canWrite`
+/// first and, when it is false, waits for `onWritable`, which fires once the bytes queued for the
+/// socket have drained below half the high-water mark. A producer that ignores it is bounded only
+/// by its own restraint. Loop thread only; `Sendable` only to travel to a worker thread and back
+/// (`loop.execute { stream.write(...) }`).
+public final class ResponseStream: @unchecked Sendable {
+    let responder: Responder
+    let framing: BodyFraming
+    let omitBody: Bool
+    var finished = false
+    var written = 0
+    /// Set when the producer was told to wait, so a drain is worth announcing.
+    var wantsWritable = false
+
+    /// Called on the loop thread when `canWrite` has become true again after being false.
+    public var onWritable: (() -> Void)?
+
+    /// Called once if the client disconnects (or shutdown's grace period ends) before `finish()`.
+    public var onClose: (() -> Void)? {
+        get { responder.onClose }
+        set { responder.onClose = newValue }
+    }
+
+    init(responder: Responder, framing: BodyFraming, omitBody: Bool) {
+        self.responder = responder
+        self.framing = framing
+        self.omitBody = omitBody
+    }
+
+    /// Whether the bytes already queued are below the high-water mark and the client is there.
+    public var canWrite: Bool {
+        guard isOpen else { return false }
+        let ok = responder.connection.canWrite(for: responder)
+        if !ok { wantsWritable = true }
+        return ok
+    }
+
+    /// Whether writes can still reach the client.
+    public var isOpen: Bool { !finished && !responder.closed }
+
+    public func write(_ bytes: [UInt8]) {
+        bytes.withUnsafeBytes { write($0) }
+    }
+
+    public func write(_ text: String) {
+        var text = text
+        text.withUTF8 { write(UnsafeRawBufferPointer($0)) }
+    }
+
+    /// Queues `bytes` (copied). With a declared length, bytes beyond it are dropped.
+    public func write(_ bytes: UnsafeRawBufferPointer) {
+        guard isOpen, !bytes.isEmpty else { return }
+        var bytes = bytes
+        if case .length(let length) = framing {
+            let room = max(0, length - written)
+            if bytes.count > room { bytes = UnsafeRawBufferPointer(rebasing: bytes[..<room]) }
+        }
+        written += bytes.count
+        guard !omitBody else { return }
+        responder.connection.writeStreamData(bytes, framing: framing, for: responder)
+        if !responder.connection.canWrite(for: responder) { wantsWritable = true }
+    }
+
+    /// Ends the body. A declared length that was not reached cannot be repaired, so the
+    /// connection is closed after the bytes that were sent.
+    public func finish() {
+        guard isOpen else { return }
+        finished = true
+        onWritable = nil
+        var shortBody = false
+        if case .length(let length) = framing, written < length, !omitBody { shortBody = true }
+        responder.connection.finishStream(for: responder, framing: omitBody ? .length(0) : framing, abort: shortBody)
+    }
+
+    /// Ends the connection mid-body, so the client sees a truncated response, never a
+    /// complete-looking one.
+    public func abort() {
+        guard isOpen else { return }
+        finished = true
+        onWritable = nil
+        responder.abortConnection()
+    }
+
+    func notifyWritable() {
+        guard wantsWritable, isOpen else { return }
+        wantsWritable = false
+        onWritable?()
+    }
+}

@@ -1,0 +1,63 @@
+import ArgumentParser
+import Foundation
+import Logging
+import Loop
+import Server
+
+/// `packd serve`: runs the HTTP API on the main thread's event loop until SIGTERM or SIGINT.
+struct ServeCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "serve",
+        abstract: "Run the packd HTTP API. Every option can also be set as PACKD_<NAME> (the flag wins)."
+    )
+
+    /// Raw option text: parsing and validation happen in `ServerConfiguration`, once for flags
+    /// and environment alike, so both produce the same messages.
+    struct Options: ParsableArguments {
+        @Option(help: "Address to listen on: host:port or [ipv6]:port (PACKD_LISTEN; default 127.0.0.1:8080).")
+        var listen: String?
+        @Option(help: "SQLite database path (PACKD_DATABASE; default ./packd.sqlite).")
+        var database: String?
+        @Option(help: "trace, debug, info, notice, warning, error or critical (PACKD_LOG_LEVEL; default info).")
+        var logLevel: String?
+        @Option(help: "text or json (JSON lines) (PACKD_LOG_FORMAT; default text).")
+        var logFormat: String?
+        @Option(help: "Path of the openapi.yaml served at /openapi.yaml (PACKD_OPENAPI; default ./openapi.yaml).")
+        var openapi: String?
+        @Option(help: "Write the bound port to this file once listening (PACKD_PORT_FILE).")
+        var portFile: String?
+        @Option(help: "Maximum open connections; more get 503 (PACKD_MAX_CONNECTIONS; default 4096).")
+        var maxConnections: String?
+        @Option(help: "Maximum request head size in bytes; more gets 431 (PACKD_MAX_HEADER_BYTES; default 16384).")
+        var maxHeaderBytes: String?
+        @Option(help: "Maximum request body size in bytes; more gets 413 (PACKD_MAX_BODY_BYTES; default 1048576).")
+        var maxBodyBytes: String?
+        @Option(help: "Requests read ahead of their responses per connection (PACKD_MAX_PIPELINED_REQUESTS; default 32).")
+        var maxPipelinedRequests: String?
+        @Option(help: "Time to receive a request head, e.g. 10s (PACKD_HEADER_TIMEOUT).")
+        var headerTimeout: String?
+        @Option(help: "Longest pause while receiving a body, e.g. 30s (PACKD_BODY_TIMEOUT).")
+        var bodyTimeout: String?
+        @Option(help: "Idle keep-alive connections are closed after this, e.g. 60s (PACKD_IDLE_TIMEOUT).")
+        var idleTimeout: String?
+        @Option(help: "A response making no write progress this long is dropped, e.g. 60s (PACKD_WRITE_TIMEOUT).")
+        var writeTimeout: String?
+        @Option(help: "How long shutdown waits for responses in flight, e.g. 10s (PACKD_SHUTDOWN_GRACE).")
+        var shutdownGrace: String?
+        @Flag(help: .hidden)
+        var debugRoutes = false
+    }
+
+    @OptionGroup var options: Options
+
+    func run() throws {
+        let configuration: ServerConfiguration
+        do {
+            configuration = try ServerConfiguration(options: options, environment: ProcessInfo.processInfo.environment)
+        } catch {
+            FileHandle.standardError.write(Data("packd: \(error)\n".utf8))
+            throw ExitCode(64)
+        }
+        try ServerProcess(configuration: configuration).run()
+    }
+}

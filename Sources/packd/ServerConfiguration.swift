@@ -1,0 +1,117 @@
+import Foundation
+import Logging
+import Server
+
+/// Everything `packd serve` needs, resolved from flags first, then `PACKD_*` environment
+/// variables, then defaults, and validated once so a bad value stops the process before it binds.
+struct ServerConfiguration {
+    enum LogFormat: String, CaseIterable {
+        case text
+        case json
+    }
+
+    /// A bad setting, named the way the operator wrote it (flag or environment variable).
+    struct Invalid: Error, CustomStringConvertible {
+        let setting: String
+        let problem: String
+        var description: String { "invalid \(setting): \(problem)" }
+    }
+
+    var listen: ListenAddress
+    var databasePath: String
+    var logLevel: Logger.Level
+    var logFormat: LogFormat
+    var openAPIPath: String?
+    var portFile: String?
+    var limits: ServerLimits
+    var debugRoutes: Bool
+
+    private static let defaultListen = ListenAddress.loopback(port: 8080)
+
+    /// Reads one setting: the flag if given, else the environment variable, else nil.
+    struct Source {
+        let environment: [String: String]
+
+        func value(_ flag: String?, _ name: String) -> (text: String, setting: String)? {
+            if let flag { return (flag, "--\(name.lowercased().replacingOccurrences(of: "_", with: "-"))") }
+            if let text = environment["PACKD_\(name)"], !text.isEmpty { return (text, "PACKD_\(name)") }
+            return nil
+        }
+    }
+
+    init(options: ServeCommand.Options, environment: [String: String]) throws(Invalid) {
+        let source = Source(environment: environment)
+        if let (text, setting) = source.value(options.listen, "LISTEN") {
+            do {
+                listen = try ListenAddress(parsing: text)
+            } catch {
+                throw Invalid(setting: setting, problem: error.description)
+            }
+        } else {
+            listen = Self.defaultListen
+        }
+        databasePath = source.value(options.database, "DATABASE")?.text ?? "./packd.sqlite"
+        if databasePath.isEmpty { throw Invalid(setting: "--database", problem: "empty path") }
+
+        logLevel = .info
+        if let (text, setting) = source.value(options.logLevel, "LOG_LEVEL") {
+            guard let level = Logger.Level(rawValue: text.lowercased()) else {
+                throw Invalid(setting: setting, problem: "'\(text)' is not one of \(Logger.Level.allCases.map(\.rawValue).joined(separator: ", "))")
+            }
+            logLevel = level
+        }
+        logFormat = .text
+        if let (text, setting) = source.value(options.logFormat, "LOG_FORMAT") {
+            guard let format = LogFormat(rawValue: text.lowercased()) else {
+                throw Invalid(setting: setting, problem: "'\(text)' is not text or json")
+            }
+            logFormat = format
+        }
+        openAPIPath = source.value(options.openapi, "OPENAPI")?.text
+        portFile = source.value(options.portFile, "PORT_FILE")?.text
+        debugRoutes = options.debugRoutes || ["1", "true", "yes"].contains(environment["PACKD_DEBUG_ROUTES"]?.lowercased() ?? "")
+
+        var limits = ServerLimits()
+        func count(_ flag: String?, _ name: String, _ range: ClosedRange<Int>) throws(Invalid) -> Int? {
+            guard let (text, setting) = source.value(flag, name) else { return nil }
+            guard let value = Int(text), range.contains(value) else {
+                throw Invalid(setting: setting, problem: "'\(text)' is not a whole number in \(range.lowerBound)...\(range.upperBound)")
+            }
+            return value
+        }
+        func duration(_ flag: String?, _ name: String) throws(Invalid) -> Duration? {
+            guard let (text, setting) = source.value(flag, name) else { return nil }
+            guard let value = Self.parseDuration(text) else {
+                throw Invalid(setting: setting, problem: "'\(text)' is not a duration such as 500ms, 10s or 2m (at most 24h)")
+            }
+            return value
+        }
+        limits.maxConnections = try count(options.maxConnections, "MAX_CONNECTIONS", 1...1_000_000) ?? limits.maxConnections
+        // http_parser refuses heads over 80 KiB by itself, so a larger setting would be a lie.
+        limits.maxHeaderBytes = try count(options.maxHeaderBytes, "MAX_HEADER_BYTES", 1024...80 * 1024) ?? limits.maxHeaderBytes
+        limits.maxBodyBytes = try count(options.maxBodyBytes, "MAX_BODY_BYTES", 0...1 << 40) ?? limits.maxBodyBytes
+        limits.maxPipelinedRequests = try count(options.maxPipelinedRequests, "MAX_PIPELINED_REQUESTS", 1...1024) ?? limits.maxPipelinedRequests
+        limits.headerTimeout = try duration(options.headerTimeout, "HEADER_TIMEOUT") ?? limits.headerTimeout
+        limits.bodyTimeout = try duration(options.bodyTimeout, "BODY_TIMEOUT") ?? limits.bodyTimeout
+        limits.idleTimeout = try duration(options.idleTimeout, "IDLE_TIMEOUT") ?? limits.idleTimeout
+        limits.writeTimeout = try duration(options.writeTimeout, "WRITE_TIMEOUT") ?? limits.writeTimeout
+        limits.shutdownGracePeriod = try duration(options.shutdownGrace, "SHUTDOWN_GRACE") ?? limits.shutdownGracePeriod
+        self.limits = limits
+    }
+
+    /// `500ms`, `10s`, `2m`, `1h`, or a bare number of seconds (`2.5`); positive, at most a day.
+    static func parseDuration(_ text: String) -> Duration? {
+        let units: [(suffix: String, seconds: Double)] = [("ms", 0.001), ("s", 1), ("m", 60), ("h", 3600)]
+        var number = Substring(text.trimmingCharacters(in: .whitespaces))
+        var scale = 1.0
+        for unit in units where number.hasSuffix(unit.suffix) {
+            number = number.dropLast(unit.suffix.count)
+            scale = unit.seconds
+            break
+        }
+        guard let value = Double(number), value.isFinite, value > 0 else { return nil }
+        let seconds = value * scale
+        guard seconds <= 86_400 else { return nil }
+        return .milliseconds(Int64((seconds * 1000).rounded()))
+    }
+}

@@ -1,3 +1,0 @@
-// Placeholder entry point until the Server module lands; replaced by the `packd serve` CLI.
-import Loop
-print("packd")
