@@ -21,6 +21,7 @@ let package = Package(
         .systemLibrary(name: "CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
 
         .target(name: "Loop", dependencies: ["CUV"]),
+        .target(name: "Store", dependencies: ["CSQLite", "CZlib"]),
 
         .executableTarget(
             name: "packd",
@@ -40,6 +41,7 @@ let package = Package(
         ),
 
         .testTarget(name: "LoopTests", dependencies: ["Loop"]),
+        .testTarget(name: "StoreTests", dependencies: ["Store"]),
     ],
     swiftLanguageModes: [.v6]
 )
