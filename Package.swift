@@ -38,6 +38,8 @@ let package = Package(
             name: "packd-bench",
             dependencies: [
                 "Loop",
+                "Store",
+                "CSQLite",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
