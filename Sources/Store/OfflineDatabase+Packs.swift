@@ -102,16 +102,34 @@ extension OfflineDatabase {
     /// Returns false when there was no such pack.
     @discardableResult
     public func removePack(_ packID: Int64) throws -> Bool {
-        let removed = try database.transaction { () throws -> Bool in
-            let onlyHere = try database.scalarInt("""
-                SELECT count(*) FROM region_tiles rt WHERE rt.region_id = ?1
-                AND NOT EXISTS (SELECT 1 FROM region_tiles o WHERE o.tile_id = rt.tile_id AND o.region_id != ?1)
-                """, [.integer(packID)]) ?? 0
-            try database.execute("DELETE FROM regions WHERE id = ?1", [.integer(packID)])
-            guard database.changes > 0 else { return false }
-            try database.execute("UPDATE packd_totals SET linked_tiles = linked_tiles - ?1 WHERE id = 1", [.integer(onlyHere)])
-            try trimAmbientCache()
-            return true
+        let ambientBefore = ambientCacheSize
+        let removed: Bool
+        do {
+            removed = try database.transaction { () throws -> Bool in
+                let tilesOnlyHere = try database.cachedStatement("""
+                    SELECT count(*), IFNULL(SUM(IFNULL(LENGTH(t.data), 0) + LENGTH(CAST(t.url_template AS BLOB))), 0)
+                    FROM region_tiles rt JOIN tiles t ON t.id = rt.tile_id WHERE rt.region_id = ?1
+                    AND NOT EXISTS (SELECT 1 FROM region_tiles o WHERE o.tile_id = rt.tile_id AND o.region_id != ?1)
+                    """)
+                try tilesOnlyHere.bind([.integer(packID)])
+                try tilesOnlyHere.step()
+                let (tileCount, tileBytes) = (tilesOnlyHere.int64(at: 0), tilesOnlyHere.int64(at: 1))
+                tilesOnlyHere.reset()
+                let resourceBytes = try database.scalarInt("""
+                    SELECT IFNULL(SUM(IFNULL(LENGTH(r.data), 0) + LENGTH(CAST(r.url AS BLOB))), 0)
+                    FROM region_resources rr JOIN resources r ON r.id = rr.resource_id WHERE rr.region_id = ?1
+                    AND NOT EXISTS (SELECT 1 FROM region_resources o WHERE o.resource_id = rr.resource_id AND o.region_id != ?1)
+                    """, [.integer(packID)]) ?? 0
+                try database.execute("DELETE FROM regions WHERE id = ?1", [.integer(packID)])
+                guard database.changes > 0 else { return false }
+                try database.execute("UPDATE packd_totals SET linked_tiles = linked_tiles - ?1 WHERE id = 1", [.integer(tileCount)])
+                ambientCacheSize += tileBytes + resourceBytes
+                try trimAmbientCache()
+                return true
+            }
+        } catch {
+            ambientCacheSize = ambientBefore
+            throw error
         }
         if removed { try database.execute("PRAGMA incremental_vacuum") }
         return removed
@@ -126,6 +144,7 @@ extension OfflineDatabase {
                 UPDATE packd_totals SET linked_tiles = 0 WHERE id = 1;
                 """)
         }
+        ambientCacheSize = 0
         try database.execute("PRAGMA incremental_vacuum")
     }
 

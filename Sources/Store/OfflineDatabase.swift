@@ -12,6 +12,10 @@ public final class OfflineDatabase {
 
     public static let defaultMaximumAmbientCacheSize: Int64 = 50 << 20
 
+    /// Current ambient size (see `OfflineDatabase+AmbientCache`), counted once at open and then
+    /// maintained by every write, so trimming never scans the tables.
+    public internal(set) var ambientCacheSize: Int64 = 0
+
     public init(path: String) throws {
         database = try SchemaMigrator.openWriter(path: path)
         maximumAmbientCacheSize = Self.defaultMaximumAmbientCacheSize
@@ -20,6 +24,7 @@ public final class OfflineDatabase {
             maximumAmbientCacheSize = stored
         }
         tileLimit = try database.scalarInt("SELECT value FROM packd_meta WHERE key = 'tile_limit'")
+        ambientCacheSize = try recountAmbientCacheSize()
     }
 
     // MARK: Batches
@@ -29,12 +34,12 @@ public final class OfflineDatabase {
     /// ambient cache trim when ambient rows were written. All or nothing.
     public func apply(_ writes: [ResourceWrite], now: Int64, touches: AccessTouches = AccessTouches()) -> BatchOutcome {
         var outcome = BatchOutcome()
+        let ambientBefore = ambientCacheSize
         do {
             try database.transaction {
                 try applyAccessTouches(touches, now: now)
                 var deltas: [Int64: PackProgress] = [:]
                 var newlyLinkedTiles: Int64 = 0
-                var wroteAmbient = false
                 var livePacks: [Int64: Bool] = [:]
                 var linkedTiles = try database.scalarInt("SELECT linked_tiles FROM packd_totals WHERE id = 1") ?? 0
                 for write in writes {
@@ -43,18 +48,15 @@ public final class OfflineDatabase {
                         continue
                     }
                     outcome.appliedWrites += 1
-                    guard let packID = write.packID, try isLivePack(packID, cache: &livePacks) else {
-                        wroteAmbient = true
-                        continue
-                    }
+                    guard let packID = write.packID, try isLivePack(packID, cache: &livePacks) else { continue }
                     switch try link(row, isTile: write.key.isTile, packID: packID, linkedTiles: linkedTiles) {
                     case .alreadyLinked:
                         break
                     case .refusedByTileLimit:
                         outcome.tileLimitExceeded.insert(packID)
-                        wroteAmbient = true
                     case .linked(let firstLinkAnywhere):
                         deltas[packID, default: PackProgress()].add(row: row, isTile: write.key.isTile)
+                        if firstLinkAnywhere { ambientCacheSize -= row.size + row.keySize }
                         if firstLinkAnywhere && write.key.isTile {
                             newlyLinkedTiles += 1
                             linkedTiles += 1
@@ -77,9 +79,10 @@ public final class OfflineDatabase {
                 for packID in Set(writes.compactMap(\.packID)) where livePacks[packID] == true {
                     outcome.progress[packID] = try progress(packID)
                 }
-                if wroteAmbient { try trimAmbientCache() }
+                try trimAmbientCache()
             }
         } catch {
+            ambientCacheSize = ambientBefore // rolled back with the rows
             outcome = BatchOutcome()
             outcome.error = error as? DatabaseError ?? DatabaseError(code: SQLITE_ERROR, message: "\(error)")
             outcome.failedPackIDs = Set(writes.compactMap(\.packID))
@@ -92,22 +95,25 @@ public final class OfflineDatabase {
         var id: Int64
         var size: Int64
         var sizeDelta: Int64
+        /// Bytes of the URL or URL template, part of the row's ambient size.
+        var keySize: Int64
     }
 
     /// Upserts one row; nil when a revalidation or link names a row that does not exist.
     func upsert(_ write: ResourceWrite, now: Int64) throws -> StoredRow? {
         let isTile = write.key.isTile
         let existing = try find(write.key)
+        let keySize = write.key.ambientKeySize
         switch write.content {
         case .linkExisting:
-            return existing.map { StoredRow(id: $0.id, size: $0.size, sizeDelta: 0) }
+            return existing.map { StoredRow(id: $0.id, size: $0.size, sizeDelta: 0, keySize: keySize) }
         case .notModified:
             guard let existing else { return nil }
             try database.execute(isTile
                 ? "UPDATE tiles SET accessed = ?1, expires = ?2, must_revalidate = ?3 WHERE id = ?4"
                 : "UPDATE resources SET accessed = ?1, expires = ?2, must_revalidate = ?3 WHERE id = ?4",
                 [.integer(now), DatabaseValue(write.cache.expires), DatabaseValue(write.cache.mustRevalidate), .integer(existing.id)])
-            return StoredRow(id: existing.id, size: existing.size, sizeDelta: 0)
+            return StoredRow(id: existing.id, size: existing.size, sizeDelta: 0, keySize: keySize)
         case .body, .noContent:
             let body: StoredBody? = if case .body(let body) = write.content { body } else { nil }
             let size = Int64(body?.storedSize ?? 0)
@@ -122,8 +128,11 @@ public final class OfflineDatabase {
                 try statement.step()
                 statement.reset()
                 let delta = size - existing.size
-                if delta != 0 { try adjustLinkedProgress(rowID: existing.id, isTile: isTile, by: delta) }
-                return StoredRow(id: existing.id, size: size, sizeDelta: delta)
+                if delta != 0 {
+                    try adjustLinkedProgress(rowID: existing.id, isTile: isTile, by: delta)
+                    if try !isLinked(rowID: existing.id, isTile: isTile) { ambientCacheSize += delta }
+                }
+                return StoredRow(id: existing.id, size: size, sizeDelta: delta, keySize: keySize)
             }
             let statement: Statement
             switch write.key {
@@ -143,7 +152,9 @@ public final class OfflineDatabase {
             }
             try statement.step()
             statement.reset()
-            return StoredRow(id: database.lastInsertedRowID, size: size, sizeDelta: size)
+            // A new row is ambient until (and unless) the link below claims it.
+            ambientCacheSize += size + keySize
+            return StoredRow(id: database.lastInsertedRowID, size: size, sizeDelta: size, keySize: keySize)
         }
     }
 
@@ -197,6 +208,12 @@ public final class OfflineDatabase {
             [.integer(delta), .integer(rowID)])
     }
 
+    func isLinked(rowID: Int64, isTile: Bool) throws -> Bool {
+        try database.scalarInt(isTile
+            ? "SELECT EXISTS (SELECT 1 FROM region_tiles WHERE tile_id = ?1)"
+            : "SELECT EXISTS (SELECT 1 FROM region_resources WHERE resource_id = ?1)", [.integer(rowID)]) == 1
+    }
+
     enum LinkResult {
         case alreadyLinked
         case refusedByTileLimit
@@ -238,6 +255,16 @@ public final class OfflineDatabase {
     /// The stored progress row of a pack (zeros if it has none).
     public func progress(_ packID: Int64) throws -> PackProgress {
         try ProgressQueries.stored(packID, in: database) ?? PackProgress()
+    }
+}
+
+extension ResourceKey {
+    /// The key's share of a row's ambient size: the byte length of its URL or URL template.
+    var ambientKeySize: Int64 {
+        switch self {
+        case .tile(let tile): return Int64(tile.urlTemplate.utf8.count)
+        case .resource(let url, _): return Int64(url.utf8.count)
+        }
     }
 }
 

@@ -45,6 +45,7 @@ public final class StoreReader {
         try database.scalarInt("SELECT linked_tiles FROM packd_totals WHERE id = 1") ?? 0
     }
 
+    /// Counted from the tables (a scan); the writer's `OfflineDatabase.ambientCacheSize` is the cheap value.
     public func ambientCacheSize() throws -> Int64 {
         try database.scalarInt(OfflineDatabase.ambientSizeSQL) ?? 0
     }

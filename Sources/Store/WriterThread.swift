@@ -27,14 +27,19 @@ public final class WriterThread: @unchecked Sendable {
     private enum Item {
         case write(ResourceWrite)
         case flush(@Sendable () -> Void)
-        case operation((OfflineDatabase) -> Void)
+        /// `cancel` answers the caller when the writer has already stopped.
+        case operation(run: (OfflineDatabase) -> Void, cancel: () -> Void)
     }
+
+    /// The error operations complete with once the writer has stopped.
+    public struct Stopped: Error {}
 
     private let condition = NSCondition()
     // Guarded by `condition`.
     private var queue: [Item] = []
     private var touches = AccessTouches()
     private var stopping = false
+    private var stopped = false
     private var queuedWrites = 0
 
     private let configuration: Configuration
@@ -64,6 +69,7 @@ public final class WriterThread: @unchecked Sendable {
 
     public func submit(contentsOf writes: [ResourceWrite]) {
         condition.lock()
+        guard !stopped else { return condition.unlock() }
         queue.append(contentsOf: writes.map { .write($0) })
         queuedWrites += writes.count
         condition.signal()
@@ -79,9 +85,8 @@ public final class WriterThread: @unchecked Sendable {
     /// `completion` receives its result there.
     public func perform<T: Sendable>(_ operation: @escaping @Sendable (OfflineDatabase) throws -> T,
                                      completion: @escaping @Sendable (Result<T, any Error>) -> Void) {
-        enqueue(.operation { store in
-            completion(Result { try operation(store) })
-        }, countsAsWrite: false)
+        enqueue(.operation(run: { store in completion(Result { try operation(store) }) },
+                           cancel: { completion(.failure(Stopped())) }), countsAsWrite: false)
     }
 
     /// Records reads; the writer updates `accessed` for them in its next transaction.
@@ -113,6 +118,16 @@ public final class WriterThread: @unchecked Sendable {
 
     private func enqueue(_ item: Item, countsAsWrite: Bool) {
         condition.lock()
+        if stopped {
+            condition.unlock()
+            // Nobody will take it: answer now rather than leave a caller waiting forever.
+            switch item {
+            case .write: break
+            case .flush(let completion): completion()
+            case .operation(_, let cancel): cancel()
+            }
+            return
+        }
         queue.append(item)
         if countsAsWrite { queuedWrites += 1 }
         condition.signal()
@@ -141,6 +156,7 @@ public final class WriterThread: @unchecked Sendable {
             queue.removeAll(keepingCapacity: true)
             queuedWrites = 0
             let shouldStop = stopping && items.isEmpty
+            if shouldStop { stopped = true }
             condition.unlock()
 
             for item in items {
@@ -156,7 +172,7 @@ public final class WriterThread: @unchecked Sendable {
                     commit(&batch)
                     batchDeadline = nil
                     completion()
-                case .operation(let operation):
+                case .operation(let operation, _):
                     commit(&batch)
                     batchDeadline = nil
                     operation(store)

@@ -134,12 +134,15 @@ import Testing
         #expect(try store.database.scalarInt("SELECT count(*) FROM packd_packs") == 1)
         #expect(try store.database.scalarInt("SELECT count(*) FROM packd_progress") == 1)
         #expect(try store.progress(b).completedTiles == 4)
+        #expect(store.ambientCacheSize == (try store.recountAmbientCacheSize()))
+        #expect(store.ambientCacheSize > 4 * 300)
 
         // With the cache disabled, removing b leaves nothing but the schema.
         try store.setMaximumAmbientCacheSize(0)
         #expect(try store.database.scalarInt("SELECT count(*) FROM tiles") == 4)
         #expect(try store.removePack(b))
         #expect(try store.database.scalarInt("SELECT count(*) FROM tiles") == 0)
+        #expect(store.ambientCacheSize == 0)
         #expect(try store.database.scalarString("PRAGMA integrity_check") == "ok")
     }
 
@@ -157,7 +160,8 @@ import Testing
         for i in 0..<10 {
             #expect(store.apply([try StoreFixtures.tile(z: 4, x: Int64(i), y: 0, pack: nil, size: 1000)], now: 10 + Int64(i)).error == nil)
         }
-        #expect(try store.ambientCacheSize() == rowSize * 10)
+        #expect(store.ambientCacheSize == rowSize * 10)
+        #expect(try store.recountAmbientCacheSize() == rowSize * 10)
         // Touch tiles 0 and 1 so they become the most recently used.
         var touches = AccessTouches()
         for x in [Int64(0), 1] { touches.tileIDs.insert(try #require(try store.find(.tile(TileKey(urlTemplate: StoreFixtures.template, z: 4, x: x, y: 0)))).id) }
@@ -169,7 +173,8 @@ import Testing
         var remaining: [Int64] = []
         try store.database.cachedStatement("SELECT x FROM tiles WHERE z = 4 ORDER BY x").forEachRow { remaining.append($0.int64(at: 0)) }
         #expect(remaining == [0, 1, 5, 6, 7, 8, 9, 10, 11, 12])
-        #expect(try store.ambientCacheSize() <= rowSize * 10)
+        #expect(store.ambientCacheSize <= rowSize * 10)
+        #expect(try store.recountAmbientCacheSize() == store.ambientCacheSize)
         #expect(try store.database.scalarInt("SELECT count(*) FROM tiles WHERE z = 9") == 5)
         #expect(try store.progress(pack).completedTiles == 5)
 
@@ -177,6 +182,7 @@ import Testing
         #expect(try store.database.scalarInt("SELECT count(*) FROM tiles WHERE expires = 0 AND must_revalidate = 1") == 10)
         try store.clearAmbientCache()
         #expect(try store.database.scalarInt("SELECT count(*) FROM tiles") == 5)
+        #expect(store.ambientCacheSize == 0)
     }
 
     @Test func tileLimitRefusesNewDistinctTilesButNotSharedOnes() throws {
@@ -254,5 +260,53 @@ extension Statement {
     func bindAndStep() throws -> Statement? {
         try bind([])
         return try step() ? self : nil
+    }
+}
+
+@Suite struct AmbientAccountingTests {
+    /// Every path that moves rows in or out of the ambient cache keeps the maintained size equal
+    /// to a recount: inserts, re-downloads of another size, links claiming ambient rows, removal.
+    @Test func maintainedAmbientSizeAlwaysEqualsARecount() throws {
+        let directory = TemporaryDirectory()
+        let store = try OfflineDatabase(path: directory.file("a.db"))
+        let pack = try store.createPack(StoreFixtures.pack("p"), now: 1)
+        func check(_ step: String) throws {
+            #expect(store.ambientCacheSize == (try store.recountAmbientCacheSize()), "after \(step)")
+        }
+        _ = store.apply(try (0..<6).map { try StoreFixtures.tile(z: 3, x: Int64($0), y: 0, pack: nil, size: 500) }, now: 1)
+        try check("ambient inserts")
+        _ = store.apply([try StoreFixtures.tile(z: 3, x: 0, y: 0, pack: nil, size: 900, seed: 3)], now: 2)
+        try check("ambient re-download")
+        _ = store.apply([ResourceWrite(key: .tile(TileKey(urlTemplate: StoreFixtures.template, z: 3, x: 1, y: 0)), content: .linkExisting, packID: pack),
+                         try StoreFixtures.tile(z: 3, x: 2, y: 0, pack: pack, size: 700, seed: 4)], now: 3)
+        try check("links claiming ambient rows")
+        _ = store.apply([try StoreFixtures.resource("https://example/ü.json", pack: nil, text: "héllo")], now: 4)
+        try check("a non-ASCII URL")
+        _ = store.apply([ResourceWrite(key: .tile(TileKey(urlTemplate: StoreFixtures.template, z: 3, x: 3, y: 0)), content: .noContent)], now: 5)
+        try check("no content")
+        try store.removePack(pack)
+        try check("removal")
+        let reopened = try OfflineDatabase(path: directory.file("a.db"))
+        #expect(reopened.ambientCacheSize == store.ambientCacheSize)
+    }
+
+    @Test func storageFullIsReportedAndTheBatchRolledBack() throws {
+        let directory = TemporaryDirectory()
+        let store = try OfflineDatabase(path: directory.file("full.db"))
+        let pack = try store.createPack(StoreFixtures.pack("p"), now: 1)
+        let pages = try #require(try store.database.scalarInt("PRAGMA page_count"))
+        try store.database.setMaximumPageCount(pages + 8)
+        let ambientBefore = store.ambientCacheSize
+        let outcome = store.apply(try (0..<40).map { try StoreFixtures.tile(z: 8, x: Int64($0), y: 0, pack: pack, size: 4000) }, now: 2)
+        let error = try #require(outcome.error)
+        #expect(error.isStorageFull)
+        #expect(outcome.failedPackIDs == [pack])
+        #expect(try store.database.scalarInt("SELECT count(*) FROM tiles") == 0)
+        #expect(try store.progress(pack) == PackProgress())
+        #expect(store.ambientCacheSize == ambientBefore)
+        // Once there is room again, the same connection keeps working.
+        try store.database.setMaximumPageCount(1 << 30)
+        #expect(store.apply([try StoreFixtures.tile(z: 8, x: 0, y: 0, pack: pack)], now: 3).error == nil)
+        #expect(try store.progress(pack).completedTiles == 1)
     }
 }
