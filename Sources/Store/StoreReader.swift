@@ -29,15 +29,60 @@ public final class StoreReader {
         return try statement.step() ? PackRecord(row: statement) : nil
     }
 
-    /// Packs in creation (id) order after `afterID`, optionally of one state; `limit` ≤ 500.
-    public func packs(after afterID: Int64 = 0, state: String? = nil, limit: Int = 100) throws -> [PackRecord] {
-        let statement = try database.cachedStatement(PackRecord.selectSQL
-            + " WHERE p.region_id > ?1 AND (?2 IS NULL OR p.state = ?2) ORDER BY p.region_id LIMIT ?3")
+    /// Packs in creation (id) order after `afterID`, optionally of one state and whose name
+    /// contains `nameContains` (case-sensitive, literal: no LIKE wildcards); `limit` ≤ 500.
+    public func packs(after afterID: Int64 = 0, state: String? = nil, nameContains: String? = nil,
+                      limit: Int = 100) throws -> [PackRecord] {
+        let statement = try database.cachedStatement(PackRecord.selectSQL + """
+             WHERE p.region_id > ?1 AND (?2 IS NULL OR p.state = ?2) AND (?3 IS NULL OR instr(p.name, ?3) > 0)
+            ORDER BY p.region_id LIMIT ?4
+            """)
         var result: [PackRecord] = []
-        try statement.forEachRow([.integer(afterID), DatabaseValue(state), .integer(Int64(min(max(limit, 0), 500)))]) {
+        try statement.forEachRow([.integer(afterID), DatabaseValue(state), DatabaseValue(nameContains),
+                                  .integer(Int64(min(max(limit, 0), 500)))]) {
             result.append(PackRecord(row: $0))
         }
         return result
+    }
+
+    /// Events with ids above `afterID` (all packs, or one), oldest first.
+    public func events(after afterID: Int64, packID: Int64? = nil, limit: Int = 1000) throws -> [StoredEvent] {
+        var result: [StoredEvent] = []
+        try database.cachedStatement("""
+            SELECT id, pack_id, type, data, created_at FROM packd_events
+            WHERE id > ?1 AND (?2 IS NULL OR pack_id = ?2) ORDER BY id LIMIT ?3
+            """).forEachRow([.integer(afterID), DatabaseValue(packID), .integer(Int64(min(max(limit, 0), 10_000)))]) {
+            result.append(StoredEvent(id: $0.int64(at: 0), packID: $0.optionalInt64(at: 1), type: $0.string(at: 2) ?? "",
+                                      json: $0.string(at: 3) ?? "", createdAt: $0.int64(at: 4)))
+        }
+        return result
+    }
+
+    /// The oldest event id still held (replay from before it is impossible), nil when empty.
+    public func oldestEventID() throws -> Int64? {
+        try database.scalarInt("SELECT min(id) FROM packd_events")
+    }
+
+    /// The pack's failed resources, newest first.
+    public func failures(packID: Int64, limit: Int = 1000) throws -> [ResourceFailure] {
+        var result: [ResourceFailure] = []
+        try database.cachedStatement("""
+            SELECT id, url, status, message, attempts, at FROM packd_errors WHERE pack_id = ?1 ORDER BY id DESC LIMIT ?2
+            """).forEachRow([.integer(packID), .integer(Int64(min(max(limit, 0), 1000)))]) {
+            result.append(ResourceFailure(id: $0.int64(at: 0), url: $0.string(at: 1) ?? "", status: $0.optionalInt64(at: 2),
+                                          message: $0.string(at: 3) ?? "", attempts: $0.int64(at: 4), at: $0.int64(at: 5)))
+        }
+        return result
+    }
+
+    public func idempotencyEntry(_ key: String) throws -> IdempotencyEntry? {
+        var entry: IdempotencyEntry?
+        try database.cachedStatement("SELECT request_hash, pack_id, status, body, created_at FROM packd_idempotency WHERE key = ?1")
+            .forEachRow([.text(key)]) {
+                entry = IdempotencyEntry(requestHash: $0.string(at: 0) ?? "", packID: $0.optionalInt64(at: 1),
+                                         status: $0.int64(at: 2), body: $0.blob(at: 3) ?? [], createdAt: $0.int64(at: 4))
+            }
+        return entry
     }
 
     /// Distinct tiles linked to any pack (maintained, one row read).
