@@ -16,8 +16,9 @@ public final class OfflineDatabase {
     /// maintained by every write, so trimming never scans the tables.
     public internal(set) var ambientCacheSize: Int64 = 0
 
-    public init(path: String) throws {
-        database = try SchemaMigrator.openWriter(path: path)
+    /// `pageSize`: see `SchemaMigrator.openWriter`; only used when the file is created.
+    public init(path: String, pageSize: Int? = nil) throws {
+        database = try SchemaMigrator.openWriter(path: path, pageSize: pageSize)
         maximumAmbientCacheSize = Self.defaultMaximumAmbientCacheSize
         tileLimit = nil
         if let stored = try database.scalarInt("SELECT value FROM packd_meta WHERE key = 'ambient_cache_maximum'") {
@@ -97,65 +98,81 @@ public final class OfflineDatabase {
         var sizeDelta: Int64
         /// Bytes of the URL or URL template, part of the row's ambient size.
         var keySize: Int64
+        /// Inserted by this write: no pack can link it yet.
+        var isNew: Bool
     }
 
     /// Upserts one row; nil when a revalidation or link names a row that does not exist.
+    /// A body is inserted first (`ON CONFLICT DO NOTHING`): a download mostly writes new rows,
+    /// which then cost one statement; only a conflict pays the lookup and the update by id.
     func upsert(_ write: ResourceWrite, now: Int64) throws -> StoredRow? {
         let isTile = write.key.isTile
-        let existing = try find(write.key)
         let keySize = write.key.ambientKeySize
+        let body: StoredBody?
         switch write.content {
         case .linkExisting:
-            return existing.map { StoredRow(id: $0.id, size: $0.size, sizeDelta: 0, keySize: keySize) }
+            return try find(write.key).map { StoredRow(id: $0.id, size: $0.size, sizeDelta: 0, keySize: keySize, isNew: false) }
         case .notModified:
-            guard let existing else { return nil }
+            guard let existing = try find(write.key) else { return nil }
             try database.execute(isTile
                 ? "UPDATE tiles SET accessed = ?1, expires = ?2, must_revalidate = ?3 WHERE id = ?4"
                 : "UPDATE resources SET accessed = ?1, expires = ?2, must_revalidate = ?3 WHERE id = ?4",
                 [.integer(now), DatabaseValue(write.cache.expires), DatabaseValue(write.cache.mustRevalidate), .integer(existing.id)])
-            return StoredRow(id: existing.id, size: existing.size, sizeDelta: 0, keySize: keySize)
-        case .body, .noContent:
-            let body: StoredBody? = if case .body(let body) = write.content { body } else { nil }
-            let size = Int64(body?.storedSize ?? 0)
-            if let existing {
-                let statement = try database.cachedStatement(isTile
-                    ? "UPDATE tiles SET modified = ?1, etag = ?2, expires = ?3, must_revalidate = ?4, accessed = ?5, data = ?6, compressed = ?7 WHERE id = ?8"
-                    : "UPDATE resources SET modified = ?1, etag = ?2, expires = ?3, must_revalidate = ?4, accessed = ?5, data = ?6, compressed = ?7, kind = ?9 WHERE id = ?8")
-                statement.reset()
-                try bindCacheColumns(statement, write.cache, now: now, body: body)
-                try statement.bind(existing.id, at: 8)
-                if case .resource(_, let kind) = write.key { try statement.bind(kind.rawValue, at: 9) }
-                try statement.step()
-                statement.reset()
-                let delta = size - existing.size
-                if delta != 0 {
-                    try adjustLinkedProgress(rowID: existing.id, isTile: isTile, by: delta)
-                    if try !isLinked(rowID: existing.id, isTile: isTile) { ambientCacheSize += delta }
-                }
-                return StoredRow(id: existing.id, size: size, sizeDelta: delta, keySize: keySize)
-            }
-            let statement: Statement
-            switch write.key {
-            case .tile(let tile):
-                statement = try database.cachedStatement(
-                    "INSERT INTO tiles (modified, etag, expires, must_revalidate, accessed, data, compressed, url_template, pixel_ratio, z, x, y) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)")
-                statement.reset()
-                try bindCacheColumns(statement, write.cache, now: now, body: body)
-                try bindTileKey(statement, tile, from: 8)
-            case .resource(let url, let kind):
-                statement = try database.cachedStatement(
-                    "INSERT INTO resources (modified, etag, expires, must_revalidate, accessed, data, compressed, url, kind) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)")
-                statement.reset()
-                try bindCacheColumns(statement, write.cache, now: now, body: body)
-                try statement.bind(url, at: 8)
-                try statement.bind(kind.rawValue, at: 9)
-            }
-            try statement.step()
-            statement.reset()
-            // A new row is ambient until (and unless) the link below claims it.
-            ambientCacheSize += size + keySize
-            return StoredRow(id: database.lastInsertedRowID, size: size, sizeDelta: size, keySize: keySize)
+            return StoredRow(id: existing.id, size: existing.size, sizeDelta: 0, keySize: keySize, isNew: false)
+        case .body(let stored):
+            body = stored
+        case .noContent:
+            body = nil
         }
+        let size = Int64(body?.storedSize ?? 0)
+        if try insert(write, body: body, now: now) {
+            // A new row is ambient until (and unless) the link claims it.
+            ambientCacheSize += size + keySize
+            return StoredRow(id: database.lastInsertedRowID, size: size, sizeDelta: size, keySize: keySize, isNew: true)
+        }
+        guard let existing = try find(write.key) else { return nil }
+        let statement = try database.cachedStatement(isTile
+            ? "UPDATE tiles SET modified = ?1, etag = ?2, expires = ?3, must_revalidate = ?4, accessed = ?5, data = ?6, compressed = ?7 WHERE id = ?8"
+            : "UPDATE resources SET modified = ?1, etag = ?2, expires = ?3, must_revalidate = ?4, accessed = ?5, data = ?6, compressed = ?7, kind = ?9 WHERE id = ?8")
+        statement.reset()
+        try bindCacheColumns(statement, write.cache, now: now, body: body)
+        try statement.bind(existing.id, at: 8)
+        if case .resource(_, let kind) = write.key { try statement.bind(kind.rawValue, at: 9) }
+        try statement.step()
+        statement.reset()
+        let delta = size - existing.size
+        if delta != 0 {
+            try adjustLinkedProgress(rowID: existing.id, isTile: isTile, by: delta)
+            if try !isLinked(rowID: existing.id, isTile: isTile) { ambientCacheSize += delta }
+        }
+        return StoredRow(id: existing.id, size: size, sizeDelta: delta, keySize: keySize, isNew: false)
+    }
+
+    /// Inserts the row unless its key exists; true when inserted.
+    private func insert(_ write: ResourceWrite, body: StoredBody?, now: Int64) throws -> Bool {
+        let statement: Statement
+        switch write.key {
+        case .tile(let tile):
+            statement = try database.cachedStatement("""
+                INSERT INTO tiles (modified, etag, expires, must_revalidate, accessed, data, compressed, url_template, pixel_ratio, z, x, y)
+                VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12) ON CONFLICT (url_template, pixel_ratio, z, x, y) DO NOTHING
+                """)
+            statement.reset()
+            try bindCacheColumns(statement, write.cache, now: now, body: body)
+            try bindTileKey(statement, tile, from: 8)
+        case .resource(let url, let kind):
+            statement = try database.cachedStatement("""
+                INSERT INTO resources (modified, etag, expires, must_revalidate, accessed, data, compressed, url, kind)
+                VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9) ON CONFLICT (url) DO NOTHING
+                """)
+            statement.reset()
+            try bindCacheColumns(statement, write.cache, now: now, body: body)
+            try statement.bind(url, at: 8)
+            try statement.bind(kind.rawValue, at: 9)
+        }
+        try statement.step()
+        statement.reset()
+        return database.changes == 1
     }
 
     /// The row's id and stored size, through the UNIQUE index MapLibre's schema defines.
@@ -224,16 +241,7 @@ public final class OfflineDatabase {
     /// Links a row to a pack (MapLibre's `markUsed`), refusing a tile that would be one more
     /// distinct pack tile than the global limit allows.
     func link(_ row: StoredRow, isTile: Bool, packID: Int64, linkedTiles: Int64) throws -> LinkResult {
-        let links = try database.cachedStatement(isTile
-            ? "SELECT count(*), IFNULL(SUM(region_id = ?2), 0) FROM region_tiles WHERE tile_id = ?1"
-            : "SELECT count(*), IFNULL(SUM(region_id = ?2), 0) FROM region_resources WHERE resource_id = ?1")
-        links.reset()
-        try links.bind(row.id, at: 1)
-        try links.bind(packID, at: 2)
-        try links.step()
-        let linkedAnywhere = links.int64(at: 0) > 0
-        let linkedHere = links.int64(at: 1) > 0
-        links.reset()
+        let (linkedAnywhere, linkedHere) = row.isNew ? (false, false) : try existingLinks(row.id, isTile: isTile, packID: packID)
         if linkedHere { return .alreadyLinked }
         if isTile, !linkedAnywhere, let tileLimit, linkedTiles >= tileLimit { return .refusedByTileLimit }
         try database.execute(isTile
@@ -241,6 +249,19 @@ public final class OfflineDatabase {
             : "INSERT INTO region_resources (region_id, resource_id) VALUES (?1, ?2)",
             [.integer(packID), .integer(row.id)])
         return .linked(firstLinkAnywhere: !linkedAnywhere)
+    }
+
+    /// Whether any pack, and whether `packID`, links the row.
+    private func existingLinks(_ rowID: Int64, isTile: Bool, packID: Int64) throws -> (anywhere: Bool, here: Bool) {
+        let links = try database.cachedStatement(isTile
+            ? "SELECT count(*), IFNULL(SUM(region_id = ?2), 0) FROM region_tiles WHERE tile_id = ?1"
+            : "SELECT count(*), IFNULL(SUM(region_id = ?2), 0) FROM region_resources WHERE resource_id = ?1")
+        links.reset()
+        try links.bind(rowID, at: 1)
+        try links.bind(packID, at: 2)
+        try links.step()
+        defer { links.reset() }
+        return (links.int64(at: 0) > 0, links.int64(at: 1) > 0)
     }
 
     /// Whether `packID` names an existing pack; rows for a removed pack are kept as ambient

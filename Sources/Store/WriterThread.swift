@@ -15,12 +15,15 @@ public final class WriterThread: @unchecked Sendable {
         public var maximumBatchDelay: Duration
         /// The clock for `accessed`/times, Unix seconds (injectable for tests).
         public var now: @Sendable () -> Int64
+        /// Page size for a newly created database (see `SchemaMigrator.openWriter`).
+        public var pageSize: Int?
 
         public init(maximumBatchCount: Int = 256, maximumBatchDelay: Duration = .milliseconds(50),
-                    now: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) }) {
+                    now: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) }, pageSize: Int? = nil) {
             self.maximumBatchCount = max(1, maximumBatchCount)
             self.maximumBatchDelay = maximumBatchDelay
             self.now = now
+            self.pageSize = pageSize
         }
     }
 
@@ -52,7 +55,7 @@ public final class WriterThread: @unchecked Sendable {
     /// Opens (creating/migrating) the database at `path` and starts the thread.
     public init(path: String, configuration: Configuration = Configuration(),
                 onCommit: @escaping @Sendable (BatchOutcome) -> Void) throws {
-        self.store = try OfflineDatabase(path: path)
+        self.store = try OfflineDatabase(path: path, pageSize: configuration.pageSize)
         self.configuration = configuration
         self.onCommit = onCommit
         // The thread keeps the writer alive until `stop()` returns.
