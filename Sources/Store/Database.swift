@@ -158,7 +158,8 @@ public final class Database {
         try execute("PRAGMA max_page_count = \(pages)")
     }
 
-    /// Closes the connection now and releases cached statements (also done on deinit).
+    /// Releases the cached statements (finalized unless the caller still holds one), e.g.
+    /// before detaching a database they refer to.
     public func finalizeStatements() {
         statements.removeAll()
     }
