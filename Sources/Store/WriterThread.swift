@@ -61,6 +61,7 @@ public final class WriterThread: @unchecked Sendable {
         // The thread keeps the writer alive until `stop()` returns.
         let thread = Thread { self.run() }
         thread.name = "packd-writer"
+        thread.stackSize = 8 << 20
         self.thread = thread
         thread.start()
     }
