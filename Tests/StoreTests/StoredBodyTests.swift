@@ -61,6 +61,16 @@ let sampleJSON = Array((0..<400).map { "{\"layer\":\"roads\",\"id\":\($0),\"kind
         #expect(try StoredBody.encoding(tiny) == StoredBody(data: tiny, compressed: false))
     }
 
+    @Test func entropyProbeSkipsDeflateOnlyForRandomLookingBodies() {
+        randomBytes(count: 20 * 1024, seed: 9).withUnsafeBytes { #expect(StoredBody.looksIncompressible($0)) }
+        sampleJSON.withUnsafeBytes { #expect(!StoredBody.looksIncompressible($0)) }
+        // Half random, half text: compressible enough to be worth deflating.
+        (Array(randomBytes(count: 1024, seed: 3)) + Array(sampleJSON.prefix(1024))).withUnsafeBytes {
+            #expect(!StoredBody.looksIncompressible($0))
+        }
+        randomBytes(count: 512, seed: 4).withUnsafeBytes { #expect(!StoredBody.looksIncompressible($0)) } // too small to judge
+    }
+
     @Test func gzipBodyIsRewrappedWithoutRecompressing() throws {
         let gz = gzip(sampleJSON)
         let body = try StoredBody.encoding(gz)
