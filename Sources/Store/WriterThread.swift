@@ -41,6 +41,8 @@ public final class WriterThread: @unchecked Sendable {
     // Guarded by `condition`.
     private var queue: [Item] = []
     private var touches = AccessTouches()
+    /// When pending touches are applied if no batch commits first.
+    private var touchDeadline: Date?
     private var stopping = false
     private var stopped = false
     private var queuedWrites = 0
@@ -93,11 +95,17 @@ public final class WriterThread: @unchecked Sendable {
                            cancel: { completion(.failure(Stopped())) }), countsAsWrite: false)
     }
 
-    /// Records reads; the writer updates `accessed` for them in its next transaction.
+    /// Records reads; the writer updates `accessed` for them in its next transaction, or after
+    /// `maximumBatchDelay` when no write comes, so reads never cost a transaction each.
     public func touch(tileID: Int64? = nil, resourceID: Int64? = nil) {
         condition.lock()
+        let first = touches.isEmpty
         if let tileID { touches.tileIDs.insert(tileID) }
         if let resourceID { touches.resourceIDs.insert(resourceID) }
+        if first && !touches.isEmpty {
+            touchDeadline = Date().addingTimeInterval(batchDelaySeconds)
+            condition.signal()
+        }
         condition.unlock()
     }
 
@@ -140,18 +148,23 @@ public final class WriterThread: @unchecked Sendable {
 
     // MARK: The writer loop
 
+    private var batchDelaySeconds: Double {
+        Double(configuration.maximumBatchDelay.components.seconds)
+            + Double(configuration.maximumBatchDelay.components.attoseconds) / 1e18
+    }
+
     private func run() {
         var batch: [ResourceWrite] = []
         batch.reserveCapacity(configuration.maximumBatchCount)
         var batchDeadline: Date?
-        let delay = Double(configuration.maximumBatchDelay.components.seconds)
-            + Double(configuration.maximumBatchDelay.components.attoseconds) / 1e18
+        let delay = batchDelaySeconds
 
         while true {
             condition.lock()
             while queue.isEmpty && !stopping {
-                if let batchDeadline {
-                    if !condition.wait(until: batchDeadline) { break }
+                let deadline = [batchDeadline, touches.isEmpty ? nil : touchDeadline].compactMap { $0 }.min()
+                if let deadline {
+                    if !condition.wait(until: deadline) { break }
                 } else {
                     condition.wait()
                 }

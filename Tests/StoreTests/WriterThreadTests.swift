@@ -37,6 +37,8 @@ final class Signal: @unchecked Sendable {
     private let semaphore = DispatchSemaphore(value: 0)
     func fire() { semaphore.signal() }
     func wait() -> Bool { semaphore.wait(timeout: .now() + 30) == .success }
+    /// Yields for a moment while polling a condition (never relied on as synchronisation).
+    func waitBriefly() -> Bool { semaphore.wait(timeout: .now() + .milliseconds(2)) == .success }
 }
 
 @Suite struct WriterThreadTests {
@@ -128,6 +130,28 @@ final class Signal: @unchecked Sendable {
         writer.flush { flushed.fire() }
         #expect(flushed.wait())
         #expect(try reader.read(write.key)?.accessed == 500)
+    }
+
+    @Test func touchesAreAppliedWithoutAnyWriteAfterTheBatchDelay() throws {
+        let directory = TemporaryDirectory()
+        let path = directory.file("w.db")
+        let clock = Clock()
+        let log = CommitLog()
+        let writer = try WriterThread(path: path, configuration: .init(maximumBatchCount: 1, maximumBatchDelay: .milliseconds(5), now: clock.now),
+                                      onCommit: log.record)
+        defer { writer.stop() }
+        let write = try StoreFixtures.resource("https://example/r.json", pack: nil, text: "{}")
+        writer.submit(write)
+        #expect(log.wait { $0.count == 1 })
+        let reader = try StoreReader(path: path, onAccess: { _, id in writer.touch(resourceID: id) })
+        clock.value = 900
+        #expect(try reader.read(write.key)?.accessed == 100)
+        // No further write or flush: the pending touch alone must reach the database.
+        let deadline = Date().addingTimeInterval(30)
+        while try reader.read(write.key)?.accessed != 900 && Date() < deadline {
+            _ = Signal().waitBriefly()
+        }
+        #expect(try reader.read(write.key)?.accessed == 900)
     }
 
     final class Clock: @unchecked Sendable {
