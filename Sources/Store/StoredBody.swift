@@ -22,20 +22,30 @@ public struct StoredBody: Sendable, Equatable {
     /// Throws `ZlibCodec.Failure` for a gzip body that is truncated or corrupt, so the download retries it.
     public static func encoding(_ body: [UInt8], inflateLimit: Int = ZlibCodec.defaultInflateLimit) throws -> StoredBody {
         try body.withUnsafeBytes { raw -> StoredBody in
-            if ZlibCodec.isGzip(raw) {
+            guard ZlibCodec.isGzip(raw) else { return encodingPlain(body, raw) }
+            do {
                 let rewrapped = try ZlibCodec.rewrapGzipAsZlib(raw, limit: inflateLimit)
                 return rewrapped.zlib.count < rewrapped.inflatedCount
                     ? StoredBody(data: rewrapped.zlib, compressed: true)
                     : StoredBody(data: rewrapped.inflated, compressed: false)
+            } catch ZlibCodec.Failure.multipleMembers {
+                // The rare concatenated gzip: inflate all members, then store the content as any
+                // body. Never gzip-decoded again (a gzip quine would recurse forever).
+                let inflated = try ZlibCodec.inflateGzipMembers(raw, limit: inflateLimit)
+                return inflated.withUnsafeBytes { encodingPlain(inflated, $0) }
             }
-            if isImage(raw) || looksIncompressible(raw) {
-                return StoredBody(data: body, compressed: false)
-            }
-            if let deflated = ZlibCodec.deflate(raw), deflated.count < body.count {
-                return StoredBody(data: deflated, compressed: true)
-            }
+        }
+    }
+
+    /// Raw for images and random-looking bytes, else zlib when that is smaller.
+    private static func encodingPlain(_ body: [UInt8], _ raw: UnsafeRawBufferPointer) -> StoredBody {
+        if isImage(raw) || looksIncompressible(raw) {
             return StoredBody(data: body, compressed: false)
         }
+        if let deflated = ZlibCodec.deflate(raw), deflated.count < body.count {
+            return StoredBody(data: deflated, compressed: true)
+        }
+        return StoredBody(data: body, compressed: false)
     }
 
     /// The original bytes (inflated if stored compressed).

@@ -99,6 +99,17 @@ let sampleJSON = Array((0..<400).map { "{\"layer\":\"roads\",\"id\":\($0),\"kind
         #expect(throws: ZlibCodec.Failure.self) { try StoredBody.encoding(badData) }
     }
 
+    @Test func concatenatedGzipMembersAreInflatedAndStoredWhole() throws {
+        let first = Array(sampleJSON.prefix(5000))
+        let second = Array(sampleJSON.suffix(3000))
+        let body = try StoredBody.encoding(gzip(first) + gzip(second))
+        #expect(try body.decoded() == first + second)
+        // A cut second member is still a truncated download.
+        let cut = gzip(first) + gzip(second).dropLast(5)
+        #expect(throws: ZlibCodec.Failure.truncated) { try StoredBody.encoding(Array(cut)) }
+        #expect(throws: ZlibCodec.Failure.self) { try StoredBody.encoding(gzip(first) + [1, 2, 3, 4, 5, 6, 7, 8, 9]) }
+    }
+
     @Test func inflateIsBoundedAgainstBombs() throws {
         let bomb = gzip([UInt8](repeating: 0, count: 4 << 20))
         #expect(bomb.count < 10_000)
