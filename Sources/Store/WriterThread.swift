@@ -43,6 +43,9 @@ public final class WriterThread: @unchecked Sendable {
     private var touches = AccessTouches()
     /// When pending touches are applied if no batch commits first.
     private var touchDeadline: Date?
+    /// The writer is blocked on `condition`: only then does a producer need to signal it
+    /// (a signal per submitted row is a futex call per row otherwise).
+    private var writerIsWaiting = false
     private var stopping = false
     private var stopped = false
     private var queuedWrites = 0
@@ -78,7 +81,7 @@ public final class WriterThread: @unchecked Sendable {
         guard !stopped else { return condition.unlock() }
         queue.append(contentsOf: writes.map { .write($0) })
         queuedWrites += writes.count
-        condition.signal()
+        wakeWriterLocked()
         condition.unlock()
     }
 
@@ -104,7 +107,7 @@ public final class WriterThread: @unchecked Sendable {
         if let resourceID { touches.resourceIDs.insert(resourceID) }
         if first && !touches.isEmpty {
             touchDeadline = Date().addingTimeInterval(batchDelaySeconds)
-            condition.signal()
+            wakeWriterLocked()
         }
         condition.unlock()
     }
@@ -121,11 +124,16 @@ public final class WriterThread: @unchecked Sendable {
     public func stop() {
         condition.lock()
         stopping = true
-        condition.signal()
+        wakeWriterLocked()
         condition.unlock()
         finished.lock()
         while !hasFinished { finished.wait() }
         finished.unlock()
+    }
+
+    /// Call with `condition` locked.
+    private func wakeWriterLocked() {
+        if writerIsWaiting { condition.signal() }
     }
 
     private func enqueue(_ item: Item, countsAsWrite: Bool) {
@@ -142,7 +150,7 @@ public final class WriterThread: @unchecked Sendable {
         }
         queue.append(item)
         if countsAsWrite { queuedWrites += 1 }
-        condition.signal()
+        wakeWriterLocked()
         condition.unlock()
     }
 
@@ -163,6 +171,8 @@ public final class WriterThread: @unchecked Sendable {
             condition.lock()
             while queue.isEmpty && !stopping {
                 let deadline = [batchDeadline, touches.isEmpty ? nil : touchDeadline].compactMap { $0 }.min()
+                writerIsWaiting = true
+                defer { writerIsWaiting = false }
                 if let deadline {
                     if !condition.wait(until: deadline) { break }
                 } else {
