@@ -28,6 +28,9 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        .target(name: "Store", dependencies: ["CSQLite", "CZlib"]),
+        // The child process StoreTests SIGKILLs mid-stream to prove crash safety.
+        .executableTarget(name: "packd-store-crash-writer", dependencies: ["Store"]),
 
         .executableTarget(
             name: "packd",
@@ -43,6 +46,8 @@ let package = Package(
             name: "packd-bench",
             dependencies: [
                 "Loop",
+                "Store",
+                "CSQLite",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -55,6 +60,7 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        .testTarget(name: "StoreTests", dependencies: ["Store", "packd-store-crash-writer"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -1,0 +1,91 @@
+/// packd's own tables, beside MapLibre's (never inside them: a MapLibre client must see schema 6
+/// untouched). Versioned separately in `packd_meta` so packd can migrate without touching
+/// `user_version`, which belongs to MapLibre.
+///
+/// A pack *is* a MapLibre region: `packd_packs.region_id` is both the region id and the pack id,
+/// so an export needs no id mapping and creation order is id order.
+public enum PackdSchema {
+    /// Each entry migrates from version `index` to `index + 1`; append, never edit.
+    static let migrations: [String] = [
+        // 0 → 1
+        """
+        CREATE TABLE packd_meta (
+          key TEXT NOT NULL PRIMARY KEY,
+          value
+        );
+
+        CREATE TABLE packd_packs (
+          region_id INTEGER NOT NULL PRIMARY KEY REFERENCES regions(id) ON DELETE CASCADE,
+          name TEXT NOT NULL,
+          state TEXT NOT NULL,
+          error TEXT,                          -- JSON {code, detail, url?, status?} when failed
+          context BLOB,                        -- the client's opaque context
+          created_at INTEGER NOT NULL,         -- Unix seconds
+          updated_at INTEGER NOT NULL,
+          completed_at INTEGER,
+          limits TEXT,                         -- JSON, e.g. {"max_tiles": n}
+          expected_resources INTEGER NOT NULL DEFAULT 0,
+          expected_tiles INTEGER NOT NULL DEFAULT 0,
+          expected_is_precise INTEGER NOT NULL DEFAULT 0,
+          update_available INTEGER NOT NULL DEFAULT 0
+        );
+
+        CREATE INDEX packd_packs_state ON packd_packs (state);
+
+        -- Derived from region_resources/region_tiles, maintained in the same transaction as the
+        -- links so it is exact; PackProgress.recount recomputes it for checks and repair.
+        CREATE TABLE packd_progress (
+          pack_id INTEGER NOT NULL PRIMARY KEY REFERENCES packd_packs(region_id) ON DELETE CASCADE,
+          completed_resources INTEGER NOT NULL DEFAULT 0,
+          completed_bytes INTEGER NOT NULL DEFAULT 0,
+          completed_tiles INTEGER NOT NULL DEFAULT 0,
+          completed_tile_bytes INTEGER NOT NULL DEFAULT 0,
+          failed_resources INTEGER NOT NULL DEFAULT 0
+        );
+
+        -- AUTOINCREMENT: event ids never repeat, even after the newest rows are deleted, so
+        -- Last-Event-ID stays meaningful across restarts. No FK: pack_removed outlives the pack.
+        CREATE TABLE packd_events (
+          id INTEGER NOT NULL PRIMARY KEY AUTOINCREMENT,
+          pack_id INTEGER,
+          type TEXT NOT NULL,
+          data TEXT NOT NULL,
+          created_at INTEGER NOT NULL
+        );
+
+        CREATE INDEX packd_events_pack ON packd_events (pack_id, id);
+
+        CREATE TABLE packd_errors (
+          id INTEGER NOT NULL PRIMARY KEY AUTOINCREMENT,
+          pack_id INTEGER NOT NULL REFERENCES packd_packs(region_id) ON DELETE CASCADE,
+          url TEXT NOT NULL,                   -- credentials removed
+          status INTEGER,
+          message TEXT NOT NULL,
+          attempts INTEGER NOT NULL DEFAULT 1,
+          at INTEGER NOT NULL
+        );
+
+        CREATE INDEX packd_errors_pack ON packd_errors (pack_id, id);
+
+        CREATE TABLE packd_idempotency (
+          key TEXT NOT NULL PRIMARY KEY,
+          request_hash TEXT NOT NULL,
+          pack_id INTEGER,
+          status INTEGER NOT NULL,
+          body BLOB,
+          created_at INTEGER NOT NULL
+        );
+
+        -- Counters kept so the hot checks (global tile limit) are one row read.
+        CREATE TABLE packd_totals (
+          id INTEGER NOT NULL PRIMARY KEY CHECK (id = 1),
+          linked_tiles INTEGER NOT NULL DEFAULT 0
+        );
+
+        INSERT INTO packd_totals (id, linked_tiles) VALUES (1, 0);
+        """,
+    ]
+
+    /// The version a fully migrated database has.
+    public static var currentVersion: Int64 { Int64(migrations.count) }
+}
