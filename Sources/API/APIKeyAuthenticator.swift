@@ -136,7 +136,7 @@ public struct APIKeyAuthenticator: Sendable {
     }
 
     /// Wraps `handler` so it runs only for requests allowed by `required`.
-    public func guarding(_ required: APIRole?, allowsQueryToken: Bool = false, _ handler: @escaping RequestHandler) -> RequestHandler {
+    public func guarding(_ required: APIRole?, allowsQueryToken: Bool = false, _ handler: @escaping APIHandler) -> APIHandler {
         { request, responder in
             switch authenticate(request, requires: required, allowsQueryToken: allowsQueryToken) {
             case .success:

@@ -118,7 +118,7 @@ public final class EventBroadcaster: @unchecked Sendable {
     /// otherwise with `snapshot()`'s payloads as `progress` events carrying the current
     /// `lastEventID` (so a reconnect from there misses nothing). The all-packs endpoint passes a
     /// snapshot that is empty when the client sent no `Last-Event-ID`.
-    public func subscribe(_ filter: EventFilter, responder: Responder, lastEventID: Int64?, snapshot: Snapshot) {
+    public func subscribe(_ filter: EventFilter, responder: APIResponder, lastEventID: Int64?, snapshot: Snapshot) {
         let stream = responder.stream(status: .ok, headers: Self.responseHeaders)
         guard stream.isOpen else { return }
         let subscriber = EventSubscriber(filter: filter, stream: stream, queueLimit: configuration.subscriberQueueLimit)

@@ -27,13 +27,13 @@ final class EventsFixture: @unchecked Sendable {
             made = broadcaster
             router.get("/v1/packs/{id}/events") { request, responder in
                 let packID = request.parameters["id"].flatMap { Int64($0) } ?? 0
-                broadcaster.subscribe(.pack(packID), responder: responder, lastEventID: request.headers["Last-Event-ID"].flatMap { Int64($0) }) {
+                broadcaster.subscribe(.pack(packID), responder: APIResponder(responder), lastEventID: request.headers["Last-Event-ID"].flatMap { Int64($0) }) {
                     [(packID, Array(#"{"snapshot":true}"#.utf8))]
                 }
             }
             router.get("/v1/events") { request, responder in
                 let lastEventID = request.headers["Last-Event-ID"].flatMap { Int64($0) }
-                broadcaster.subscribe(.allPacks, responder: responder, lastEventID: lastEventID) { [] }
+                broadcaster.subscribe(.allPacks, responder: APIResponder(responder), lastEventID: lastEventID) { [] }
             }
         }
         broadcaster = made
