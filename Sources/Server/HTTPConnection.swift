@@ -72,6 +72,8 @@ final class HTTPConnection: LoopHandleOwner {
     private var idleSince: UInt64 = 0
     private var lingerUntil: UInt64 = 0
 
+    var pendingResponses: Int { slots.count }
+
     var stream: UnsafeMutablePointer<uv_stream_t> {
         UnsafeMutableRawPointer(tcp).assumingMemoryBound(to: uv_stream_t.self)
     }
@@ -136,7 +138,10 @@ final class HTTPConnection: LoopHandleOwner {
     func resumeReading(_ reason: ReadPause) {
         guard paused.contains(reason) else { return }
         paused.remove(reason)
-        if reason == .bodyConsumer { lastBodyAt = now }
+        if reason == .bodyConsumer && inbound != nil {
+            lastBodyAt = now
+            armTimer(lastBodyAt + limits.bodyTimeout.milliseconds)
+        }
         startReading()
     }
 
@@ -684,7 +689,7 @@ final class HTTPConnection: LoopHandleOwner {
     // MARK: access log
 
     private func logAccess(_ slot: Responder) {
-        server.logger.info("\(slot.method) \(slot.path) \(slot.status) \(slot.bodyBytes)B \(Self.milliseconds(since: slot.startedAt))ms")
+        server.logger.info("\(slot.method.rawValue) \(slot.path) \(slot.status) \(slot.bodyBytes)B \(Self.milliseconds(since: slot.startedAt))ms")
     }
 
     private static func milliseconds(since start: UInt64) -> String {

@@ -24,9 +24,10 @@ public struct HTTPRequest {
     ) {
         self.method = method
         self.target = target
-        if let mark = target.firstIndex(of: "?") {
+        // A UTF-8 search: Character-based `firstIndex(of:)` was a visible share of a request's cost.
+        if let mark = target.utf8.firstIndex(of: UInt8(ascii: "?")) {
             path = String(target[..<mark])
-            query = String(target[target.index(after: mark)...])
+            query = String(target[target.utf8.index(after: mark)...])
         } else {
             path = target
             query = nil

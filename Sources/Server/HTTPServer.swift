@@ -45,6 +45,9 @@ public final class HTTPServer: LoopHandleOwner {
     /// reader can make the server hold.
     public var queuedBytes: Int { connections.values.reduce(0) { $0 + $1.queuedBytes } }
 
+    /// Requests read whose responses are not complete, over all connections.
+    public var pendingResponses: Int { connections.values.reduce(0) { $0 + $1.pendingResponses } }
+
     /// Binds and starts accepting. Returns the bound address.
     @discardableResult
     public func start(listeningOn address: ListenAddress) throws -> ListenAddress {

@@ -31,6 +31,16 @@ public struct ListenAddress: Sendable, Equatable, CustomStringConvertible {
         self.port = port
     }
 
+    private init(validated host: String, port: Int) {
+        self.host = host
+        self.port = port
+    }
+
+    /// `127.0.0.1:port`: always valid, so no error to handle.
+    public static func loopback(port: UInt16) -> ListenAddress {
+        ListenAddress(validated: "127.0.0.1", port: Int(port))
+    }
+
     public init(parsing text: String) throws(ParseError) {
         let host: Substring
         let portText: Substring

@@ -26,9 +26,9 @@ enum ResponseEncoder {
         out.append(contentsOf: date)
         out.append(contentsOf: "\r\n".utf8)
         for field in headers.fields where !isReserved(field.name) {
-            out.append(contentsOf: field.name.utf8)
+            appendFieldText(field.name, to: &out)
             out.append(contentsOf: ": ".utf8)
-            out.append(contentsOf: field.value.utf8)
+            appendFieldText(field.value, to: &out)
             out.append(contentsOf: "\r\n".utf8)
         }
         switch framing {
@@ -64,6 +64,16 @@ enum ResponseEncoder {
     private static let hex = Array("0123456789abcdef".utf8)
     static let lastChunk = Array("0\r\n\r\n".utf8)
     static let continueLine = Array("HTTP/1.1 100 Continue\r\n\r\n".utf8)
+
+    /// Header text with CR, LF and NUL replaced by spaces: a handler that copies request input
+    /// into a header (a `Location` with an id) can never split the response.
+    private static func appendFieldText(_ text: String, to out: inout [UInt8]) {
+        let start = out.count
+        out.append(contentsOf: text.utf8)
+        for index in start..<out.count where out[index] == 13 || out[index] == 10 || out[index] == 0 {
+            out[index] = UInt8(ascii: " ")
+        }
+    }
 
     private static func isReserved(_ name: String) -> Bool {
         let count = name.utf8.count

@@ -48,6 +48,8 @@ public struct Router {
     }
 
     private(set) var routes: [Route] = []
+    /// Indexes into `routes` of routes without parameters, by their exact path.
+    private var literalRoutes: [String: [Int]] = [:]
 
     public init() {}
 
@@ -60,6 +62,10 @@ public struct Router {
             return .literal(String(part))
         }
         routes.append(Route(method: method, segments: segments, options: options, handler: handler))
+        if !segments.contains(where: { if case .parameter = $0 { true } else { false } }) {
+            literalRoutes["/" + segments.map { if case .literal(let text) = $0 { text } else { "" } }.joined(separator: "/"), default: []]
+                .append(routes.count - 1)
+        }
     }
 
     public mutating func get(_ pattern: String, options: RouteOptions = RouteOptions(), _ handler: @escaping RequestHandler) {
@@ -83,6 +89,12 @@ public struct Router {
     }
 
     func match(_ method: HTTPMethod, path: String) -> Match {
+        // Parameterless routes (health checks, the hot path) are found without splitting the path.
+        if let candidates = literalRoutes[path] {
+            for index in candidates where routes[index].method == method || (method == .head && routes[index].method == .get) {
+                return .found(routes[index], parameters: [:])
+            }
+        }
         let parts = path.utf8.split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: true)
         var allowed: [HTTPMethod] = []
         for route in routes where route.segments.count == parts.count {

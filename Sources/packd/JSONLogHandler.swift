@@ -1,5 +1,3 @@
-import Foundation
-import Glibc
 import Logging
 
 /// A swift-log handler writing one JSON object per line to standard error (`--log-format json`),
@@ -22,17 +20,8 @@ struct JSONLogHandler: LogHandler {
     func log(event: LogEvent) {
         var merged = metadata
         if let extra = event.metadata { merged.merge(extra) { $1 } }
-        let line = Self.line(time: Self.timestamp(), level: event.level, label: label, message: "\(event.message)", metadata: merged)
-        // One write(2) per line: lines from different threads never interleave mid-line.
-        var bytes = line
-        bytes.withUTF8 { buffer in
-            var offset = 0
-            while offset < buffer.count {
-                let written = Glibc.write(STDERR_FILENO, buffer.baseAddress! + offset, buffer.count - offset)
-                if written <= 0 { return }
-                offset += written
-            }
-        }
+        let line = Self.line(time: LogOutput.timestamp(), level: event.level, label: label, message: "\(event.message)", metadata: merged)
+        LogOutput.write(line)
     }
 
     static func line(time: String, level: Logger.Level, label: String, message: String, metadata: Logger.Metadata) -> String {
@@ -93,18 +82,5 @@ struct JSONLogHandler: LogHandler {
             }
         }
         out += "\""
-    }
-
-    private static func timestamp() -> String {
-        var now = timespec()
-        clock_gettime(CLOCK_REALTIME, &now)
-        var parts = tm()
-        var seconds = now.tv_sec
-        gmtime_r(&seconds, &parts)
-        var buffer = [CChar](repeating: 0, count: 32)
-        let count = strftime(&buffer, buffer.count, "%Y-%m-%dT%H:%M:%S", &parts)
-        let millis = now.tv_nsec / 1_000_000
-        let base = String(decoding: buffer[0..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self)
-        return base + "." + (millis < 10 ? "00" : millis < 100 ? "0" : "") + "\(millis)Z"
     }
 }

@@ -26,6 +26,8 @@ struct ServerConfiguration {
     var limits: ServerLimits
     var debugRoutes: Bool
 
+    private static let defaultListen = ListenAddress.loopback(port: 8080)
+
     /// Reads one setting: the flag if given, else the environment variable, else nil.
     struct Source {
         let environment: [String: String]
@@ -46,7 +48,7 @@ struct ServerConfiguration {
                 throw Invalid(setting: setting, problem: error.description)
             }
         } else {
-            listen = try! ListenAddress(host: "127.0.0.1", port: 8080)
+            listen = Self.defaultListen
         }
         databasePath = source.value(options.database, "DATABASE")?.text ?? "./packd.sqlite"
         if databasePath.isEmpty { throw Invalid(setting: "--database", problem: "empty path") }

@@ -14,7 +14,7 @@ struct ServerProcess {
         switch configuration.logFormat {
         case .text:
             LoggingSystem.bootstrap { label in
-                var handler = StreamLogHandler.standardError(label: label)
+                var handler = TextLogHandler(label: label)
                 handler.logLevel = level
                 return handler
             }
@@ -59,9 +59,22 @@ struct ServerProcess {
         }
         watchers.append(try SignalWatcher(loop: loop, signal: SIGTERM, stop))
         watchers.append(try SignalWatcher(loop: loop, signal: SIGINT, stop))
+        Self.unblockShutdownSignals()
         loop.run()
         loop.close()
         logger.notice("stopped")
+    }
+}
+
+extension ServerProcess {
+    /// A parent may start us with SIGTERM/SIGINT blocked (the mask is inherited across exec;
+    /// some process launchers block them), and a blocked signal never reaches the watcher.
+    static func unblockShutdownSignals() {
+        var signals = sigset_t()
+        sigemptyset(&signals)
+        sigaddset(&signals, SIGTERM)
+        sigaddset(&signals, SIGINT)
+        pthread_sigmask(SIG_UNBLOCK, &signals, nil)
     }
 }
 

@@ -3,7 +3,7 @@ import Glibc
 
 /// A blocking POSIX-socket HTTP client, so tests see exactly the bytes on the wire.
 /// Every read has a deadline; nothing waits forever.
-final class RawClient {
+final class RawClient: @unchecked Sendable {
     struct Failure: Error, CustomStringConvertible {
         let description: String
     }

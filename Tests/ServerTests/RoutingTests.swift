@@ -1,0 +1,110 @@
+import Foundation
+import Server
+import Testing
+
+@Suite struct RoutingTests {
+    private func server() throws -> TestServer {
+        try TestServer { router, _ in
+            router.get("/v1/packs/{id}/events") { request, responder in
+                responder.respond(.json(["id": request.parameters["id"] ?? "", "q": request.queryValue("after") ?? ""]))
+            }
+            router.delete("/v1/packs/{id}") { _, responder in responder.respond(HTTPResponse(status: .noContent)) }
+            router.post("/v1/packs") { request, responder in
+                struct Body: Decodable { let name: String }
+                do throws(Problem) {
+                    let body = try request.decodeJSON(Body.self)
+                    responder.respond(.json(["name": body.name], status: .created))
+                } catch {
+                    responder.respond(.problem(error))
+                }
+            }
+        }
+    }
+
+    @Test func pathParametersAreDecodedAndQueryIsReadable() throws {
+        let server = try server()
+        defer { server.stop() }
+        let response = try server.client().request("GET /v1/packs/4%202/events?after=7&x=1 HTTP/1.1\r\n\r\n")
+        #expect(response.status == 200)
+        #expect(response.header("Content-Type") == "application/json")
+        let object = try JSONSerialization.jsonObject(with: Data(response.body)) as? [String: String]
+        #expect(object == ["id": "4 2", "q": "7"])
+    }
+
+    @Test func headHasTheHeadersOfGetAndNoBody() throws {
+        let server = try server()
+        defer { server.stop() }
+        let client = try server.client()
+        let get = try client.request("GET /v1/packs/1/events HTTP/1.1\r\n\r\n")
+        let head = try client.request("HEAD /v1/packs/1/events HTTP/1.1\r\n\r\n", bodyless: true)
+        #expect(head.status == 200)
+        #expect(head.header("Content-Length") == String(get.body.count))
+        #expect(head.header("Content-Type") == get.header("Content-Type"))
+        // Nothing follows the head: the next answer on the connection parses cleanly.
+        #expect(try client.request("GET /v1/packs/2/events HTTP/1.1\r\n\r\n").status == 200)
+    }
+
+    @Test func unknownPathIs404ProblemJSON() throws {
+        let server = try server()
+        defer { server.stop() }
+        let response = try server.client().request("GET /v1/nothing HTTP/1.1\r\n\r\n")
+        #expect(response.status == 404)
+        #expect(response.header("Content-Type") == "application/problem+json")
+        let problem = try JSONDecoder().decode(Problem.self, from: Data(response.body))
+        #expect(problem.status == 404)
+        #expect(problem.title == "Not Found")
+        #expect(problem.type == "about:blank")
+        #expect(problem.detail.contains("/v1/nothing"))
+    }
+
+    @Test func wrongMethodIs405WithAllow() throws {
+        let server = try server()
+        defer { server.stop() }
+        let response = try server.client().request("PUT /v1/packs/9 HTTP/1.1\r\nContent-Length: 0\r\n\r\n")
+        #expect(response.status == 405)
+        #expect(response.header("Allow") == "DELETE")
+        let events = try server.client().request("POST /v1/packs/9/events HTTP/1.1\r\nContent-Length: 0\r\n\r\n")
+        #expect(events.header("Allow") == "GET, HEAD")
+        let literal = try server.client().request("GET /v1/packs HTTP/1.1\r\n\r\n")
+        #expect(literal.status == 405)
+        #expect(literal.header("Allow") == "POST")
+    }
+
+    @Test func jsonBodyErrorsBecomeProblems() throws {
+        let server = try server()
+        defer { server.stop() }
+        let created = try server.client().request("POST /v1/packs HTTP/1.1\r\nContent-Type: application/json\r\nContent-Length: 13\r\n\r\n{\"name\":\"hk\"}")
+        #expect(created.status == 201)
+        let missing = try server.client().request("POST /v1/packs HTTP/1.1\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}")
+        #expect(missing.status == 400)
+        #expect(missing.text.contains("/name"))
+        let wrongType = try server.client().request("POST /v1/packs HTTP/1.1\r\nContent-Type: text/plain\r\nContent-Length: 2\r\n\r\n{}")
+        #expect(wrongType.status == 415)
+    }
+
+    @Test func problemCarriesFieldErrors() throws {
+        let response = HTTPResponse.problem(.unprocessableContent, "invalid region", errors: [.init(pointer: "/region/max_zoom", detail: "above 30")])
+        #expect(response.status.code == 422)
+        let object = try JSONSerialization.jsonObject(with: Data(response.body)) as? [String: Any]
+        let errors = object?["errors"] as? [[String: String]]
+        #expect(errors == [["pointer": "/region/max_zoom", "detail": "above 30"]])
+        #expect(object?["status"] as? Int == 422)
+    }
+
+    @Test(arguments: [
+        ("127.0.0.1:8080", "127.0.0.1", 8080),
+        ("[::1]:0", "::1", 0),
+        ("0.0.0.0:65535", "0.0.0.0", 65535),
+    ])
+    func listenAddressParses(text: String, host: String, port: Int) throws {
+        let address = try ListenAddress(parsing: text)
+        #expect(address.host == host)
+        #expect(address.port == port)
+        #expect(address.description == text)
+    }
+
+    @Test(arguments: ["localhost:80", "127.0.0.1", "127.0.0.1:65536", "127.1:80", "::1:80", "[::1]80", "1.2.3.4:-1", "1.2.3.4:8x"])
+    func listenAddressRejects(text: String) {
+        #expect(throws: ListenAddress.ParseError.self) { try ListenAddress(parsing: text) }
+    }
+}

@@ -1,0 +1,130 @@
+import Foundation
+import Glibc
+import Testing
+
+/// `packd serve` as a real process: the built binary next to the test bundle.
+@Suite struct ServeProcessTests {
+    static var packdPath: String {
+        let bundle = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
+        var directory = bundle.deletingLastPathComponent()
+        // The test bundle may be a directory (`.xctest/...`) or a file in the products directory.
+        while !directory.path.isEmpty && directory.path != "/" {
+            let candidate = directory.appendingPathComponent("packd").path
+            if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
+            directory = directory.deletingLastPathComponent()
+        }
+        return bundle.deletingLastPathComponent().appendingPathComponent("packd").path
+    }
+
+    private final class Launched {
+        let process = Process()
+        let stderr = Pipe()
+        let portFile: String
+        let directory: URL
+
+        init(arguments: [String], environment: [String: String] = [:], files: [String: String] = [:]) throws {
+            directory = FileManager.default.temporaryDirectory.appendingPathComponent("packd-serve-\(UUID().uuidString)")
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+            for (name, content) in files {
+                try Data(content.utf8).write(to: directory.appendingPathComponent(name))
+            }
+            process.currentDirectoryURL = directory
+            portFile = directory.appendingPathComponent("port").path
+            process.executableURL = URL(fileURLWithPath: ServeProcessTests.packdPath)
+            process.arguments = ["serve", "--port-file", portFile] + arguments
+            process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+            process.standardError = stderr
+            process.standardOutput = FileHandle.nullDevice
+            try process.run()
+        }
+
+        func port() -> Int? {
+            guard eventually({ FileManager.default.fileExists(atPath: portFile) || !process.isRunning }) else { return nil }
+            return (try? String(contentsOfFile: portFile, encoding: .utf8)).flatMap { Int($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
+        }
+
+        func exitStatus() -> Int32? {
+            guard eventually({ !process.isRunning }) else {
+                process.terminate()
+                return nil
+            }
+            return process.terminationStatus
+        }
+
+        deinit {
+            if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+            try? FileManager.default.removeItem(at: directory)
+        }
+    }
+
+    @Test func sigtermLetsASlowStreamFinishThenExitsZero() throws {
+        let openapi = FileManager.default.temporaryDirectory.appendingPathComponent("openapi-\(UUID().uuidString).yaml")
+        try Data("openapi: 3.1.0\n".utf8).write(to: openapi)
+        defer { try? FileManager.default.removeItem(at: openapi) }
+        // The flag wins over a bad environment value.
+        let packd = try Launched(
+            arguments: ["--listen", "127.0.0.1:0", "--debug-routes", "--log-format", "json", "--openapi", openapi.path],
+            environment: ["PACKD_LISTEN": "not-an-address"]
+        )
+        let port = try #require(packd.port())
+
+        let probe = try RawClient(port: port)
+        #expect(try probe.request("GET /healthz HTTP/1.1\r\n\r\n").text == #"{"status":"ok"}"#)
+        #expect(try probe.request("GET /readyz HTTP/1.1\r\n\r\n").status == 200)
+        let spec = try probe.request("GET /openapi.yaml HTTP/1.1\r\n\r\n")
+        #expect(spec.header("Content-Type") == "application/yaml")
+        #expect(spec.text == "openapi: 3.1.0\n")
+
+        let client = try RawClient(port: port)
+        try client.send("GET /debug/slow-stream?chunks=15&interval_ms=40 HTTP/1.1\r\n\r\n")
+        #expect(eventually { (try? client.receiveMore()) == true && String(decoding: client.buffer, as: UTF8.self).contains("chunk 1\n") })
+        kill(packd.process.processIdentifier, SIGTERM)
+        let response = try client.readResponse()
+        #expect(response.text == (1...15).map { "chunk \($0)\n" }.joined())
+        #expect(try client.waitForClose())
+        #expect(packd.exitStatus() == 0)
+
+        let log = String(decoding: packd.stderr.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        let lines = log.split(separator: "\n").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+        #expect(lines.contains { ($0["message"] as? String) == "listening on 127.0.0.1:\(port)" })
+        #expect(lines.contains { ($0["message"] as? String)?.hasPrefix("GET /healthz 200") == true && ($0["level"] as? String) == "info" })
+    }
+
+    /// `make run` starts packd in the repository root: ./openapi.yaml is found without a flag,
+    /// and the text log names the bound address.
+    @Test func servesOpenAPIFromTheWorkingDirectoryAndLogsTheAddress() throws {
+        let packd = try Launched(
+            arguments: [],
+            environment: ["PACKD_LISTEN": "127.0.0.1:0", "PACKD_LOG_LEVEL": "notice"],
+            files: ["openapi.yaml": "openapi: 3.1.0\ninfo: {title: t, version: '1'}\n"]
+        )
+        let port = try #require(packd.port())
+        let client = try RawClient(port: port)
+        let spec = try client.request("GET /openapi.yaml HTTP/1.1\r\n\r\n")
+        #expect(spec.status == 200)
+        #expect(spec.text.hasPrefix("openapi: 3.1.0\ninfo:"))
+        #expect(try client.request("HEAD /openapi.yaml HTTP/1.1\r\n\r\n", bodyless: true).header("Content-Length") == String(spec.body.count))
+        kill(packd.process.processIdentifier, SIGINT)
+        #expect(try client.waitForClose())
+        #expect(packd.exitStatus() == 0)
+        let log = String(decoding: packd.stderr.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        #expect(log.contains("listening on 127.0.0.1:\(port)"))
+        // notice level: no access lines.
+        #expect(!log.contains("GET /openapi.yaml 200"))
+    }
+
+    @Test(arguments: [
+        (["--listen", "localhost:99999"], [String: String]()),
+        (["--log-level", "loud"], [:]),
+        (["--log-format", "xml"], [:]),
+        (["--header-timeout=-1s"], [:]),
+        ([], ["PACKD_MAX_CONNECTIONS": "many"]),
+        ([], ["PACKD_LISTEN": "[::1]"]),
+    ])
+    func badSettingsExitWithUsageError(arguments: [String], environment: [String: String]) throws {
+        let packd = try Launched(arguments: arguments, environment: environment)
+        #expect(packd.exitStatus() == 64)
+        let message = String(decoding: packd.stderr.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        #expect(message.contains("invalid"))
+    }
+}
