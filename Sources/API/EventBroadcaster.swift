@@ -1,3 +1,4 @@
+import Foundation
 import CUV
 import Loop
 import Server
@@ -144,6 +145,17 @@ public final class EventBroadcaster: @unchecked Sendable {
             guard let self, let subscriber else { return }
             remove(subscriber)
         }
+    }
+
+    /// The request's `Last-Event-ID` (header, as `EventSource` sends it), or nil without one.
+    /// openapi.yaml allows 1 to 19 digits; anything else, or a value beyond Int64, is a 400.
+    public static func lastEventID(of request: HTTPRequest) throws(Problem) -> Int64? {
+        guard let value = request.headers["Last-Event-ID"]?.trimmingCharacters(in: .whitespaces) else { return nil }
+        guard (1...19).contains(value.utf8.count), value.utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }),
+              let id = Int64(value) else {
+            throw Problem(.malformedRequest, detail: "Last-Event-ID must be an event id (1 to 19 digits)")
+        }
+        return id
     }
 
     /// Ends every stream and stops the timers (server shutdown).

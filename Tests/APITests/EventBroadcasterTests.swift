@@ -91,6 +91,22 @@ final class EventsFixture: @unchecked Sendable {
     }
 }
 
+@Suite struct LastEventIDTests {
+    func parse(_ value: String?) -> Result<Int64?, Problem> {
+        let headers = value.map { HTTPHeaders([("Last-Event-ID", $0)]) } ?? HTTPHeaders()
+        return Result { () throws(Problem) -> Int64? in try EventBroadcaster.lastEventID(of: HTTPRequest(method: .get, target: "/v1/events", headers: headers)) }
+    }
+
+    @Test func acceptsOnlyDocumentedIds() {
+        #expect(parse(nil) == .success(nil))
+        #expect(parse("42") == .success(42))
+        #expect(parse("9223372036854775807") == .success(Int64.max))
+        for bad in ["", "-1", "+1", "1e3", "9223372036854775808", "99999999999999999999", "12 34"] {
+            #expect(throws: Problem.self) { try parse(bad).get() }
+        }
+    }
+}
+
 @Suite struct EventReplayRingTests {
     func event(_ id: Int64, pack: Int64 = 1) -> PackEvent {
         PackEvent(id: id, kind: .progress, packID: pack, payload: [])
@@ -211,6 +227,42 @@ final class EventsFixture: @unchecked Sendable {
         #expect(waitUntil { events.subscriberCount == 0 })
     }
 
+    @Test func thousandSubscribersStayWellUnderFiftyMebibytes() throws {
+        let events = try EventsFixture(configuration: .init(heartbeatInterval: 0))
+        defer { events.stop() }
+        let before = residentBytes()
+        var clients: [StreamClient] = []
+        for index in 0..<1000 {
+            let client = try StreamClient(port: events.port)
+            try client.get(index % 2 == 0 ? "/v1/packs/4/events" : "/v1/events")
+            clients.append(client)
+        }
+        #expect(waitUntil { events.subscriberCount == 1000 })
+        events.publish(.state, pack: 4, #"{"state":"active"}"#)
+        for client in clients { _ = try client.events { $0.type == "state" } }
+        // Both ends live in this process, so this bounds the server side from above.
+        let grown = residentBytes() - before
+        print("1000 SSE subscribers (server and clients): RSS grew \(grown / 1024) KiB")
+        #expect(grown < 50 << 20)
+    }
+
+    @Test func subscriberTooFarBehindOnUndroppableEventsIsDisconnected() throws {
+        let events = try EventsFixture(configuration: .init(heartbeatInterval: 0, subscriberQueueLimit: 4))
+        defer { events.stop() }
+        let stalled = try events.subscribe("/v1/packs/6/events", receiveBuffer: 4096)
+        let filler = String(repeating: "y", count: 64 * 1024)
+        var published = 0
+        while events.subscriberCount > 0 && published < 1000 {
+            events.publish(.state, pack: 6, #"{"pad":"\#(filler)"}"#)
+            published += 1
+        }
+        #expect(events.subscriberCount == 0)
+        // The stream ends cleanly, so the client reconnects with Last-Event-ID.
+        var received = 0
+        while let event = try stalled.nextEvent() { received += event.type == "state" ? 1 : 0 }
+        #expect(received < published)
+    }
+
     @Test func lastEventIDReplaysWhatTheRingHoldsElseSnapshot() throws {
         let events = try EventsFixture(configuration: .init(progressInterval: 0, heartbeatInterval: 0, replayCapacity: 4))
         defer { events.stop() }
@@ -266,4 +318,12 @@ final class FastReader: @unchecked Sendable {
         _ = done.wait(timeout: .now() + 60)
         return lock.withLock { seen }
     }
+}
+
+/// The resident set size of this process, from /proc/self/statm.
+func residentBytes() -> Int {
+    guard let text = try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8) else { return 0 }
+    let fields = text.split(separator: " ")
+    guard fields.count > 1, let pages = Int(fields[1]) else { return 0 }
+    return pages * Int(sysconf(Int32(_SC_PAGESIZE)))
 }
