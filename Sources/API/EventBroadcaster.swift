@@ -127,7 +127,7 @@ public final class EventBroadcaster: @unchecked Sendable {
         if let lastEventID, let missed = ring.events(after: lastEventID, matching: filter) {
             for event in missed { initial.append(contentsOf: event.frame) }
         } else {
-            for entry in snapshot() where filter.accepts(PackEvent(id: 0, kind: .progress, packID: entry.packID, payload: [])) {
+            for entry in snapshot() where filter.accepts(packID: entry.packID) {
                 initial.append(contentsOf: PackEvent(id: ring.lastID, kind: .progress, packID: entry.packID, payload: entry.payload).frame)
             }
         }
@@ -178,12 +178,13 @@ public final class EventBroadcaster: @unchecked Sendable {
         let event = PackEvent(id: id, kind: kind, packID: packID, payload: payload)
         ring.append(event)
         onEmit?(event)
+        let frame = event.frame
         var overflowed: [EventSubscriber] = []
-        for subscriber in allPackSubscribers.values where subscriber.deliver(event) == .overflow {
+        for subscriber in allPackSubscribers.values where subscriber.deliver(event, frame: frame) == .overflow {
             overflowed.append(subscriber)
         }
         if let subscribers = packSubscribers[packID] {
-            for subscriber in subscribers.values where subscriber.deliver(event) == .overflow {
+            for subscriber in subscribers.values where subscriber.deliver(event, frame: frame) == .overflow {
                 overflowed.append(subscriber)
             }
         }

@@ -17,8 +17,14 @@ final class EventSubscriber {
     let filter: EventFilter
     let stream: ResponseStream
     private let queueLimit: Int
+    /// An event waiting for the socket, already framed (the frame is shared by every subscriber).
+    struct Pending {
+        let kind: PackEvent.Kind
+        let frame: [UInt8]
+    }
+
     /// Undelivered events from `head` on; compacted when half of it is spent.
-    private var queue: [PackEvent] = []
+    private var queue: [Pending] = []
     private var head = 0
     private(set) var droppedProgress = 0
 
@@ -30,9 +36,10 @@ final class EventSubscriber {
 
     var queuedCount: Int { queue.count - head }
 
-    func deliver(_ event: PackEvent) -> Delivery {
+    /// Takes `event`, whose `frame` the broadcaster computed once for all subscribers.
+    func deliver(_ event: PackEvent, frame: [UInt8]) -> Delivery {
         if queuedCount == 0 && stream.canWrite {
-            stream.write(event.frame)
+            stream.write(frame)
             return .accepted
         }
         if queuedCount >= queueLimit {
@@ -40,7 +47,7 @@ final class EventSubscriber {
             queue.remove(at: oldest)
             droppedProgress += 1
         }
-        queue.append(event)
+        queue.append(Pending(kind: event.kind, frame: frame))
         // The socket may have drained since the last event without the stream noticing yet.
         if stream.canWrite { drain() }
         return .accepted

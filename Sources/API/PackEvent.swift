@@ -50,8 +50,12 @@ public enum EventFilter: Sendable, Equatable, Hashable {
     case allPacks
 
     public func accepts(_ event: PackEvent) -> Bool {
+        accepts(packID: event.packID)
+    }
+
+    public func accepts(packID: Int64) -> Bool {
         switch self {
-        case .pack(let id): event.packID == id
+        case .pack(let id): packID == id
         case .allPacks: true
         }
     }
