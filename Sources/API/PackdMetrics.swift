@@ -74,6 +74,18 @@ public final class PackdMetrics: Sendable {
         httpLatency.child(route).record(duration)
     }
 
+    /// Wraps the handler of `route` (its pattern) so every answer is counted with its status and
+    /// the time from the handler's start to the answer (for a stream: to its head).
+    public func instrument(_ route: String, _ handler: @escaping APIHandler) -> APIHandler {
+        { [self] request, responder in
+            let started = ContinuousClock.now
+            let method = request.method
+            handler(request, responder.observing { status in
+                self.recordRequest(route: route, method: method, status: status.code, duration: ContinuousClock.now - started)
+            })
+        }
+    }
+
     public func setPacks(state: String, count: Int) {
         packs.child(state).set(Int64(count))
     }

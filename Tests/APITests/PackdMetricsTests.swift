@@ -53,6 +53,26 @@ import Testing
         #expect(!errorLines.contains { $0.contains("\"b") })
     }
 
+    @Test func instrumentedRoutesCountEveryAnswerIncludingAuthFailures() throws {
+        let metrics = PackdMetrics()
+        let keys = try APIKeyAuthenticator(parsing: "read:read-key-0123456789", source: "keys")
+        let fixture = try APIFixture { router, _ in
+            CORSPolicy.disabled.add(.get, "/v1/packs/{id}", to: &router, metrics.instrument("/v1/packs/{id}", keys.guarding(.read) { _, responder in
+                responder.respond(.text("ok"))
+            }))
+        }
+        defer { fixture.stop() }
+        for authorization in ["Bearer read-key-0123456789", "Bearer read-key-0123456789", "Bearer wrong-key-0123456789"] {
+            let client = try StreamClient(port: fixture.port)
+            try client.get("/v1/packs/\(Int.random(in: 1...1000))", headers: ["Authorization": authorization])
+            _ = try client.readBody()
+        }
+        let text = lines(metrics)
+        #expect(text.contains(#"packd_http_requests_total{route="/v1/packs/{id}",method="GET",status="200"} 2"#))
+        #expect(text.contains(#"packd_http_requests_total{route="/v1/packs/{id}",method="GET",status="401"} 1"#))
+        #expect(text.contains(#"packd_http_request_duration_seconds_count{route="/v1/packs/{id}"} 3"#))
+    }
+
     @Test func servesTheExpositionOverHTTP() throws {
         let metrics = PackdMetrics()
         metrics.upstreamRetries.increment()
