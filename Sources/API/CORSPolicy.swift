@@ -15,6 +15,10 @@ public struct CORSPolicy: Sendable {
         case list([String])
     }
 
+    public struct ConfigurationError: Error, Equatable, CustomStringConvertible {
+        public let description: String
+    }
+
     public let allowedOrigins: AllowedOrigins
     public var allowedMethods: [HTTPMethod] = [.get, .head, .post, .put, .patch, .delete]
     public var allowedHeaders: [String] = ["Authorization", "Content-Type", "Idempotency-Key", "If-None-Match", "Last-Event-ID", "Accept-Encoding"]
@@ -33,7 +37,7 @@ public struct CORSPolicy: Sendable {
     public static let disabled = CORSPolicy(allowedOrigins: .none)
 
     /// Parses the configuration value: empty for none, `*`, or a comma-separated origin list.
-    public init(parsing text: String) throws(Problem) {
+    public init(parsing text: String) throws(ConfigurationError) {
         let trimmed = text.trimmingCharacters(in: .whitespaces)
         if trimmed.isEmpty { self.init(allowedOrigins: .none); return }
         if trimmed == "*" { self.init(allowedOrigins: .any); return }
@@ -41,7 +45,7 @@ public struct CORSPolicy: Sendable {
         for part in trimmed.split(separator: ",") {
             let origin = part.trimmingCharacters(in: .whitespaces)
             guard Self.isOrigin(origin) else {
-                throw Problem(.malformedRequest, detail: "'\(origin)' is not an origin (scheme://host[:port])")
+                throw ConfigurationError(description: "'\(origin.prefix(100))' is not an origin (http[s]://host[:port])")
             }
             origins.append(origin)
         }

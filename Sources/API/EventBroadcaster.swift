@@ -121,6 +121,8 @@ public final class EventBroadcaster: @unchecked Sendable {
     /// snapshot that is empty when the client sent no `Last-Event-ID`.
     public func subscribe(_ filter: EventFilter, responder: APIResponder, lastEventID: Int64?, snapshot: Snapshot) {
         let stream = responder.stream(status: .ok, headers: Self.responseHeaders)
+        // HEAD gets the head only; a stream with no body to send would otherwise never end.
+        if responder.responder.method == .head { stream.finish() }
         guard stream.isOpen else { return }
         let subscriber = EventSubscriber(filter: filter, stream: stream, queueLimit: configuration.subscriberQueueLimit)
         var initial: [UInt8] = []

@@ -11,8 +11,8 @@ import Testing
         #expect(try CORSPolicy(parsing: "").allowedOrigins == .none)
         #expect(try CORSPolicy(parsing: " * ").allowedOrigins == .any)
         #expect(try CORSPolicy(parsing: "https://a.example, http://localhost:3000").allowedOrigins == .list(["https://a.example", "http://localhost:3000"]))
-        #expect(throws: Problem.self) { try CORSPolicy(parsing: "a.example") }
-        #expect(throws: Problem.self) { try CORSPolicy(parsing: "javascript://x") }
+        #expect(throws: CORSPolicy.ConfigurationError.self) { try CORSPolicy(parsing: "a.example") }
+        #expect(throws: CORSPolicy.ConfigurationError.self) { try CORSPolicy(parsing: "javascript://x") }
     }
 
     @Test func simpleResponsesCarryOriginAndExposedHeadersOnlyForAllowedOrigins() throws {

@@ -280,6 +280,20 @@ final class EventsFixture: @unchecked Sendable {
         #expect(first?.id == 9)
     }
 
+    @Test func headGetsTheHeadAndNoSubscription() throws {
+        let events = try EventsFixture(configuration: .init(heartbeatInterval: 0))
+        defer { events.stop() }
+        let client = try StreamClient(port: events.port)
+        try client.send("HEAD /v1/events HTTP/1.1\r\nHost: x\r\n\r\nGET /v1/events HTTP/1.1\r\nHost: x\r\n\r\n")
+        try client.readHead()
+        #expect(client.status == 200)
+        #expect(client.header("Content-Type") == "text/event-stream")
+        // The pipelined GET is answered after it: the HEAD response ended.
+        try client.readHead()
+        #expect(client.status == 200)
+        #expect(waitUntil { events.subscriberCount == 1 })
+    }
+
     @Test func heartbeatsAndDisconnectFreesTheSubscriber() throws {
         let events = try EventsFixture(configuration: .init(heartbeatInterval: 20))
         defer { events.stop() }
