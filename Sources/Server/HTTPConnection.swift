@@ -61,6 +61,8 @@ final class HTTPConnection: LoopHandleOwner {
     private var acceptingRequests = true
     private var shutdownRequested = false
     private var peerClosed = false
+    /// Set by `abort()`: bytes already produced still go out, nothing more, then a hard close.
+    private var aborting = false
     private var lingerBudget = 0
     /// Set by the server for a connection accepted only to be told 503.
     var overCapacity = false
@@ -409,7 +411,7 @@ final class HTTPConnection: LoopHandleOwner {
     /// Output of the response being written goes to the socket buffer; output of later responses
     /// waits in their own slot until they are first in line.
     private func appendOutput(for slot: Responder, _ body: (inout [UInt8]) -> Void) {
-        guard phase == .open, !slot.closed else { return }
+        guard phase == .open, !slot.closed, !aborting else { return }
         if slot === slots.first {
             body(&output)
             if !parsing || output.count >= 64 * 1024 { flush() }
@@ -550,7 +552,7 @@ final class HTTPConnection: LoopHandleOwner {
         queuedBytes -= count
         lastWriteAt = now
         guard phase == .open else { return }
-        if status < 0 {
+        if status < 0 || (aborting && queuedBytes == 0) {
             close()
             return
         }
@@ -658,6 +660,20 @@ final class HTTPConnection: LoopHandleOwner {
     /// Tells the client the server is full, then closes.
     func rejectOverCapacity() {
         answerAndClose(.serviceUnavailable, "the server is at its connection limit; retry later")
+    }
+
+    /// Ends the connection without completing its answers, after the bytes already produced
+    /// (so a truncated body is visibly truncated rather than missing).
+    func abort() {
+        guard phase == .open, !aborting else {
+            close()
+            return
+        }
+        aborting = true
+        acceptingRequests = false
+        pauseReading(.closing)
+        flush()
+        if queuedBytes == 0 { close() }
     }
 
     func close() {

@@ -2,7 +2,7 @@
 ///
 /// `body` holds the whole body for ordinary routes. Routes registered with `.streamed` body
 /// handling get an empty `body` and a `bodyStream` instead, and run as soon as the head is parsed.
-public struct HTTPRequest {
+public struct HTTPRequest: Sendable {
     public let method: HTTPMethod
     /// The request target exactly as sent (path and query, still percent-encoded).
     public let target: String
@@ -12,9 +12,9 @@ public struct HTTPRequest {
     public let query: String?
     public let headers: HTTPHeaders
     public let version: HTTPVersion
-    public internal(set) var body: [UInt8]
+    public var body: [UInt8]
     /// Path parameters of the matched route (`{id}` → `parameters["id"]`), percent-decoded.
-    public internal(set) var parameters: [String: String]
+    public var parameters: [String: String]
     /// Set for routes whose body is streamed to the handler chunk by chunk.
     public internal(set) var bodyStream: RequestBodyStream?
 

@@ -87,6 +87,13 @@ public final class Responder: @unchecked Sendable {
         return stream
     }
 
+    /// Drops the connection without (finishing) an answer: what a crashing upstream does. For
+    /// fault-injecting test servers, and for giving up on a client that must not get a reply.
+    public func abortConnection() {
+        guard !closed else { return }
+        connection.abort()
+    }
+
     /// The connection went away before this response was complete.
     func connectionDidClose() {
         guard !closed else { return }

@@ -74,6 +74,15 @@ public final class ResponseStream: @unchecked Sendable {
         responder.connection.finishStream(for: responder, framing: omitBody ? .length(0) : framing, abort: shortBody)
     }
 
+    /// Ends the connection mid-body, so the client sees a truncated response, never a
+    /// complete-looking one.
+    public func abort() {
+        guard isOpen else { return }
+        finished = true
+        onWritable = nil
+        responder.abortConnection()
+    }
+
     func notifyWritable() {
         guard wantsWritable, isOpen else { return }
         wantsWritable = false

@@ -87,7 +87,8 @@ struct ServerConfiguration {
             return value
         }
         limits.maxConnections = try count(options.maxConnections, "MAX_CONNECTIONS", 1...1_000_000) ?? limits.maxConnections
-        limits.maxHeaderBytes = try count(options.maxHeaderBytes, "MAX_HEADER_BYTES", 1024...1 << 20) ?? limits.maxHeaderBytes
+        // http_parser refuses heads over 80 KiB by itself, so a larger setting would be a lie.
+        limits.maxHeaderBytes = try count(options.maxHeaderBytes, "MAX_HEADER_BYTES", 1024...80 * 1024) ?? limits.maxHeaderBytes
         limits.maxBodyBytes = try count(options.maxBodyBytes, "MAX_BODY_BYTES", 0...1 << 40) ?? limits.maxBodyBytes
         limits.maxPipelinedRequests = try count(options.maxPipelinedRequests, "MAX_PIPELINED_REQUESTS", 1...1024) ?? limits.maxPipelinedRequests
         limits.headerTimeout = try duration(options.headerTimeout, "HEADER_TIMEOUT") ?? limits.headerTimeout

@@ -1,4 +1,5 @@
 import Foundation
+import Glibc
 import Server
 import Testing
 
@@ -59,6 +60,37 @@ import Testing
         #expect(response.header("Content-Type") == "application/problem+json")
         #expect(response.header("Connection") == "close")
         #expect(try client.waitForClose())
+    }
+
+    /// Mutated requests (seeded, so a failure reproduces): every connection ends with an answer
+    /// or a close, and the server keeps serving.
+    @Test func mutatedRequestsNeverBreakTheServer() throws {
+        let server = try echoServer()
+        defer { server.stop() }
+        var state: UInt64 = 0x9E37_79B9_7F4A_7C15
+        func next() -> Int {
+            state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+            return Int(truncatingIfNeeded: state >> 33)
+        }
+        let seeds = [Array(request.utf8), Array(chunkedRequest.utf8)]
+        for round in 0..<150 {
+            var bytes = seeds[round % 2]
+            for _ in 0..<(1 + next() % 4) {
+                let index = next() % bytes.count
+                switch next() % 3 {
+                case 0: bytes[index] = UInt8(truncatingIfNeeded: next())
+                case 1: bytes.remove(at: index)
+                default: bytes.insert(UInt8(truncatingIfNeeded: next()), at: index)
+                }
+            }
+            let client = try server.client(timeout: 5)
+            try? client.send(bytes)
+            // Half-close: a request still waiting for bytes is answered by the close.
+            shutdown(client.fd, Int32(SHUT_WR))
+            let answer = String(decoding: try client.readUntilClosed(), as: UTF8.self)
+            #expect(answer.isEmpty || answer.hasPrefix("HTTP/1.1 "), "round \(round)")
+        }
+        #expect(try server.client().request(request).status == 200)
     }
 
     @Test func http10ClosesUnlessKeepAliveIsAsked() throws {

@@ -133,6 +133,28 @@ import Testing
         #expect(pausedReads.current < size / 1024)
     }
 
+    @Test func abortedStreamIsVisiblyTruncatedAndAbortedRequestGetsNoAnswer() throws {
+        let server = try TestServer { router, _ in
+            router.get("/truncated") { _, responder in
+                let stream = responder.stream(contentLength: 100)
+                stream.write([UInt8](repeating: 1, count: 40))
+                stream.abort()
+            }
+            router.get("/reset") { _, responder in responder.abortConnection() }
+        }
+        defer { server.stop() }
+        let truncated = try server.client()
+        try truncated.send("GET /truncated HTTP/1.1\r\n\r\n")
+        let bytes = try truncated.readUntilClosed()
+        let text = String(decoding: bytes, as: UTF8.self)
+        #expect(text.hasPrefix("HTTP/1.1 200 OK"))
+        #expect(text.contains("Content-Length: 100"))
+        #expect(bytes.count - ((TestResponse.find([13, 10, 13, 10], in: bytes, from: 0) ?? 0) + 4) == 40)
+        let reset = try server.client()
+        try reset.send("GET /reset HTTP/1.1\r\n\r\n")
+        #expect(try reset.readUntilClosed().isEmpty)
+    }
+
     @Test func clientDisconnectIsReportedToTheStream() throws {
         let closed = Shared(false)
         let opened = Shared(false)
