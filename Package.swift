@@ -12,6 +12,8 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
         .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
+        .package(url: "https://github.com/apple/swift-metrics", from: "2.5.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.0.0"),
     ],
     targets: [
         .systemLibrary(name: "CUV", pkgConfig: "libuv", providers: [.apt(["libuv1-dev"])]),
@@ -31,6 +33,17 @@ let package = Package(
         .target(name: "Store", dependencies: ["CSQLite", "CZlib"]),
         // The child process StoreTests SIGKILLs mid-stream to prove crash safety.
         .executableTarget(name: "packd-store-crash-writer", dependencies: ["Store"]),
+
+        // The HTTP API's building blocks: SSE fan-out, API keys, CORS, metrics, strict bodies.
+        .target(
+            name: "API",
+            dependencies: [
+                "Server", "Loop",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+            ]
+        ),
 
         .executableTarget(
             name: "packd",
@@ -53,6 +66,15 @@ let package = Package(
         ),
 
         .testTarget(name: "LoopTests", dependencies: ["Loop"]),
+        .testTarget(
+            name: "APITests",
+            dependencies: [
+                "API", "Server", "Loop",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+            ]
+        ),
         .testTarget(
             name: "ServerTests",
             dependencies: [
