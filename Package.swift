@@ -42,7 +42,7 @@ let package = Package(
 
         .testTarget(name: "LoopTests", dependencies: ["Loop"]),
         .testTarget(name: "StoreTests", dependencies: ["Store"]),
-        .testTarget(name: "StoreIOTests", dependencies: ["Store"]),
+        .testTarget(name: "StoreIOTests", dependencies: ["Store", "CZlib"]),
     ],
     swiftLanguageModes: [.v6]
 )
