@@ -36,6 +36,8 @@ let package = Package(
             name: "packd-bench",
             dependencies: [
                 "Loop",
+                "Store",
+                "CZlib",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),

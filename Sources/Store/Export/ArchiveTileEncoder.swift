@@ -8,6 +8,7 @@ final class ArchiveTileEncoder {
     static let inflatedTileLimit = 64 << 20
 
     private let zlib = Inflater(.zlib)
+    private let deflate = Inflater(.raw)
     private let gzip = Inflater(.gzip)
     private let collectsLayers: Bool
     /// Fixed by the first tile: a tileset has one format.
@@ -26,13 +27,18 @@ final class ArchiveTileEncoder {
         guard compressed else {
             return try encode(plain: data, stored: data, compressed: false, z: z, body)
         }
+        // The deflate payload alone is inflated: the gzip trailer needs a CRC-32 of the output
+        // anyway, and skipping the Adler-32 check saves a pass over every tile. A header zlib
+        // would reject (or a preset dictionary) takes the checked path and fails there.
+        let inflater = Gzip.hasPlainZlibHeader(data) ? deflate : zlib
+        let input = inflater === deflate ? UnsafeRawBufferPointer(rebasing: data[2..<(data.count - 4)]) : data
         do {
-            try zlib.inflate(data, limit: Self.inflatedTileLimit)
+            try inflater.inflate(input, limit: Self.inflatedTileLimit)
         } catch {
             throw ExportError.invalidTile(z: z, x: x, y: y, reason: "stored zlib data: \(error)")
         }
-        try zlib.output.withUnsafeBytes { raw in
-            try encode(plain: UnsafeRawBufferPointer(rebasing: raw[0..<zlib.count]), stored: data, compressed: true, z: z, body)
+        try inflater.output.withUnsafeBytes { raw in
+            try encode(plain: UnsafeRawBufferPointer(rebasing: raw[0..<inflater.count]), stored: data, compressed: true, z: z, body)
         }
     }
 

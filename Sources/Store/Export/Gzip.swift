@@ -11,6 +11,12 @@ enum Gzip {
         bytes.count >= 18 && bytes[0] == 0x1F && bytes[1] == 0x8B && bytes[2] == 8
     }
 
+    /// A zlib header MapLibre's `compress` writes: deflate, 32 KiB window, no preset dictionary,
+    /// valid check bits — and room for the Adler-32 trailer.
+    static func hasPlainZlibHeader(_ zlib: UnsafeRawBufferPointer) -> Bool {
+        zlib.count >= 6 && zlib[0] == 0x78 && zlib[1] & 0x20 == 0 && (UInt16(zlib[0]) << 8 | UInt16(zlib[1])) % 31 == 0
+    }
+
     /// Deflates `input` into one gzip member.
     static func compress(_ input: UnsafeRawBufferPointer, level: Int32 = Z_DEFAULT_COMPRESSION) -> [UInt8] {
         let stream = UnsafeMutablePointer<z_stream>.allocate(capacity: 1)
@@ -47,7 +53,7 @@ enum Gzip {
     static func rewrap(zlib: UnsafeRawBufferPointer, inflated: UnsafeRawBufferPointer) -> [UInt8]? {
         // A zlib stream is CMF FLG, deflate data, Adler-32. A preset dictionary (FDICT) cannot be
         // expressed in gzip.
-        guard zlib.count >= 6, zlib[0] & 0x0F == 8, zlib[1] & 0x20 == 0 else { return nil }
+        guard hasPlainZlibHeader(zlib) else { return nil }
         let payload = UnsafeRawBufferPointer(rebasing: zlib[2..<(zlib.count - 4)])
         let crc = UInt32(truncatingIfNeeded: crc32(0, inflated.baseAddress?.assumingMemoryBound(to: Bytef.self), uInt(inflated.count)))
         let size = UInt32(truncatingIfNeeded: inflated.count)

@@ -16,8 +16,15 @@ final class Inflater {
 
     /// What the input is wrapped in; the window bits zlib needs for it.
     enum Wrapping {
-        case zlib, gzip
-        var windowBits: Int32 { self == .zlib ? 15 : 15 + 16 }
+        /// `raw` is a bare deflate stream (a zlib stream without its 2-byte header and Adler-32).
+        case zlib, gzip, raw
+        var windowBits: Int32 {
+            switch self {
+            case .zlib: return 15
+            case .gzip: return 15 + 16
+            case .raw: return -15
+            }
+        }
     }
 
     private let stream: UnsafeMutablePointer<z_stream>

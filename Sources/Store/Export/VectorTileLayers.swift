@@ -55,6 +55,8 @@ struct VectorTileLayers {
         var layer = layers[name] ?? Layer(minZoom: z, maxZoom: z)
         layer.minZoom = min(layer.minZoom, z)
         layer.maxZoom = max(layer.maxZoom, z)
+        // Types per key index first (array slots, no hashing per tag), then merged by name.
+        var keyTypes = [FieldType?](repeating: nil, count: keys.count)
         for feature in features {
             var reader = ProtobufReader(feature)
             while let field = try reader.nextField() {
@@ -66,13 +68,17 @@ struct VectorTileLayers {
                         throw .malformed("tag index out of range")
                     }
                     guard let type = values[Int(valueIndex)] else { continue }
-                    let key = keys[Int(keyIndex)]
-                    if let existing = layer.fields[key] {
-                        layer.fields[key] = existing.merged(with: type)
-                    } else if layer.fields.count < Self.maximumFieldsPerLayer {
-                        layer.fields[key] = type
-                    }
+                    keyTypes[Int(keyIndex)] = keyTypes[Int(keyIndex)]?.merged(with: type) ?? type
                 }
+            }
+        }
+        for (index, type) in keyTypes.enumerated() {
+            guard let type else { continue }
+            let key = keys[index]
+            if let existing = layer.fields[key] {
+                layer.fields[key] = existing.merged(with: type)
+            } else if layer.fields.count < Self.maximumFieldsPerLayer {
+                layer.fields[key] = type
             }
         }
         layers[name] = layer
