@@ -16,15 +16,17 @@ struct ExportBenchmark: ParsableCommand {
     @Option(help: "Share of tiles (0…1) that are the same ocean tile, as at high zoom over water.") var repeatedShare = 0.1
     @Option(help: "Directory for the databases and exports (default: a new temp directory).") var directory: String?
     @Flag(help: "Reuse the pack database a previous run left in --directory.") var reuse = false
+    @Flag(help: "Keep the exports (pack.maplibre.db, pack.mbtiles, pack.pmtiles) for external checks.") var keepExports = false
 
     func run() throws {
         let directory = self.directory ?? NSTemporaryDirectory() + "packd-export-bench-" + UUID().uuidString
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        defer { if self.directory == nil { try? FileManager.default.removeItem(atPath: directory) } }
+        defer { if self.directory == nil && !keepExports { try? FileManager.default.removeItem(atPath: directory) } }
         let databasePath = directory + "/pack.sqlite"
         if !(reuse && FileManager.default.fileExists(atPath: databasePath)) {
             let generated = try generatePack(at: databasePath)
             print("pack: \(tiles) tiles, \(generated / 1_000_000) MB stored (zlib), in \(directory)")
+            print("pack database: \(databasePath)")
         }
 
         let reader = try Database(path: databasePath, mode: .readOnly)
@@ -38,7 +40,7 @@ struct ExportBenchmark: ParsableCommand {
             let seconds = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
             let size = (try? FileManager.default.attributesOfItem(atPath: output)[.size] as? UInt64) ?? 0
             results.append((name, seconds, cpuSeconds() - cpuStart, PeakMemory.kilobytes(), size))
-            try? FileManager.default.removeItem(atPath: output)
+            if !keepExports { try? FileManager.default.removeItem(atPath: output) }
         }
         try measure("baseline: read + write bodies", output: directory + "/copy.bin") {
             try copyBodies(reader, to: directory + "/copy.bin")
@@ -123,11 +125,13 @@ struct ExportBenchmark: ParsableCommand {
             field(4, value, &layer)
             var remaining = tileBytes / 2
             while remaining > 0 {
-                var geometry: [UInt8] = [9]
+                // A valid MultiPoint: MoveTo ×50, zigzag deltas.
+                var geometry: [UInt8] = []
+                varint(50 << 3 | 1, &geometry)
                 for _ in 0..<100 { varint(next() % 64, &geometry) }
                 var feature: [UInt8] = []
                 field(2, [0, 0], &feature)
-                feature += [0x18, 2]
+                feature += [0x18, 1]
                 field(4, geometry, &feature)
                 field(2, feature, &layer)
                 remaining -= feature.count + 3
