@@ -22,6 +22,8 @@ let package = Package(
 
         .target(name: "Loop", dependencies: ["CUV"]),
         .target(name: "Store", dependencies: ["CSQLite", "CZlib"]),
+        // The child process StoreTests SIGKILLs mid-stream to prove crash safety.
+        .executableTarget(name: "packd-store-crash-writer", dependencies: ["Store"]),
 
         .executableTarget(
             name: "packd",
@@ -37,13 +39,14 @@ let package = Package(
             dependencies: [
                 "Loop",
                 "Store",
+                "CSQLite",
                 "CZlib",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
 
         .testTarget(name: "LoopTests", dependencies: ["Loop"]),
-        .testTarget(name: "StoreTests", dependencies: ["Store"]),
+        .testTarget(name: "StoreTests", dependencies: ["Store", "packd-store-crash-writer"]),
         .testTarget(name: "StoreIOTests", dependencies: ["Store", "CZlib"]),
     ],
     swiftLanguageModes: [.v6]

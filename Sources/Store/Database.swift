@@ -98,6 +98,14 @@ public final class Database {
         try cachedStatement(sql).scalarInt(arguments)
     }
 
+    /// The first column of the first row as text (nil for no row or NULL).
+    public func scalarString(_ sql: String, _ arguments: [DatabaseValue] = []) throws(DatabaseError) -> String? {
+        let statement = try cachedStatement(sql)
+        try statement.bind(arguments)
+        defer { statement.reset() }
+        return try statement.step() ? statement.string(at: 0) : nil
+    }
+
     /// Rows changed by the last INSERT/UPDATE/DELETE on this connection.
     public var changes: Int { Int(sqlite3_changes64(handle)) }
     public var lastInsertedRowID: Int64 { sqlite3_last_insert_rowid(handle) }
@@ -150,7 +158,8 @@ public final class Database {
         try execute("PRAGMA max_page_count = \(pages)")
     }
 
-    /// Closes the connection now and releases cached statements (also done on deinit).
+    /// Releases the cached statements (finalized unless the caller still holds one), e.g.
+    /// before detaching a database they refer to.
     public func finalizeStatements() {
         statements.removeAll()
     }

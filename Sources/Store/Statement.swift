@@ -6,7 +6,9 @@ import CSQLite
 public final class Statement {
     let handle: OpaquePointer
     public let sql: String
-    private unowned let database: Database
+    /// The connection, for error messages. Not the `Database` object: a statement may outlive it
+    /// (`sqlite3_close_v2` keeps the connection alive until its last statement is finalized).
+    private let connection: OpaquePointer
 
     init(database: Database, sql: String) throws(DatabaseError) {
         var handle: OpaquePointer?
@@ -18,7 +20,7 @@ public final class Statement {
         }
         self.handle = handle
         self.sql = sql
-        self.database = database
+        self.connection = database.handle
     }
 
     deinit { sqlite3_finalize(handle) }
@@ -26,7 +28,7 @@ public final class Statement {
     // MARK: Binding
 
     public func bind(_ value: Int64, at index: Int32) throws(DatabaseError) {
-        try check(sqlite3_bind_int64(handle, index, value), database.handle, sql: sql)
+        try check(sqlite3_bind_int64(handle, index, value), connection, sql: sql)
     }
 
     public func bind(_ value: Int, at index: Int32) throws(DatabaseError) {
@@ -34,7 +36,7 @@ public final class Statement {
     }
 
     public func bind(_ value: Double, at index: Int32) throws(DatabaseError) {
-        try check(sqlite3_bind_double(handle, index, value), database.handle, sql: sql)
+        try check(sqlite3_bind_double(handle, index, value), connection, sql: sql)
     }
 
     public func bind(_ value: Bool, at index: Int32) throws(DatabaseError) {
@@ -48,7 +50,7 @@ public final class Statement {
             let base = UnsafeRawPointer(utf8.baseAddress ?? UnsafePointer(bitPattern: 1)!).assumingMemoryBound(to: CChar.self)
             return sqlite3_bind_text64(handle, index, base, sqlite3_uint64(utf8.count), packd_sqlite3_transient(), UInt8(SQLITE_UTF8))
         }
-        try check(result, database.handle, sql: sql)
+        try check(result, connection, sql: sql)
     }
 
     /// Binds bytes as a BLOB (an empty buffer is an empty BLOB, not NULL). SQLite copies them.
@@ -56,7 +58,7 @@ public final class Statement {
         // A zero-length blob still needs a non-nil pointer or SQLite stores NULL.
         let base = bytes.baseAddress ?? UnsafeRawPointer(bitPattern: 1)!
         try check(sqlite3_bind_blob64(handle, index, base, sqlite3_uint64(bytes.count), packd_sqlite3_transient()),
-                  database.handle, sql: sql)
+                  connection, sql: sql)
     }
 
     public func bind(blob bytes: [UInt8], at index: Int32) throws(DatabaseError) {
@@ -64,11 +66,11 @@ public final class Statement {
             let base = raw.baseAddress ?? UnsafeRawPointer(bitPattern: 1)!
             return sqlite3_bind_blob64(handle, index, base, sqlite3_uint64(raw.count), packd_sqlite3_transient())
         }
-        try check(result, database.handle, sql: sql)
+        try check(result, connection, sql: sql)
     }
 
     public func bindNull(at index: Int32) throws(DatabaseError) {
-        try check(sqlite3_bind_null(handle, index), database.handle, sql: sql)
+        try check(sqlite3_bind_null(handle, index), connection, sql: sql)
     }
 
     public func bind(_ value: Int64?, at index: Int32) throws(DatabaseError) {
@@ -108,7 +110,7 @@ public final class Statement {
         case SQLITE_DONE: return false
         default:
             sqlite3_reset(handle)
-            throw DatabaseError(result: result, connection: database.handle, sql: sql)
+            throw DatabaseError(result: result, connection: connection, sql: sql)
         }
     }
 

@@ -227,4 +227,34 @@ import Testing
         let merged = try OfflineDatabaseImport.merge(try ValidatedImport.check(path: good, scratchDirectory: fixture.directory), into: target)
         #expect(merged.count == 1)
     }
+
+    @Test func importThroughTheWriterRespectsTheTileLimitAndRebasesTheAmbientSize() throws {
+        let fixture = StoreIOFixture()
+        let pack = try PackFixture(fixture, maxZoom: 2)
+        let upload = fixture.path("pack.maplibre.db")
+        let summary = try MapLibreExport.write(pack: pack.pack, databasePath: pack.path, to: upload)
+
+        let store = try OfflineDatabase(path: fixture.path("target.db"))
+        // One of the upload's tiles is already here as an ambient (unlinked) row.
+        try fixture.addTile(store.database, region: nil, template: PackFixture.vectorTemplate, z: 0, x: 0, y: 0, body: [9, 9])
+        try store.resynchronizeAmbientCacheSize()
+        let ambientBefore = store.ambientCacheSize
+        #expect(ambientBefore > 0)
+
+        try store.setTileLimit(Int64(summary.tiles - 1))
+        #expect(throws: ImportError.tileLimitExceeded(tiles: Int64(summary.tiles), limit: Int64(summary.tiles - 1))) {
+            try store.importOfflineDatabase(try ValidatedImport.check(path: upload, scratchDirectory: fixture.directory))
+        }
+        #expect(try store.database.scalarInt("SELECT count(*) FROM regions") == 0)
+        #expect(try store.database.scalarInt("SELECT count(*) FROM tiles") == 1)
+
+        try store.setTileLimit(nil)
+        let packs = try store.importOfflineDatabase(try ValidatedImport.check(path: upload, scratchDirectory: fixture.directory))
+        #expect(packs.count == 1)
+        // The ambient tile is now a pack tile: no longer counted against the ambient cache.
+        #expect(store.ambientCacheSize == 0)
+        #expect(store.ambientCacheSize == (try store.recountAmbientCacheSize()))
+        #expect(try store.database.scalarInt("SELECT linked_tiles FROM packd_totals") == Int64(summary.tiles))
+        #expect(try ProgressQueries.stored(1, in: store.database)?.completed == (try ProgressQueries.recount(1, in: store.database)))
+    }
 }

@@ -118,3 +118,17 @@ import Testing
         #expect(error?.code == SQLITE_READONLY)
     }
 }
+
+@Suite struct StatementLifetimeTests {
+    @Test func aStatementMayOutliveItsDatabaseObject() throws {
+        let directory = TemporaryDirectory()
+        var database: Database? = try Database(path: directory.file("life.db"), mode: .readWriteCreate)
+        try database?.execute("CREATE TABLE t (x); INSERT INTO t VALUES (42)")
+        let statement = try #require(try database?.makeStatement("SELECT x FROM t"))
+        database = nil // the connection stays alive (close_v2) until the statement is finalized
+        #expect(try statement.scalarInt() == 42)
+        // Error reporting reads the connection too.
+        let error = #expect(throws: DatabaseError.self) { try statement.bind(Int64(1), at: 99) }
+        #expect(error?.code == SQLITE_RANGE)
+    }
+}

@@ -45,7 +45,7 @@ final class ArchiveTileEncoder {
     /// `plain` is the tile as served (inflated if the row was zlib), `stored` the row's bytes.
     private func encode(plain: UnsafeRawBufferPointer, stored: UnsafeRawBufferPointer, compressed: Bool, z: Int64,
                         _ body: (UnsafeRawBufferPointer) throws -> Void) throws {
-        let isGzip = Gzip.isGzip(plain)
+        let isGzip = ZlibCodec.isGzip(plain)
         let format = self.format ?? (isGzip ? .mvt : TileFormat(sniffing: plain))
         self.format = format
         guard format.isVector else {

@@ -7,10 +7,6 @@ enum Gzip {
     /// A fixed 10-byte member header: magic, deflate, no flags, mtime 0, no extra flags, OS unknown.
     static let header: [UInt8] = [0x1F, 0x8B, 8, 0, 0, 0, 0, 0, 0, 0xFF]
 
-    static func isGzip(_ bytes: UnsafeRawBufferPointer) -> Bool {
-        bytes.count >= 18 && bytes[0] == 0x1F && bytes[1] == 0x8B && bytes[2] == 8
-    }
-
     /// A zlib header MapLibre's `compress` writes: deflate, 32 KiB window, no preset dictionary,
     /// valid check bits — and room for the Adler-32 trailer.
     static func hasPlainZlibHeader(_ zlib: UnsafeRawBufferPointer) -> Bool {
@@ -55,7 +51,7 @@ enum Gzip {
         // expressed in gzip.
         guard hasPlainZlibHeader(zlib) else { return nil }
         let payload = UnsafeRawBufferPointer(rebasing: zlib[2..<(zlib.count - 4)])
-        let crc = UInt32(truncatingIfNeeded: crc32(0, inflated.baseAddress?.assumingMemoryBound(to: Bytef.self), uInt(inflated.count)))
+        let crc = ZlibCodec.crc32Of(inflated)
         let size = UInt32(truncatingIfNeeded: inflated.count)
         var member = [UInt8]()
         member.reserveCapacity(header.count + payload.count + 8)

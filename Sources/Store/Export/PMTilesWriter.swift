@@ -48,7 +48,7 @@ final class PMTilesWriter {
             throw .outOfOrder(previous: last.tileID, next: tileID)
         }
         let length = UInt32(bytes.count)
-        let crc = UInt32(truncatingIfNeeded: crc32(0, bytes.baseAddress?.assumingMemoryBound(to: Bytef.self), uInt(bytes.count)))
+        let crc = ZlibCodec.crc32Of(bytes)
         let key = ContentKey(length: bytes.count, crc: crc)
         addressedTiles += 1
         do {

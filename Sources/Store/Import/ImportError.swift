@@ -14,6 +14,8 @@ public enum ImportError: Error, CustomStringConvertible, Sendable, Equatable {
     case triggersOrViews([String])
     /// Rows whose values MapLibre could not have written (wrong types, zooms out of range, …).
     case invalidRows(String)
+    /// Merging would link more distinct tiles than the configured global tile limit.
+    case tileLimitExceeded(tiles: Int64, limit: Int64)
     case database(DatabaseError)
     case file(String)
 
@@ -34,6 +36,8 @@ public enum ImportError: Error, CustomStringConvertible, Sendable, Equatable {
         case .unexpectedSchema(let detail): return "not a MapLibre offline database: \(detail)"
         case .triggersOrViews(let names): return "database contains triggers or views: \(names.joined(separator: ", "))"
         case .invalidRows(let detail): return "invalid rows: \(detail)"
+        case .tileLimitExceeded(let tiles, let limit):
+            return "importing would store \(tiles) pack tiles, more than the limit of \(limit)"
         case .database(let error): return error.description
         case .file(let message): return message
         }

@@ -70,20 +70,12 @@ enum MergeStatements {
         """,
     ]
 
-    /// A pack's progress row from its links, as MapLibre's `getRegionCompletedStatus` counts:
-    /// resources include tiles, bytes are stored bytes.
-    static let recountProgress = """
+    /// Stores a recounted progress row (`ProgressQueries.recount`), keeping `failed_resources`.
+    static let storeProgress = """
         INSERT INTO packd_progress (pack_id, completed_resources, completed_bytes, completed_tiles, completed_tile_bytes)
-        SELECT ?1, r.count + t.count, r.bytes + t.bytes, t.count, t.bytes
-        FROM (SELECT count(*) AS count, coalesce(sum(length(data)), 0) AS bytes
-              FROM region_resources JOIN resources ON resources.id = resource_id WHERE region_id = ?1) AS r,
-             (SELECT count(*) AS count, coalesce(sum(length(data)), 0) AS bytes
-              FROM region_tiles JOIN tiles ON tiles.id = tile_id WHERE region_id = ?1) AS t
-        WHERE true
+        VALUES (?1, ?2, ?3, ?4, ?5)
         ON CONFLICT (pack_id) DO UPDATE SET completed_resources = excluded.completed_resources,
           completed_bytes = excluded.completed_bytes, completed_tiles = excluded.completed_tiles,
           completed_tile_bytes = excluded.completed_tile_bytes
         """
-
-    static let recountLinkedTiles = "UPDATE packd_totals SET linked_tiles = (SELECT count(DISTINCT tile_id) FROM region_tiles) WHERE id = 1"
 }

@@ -19,7 +19,10 @@ public enum OfflineDatabaseImport {
     /// Longest pack name taken from an uploaded description.
     static let maximumNameLength = 256
 
-    public static func merge(_ upload: ValidatedImport, into database: Database,
+    /// `tileLimit`: the most distinct tiles all packs may link (`OfflineDatabase.tileLimit`); an
+    /// upload that would exceed it is refused whole. Prefer `OfflineDatabase.importOfflineDatabase`,
+    /// which also re-bases the writer's maintained ambient size.
+    public static func merge(_ upload: ValidatedImport, into database: Database, tileLimit: Int64? = nil,
                              now: Int64 = Int64(Date().timeIntervalSince1970)) throws(ImportError) -> [ImportedPack] {
         try ValidatedImport.run(database) {
             // Also protects the writer's connection while untrusted content is attached.
@@ -49,10 +52,17 @@ public enum OfflineDatabaseImport {
                 }
                 for pack in packs {
                     try ensurePackRow(pack.id, in: database, now: now)
-                    try database.execute(MergeStatements.recountProgress, [.integer(pack.id)])
+                    let progress = try ProgressQueries.recount(pack.id, in: database)
+                    try database.execute(MergeStatements.storeProgress, [
+                        .integer(pack.id), .integer(progress.completedResources), .integer(progress.completedBytes),
+                        .integer(progress.completedTiles), .integer(progress.completedTileBytes)])
                     try database.execute("UPDATE packd_packs SET updated_at = ?2 WHERE region_id = ?1", [.integer(pack.id), .integer(now)])
                 }
-                try database.execute(MergeStatements.recountLinkedTiles)
+                let linkedTiles = try ProgressQueries.recountLinkedTiles(in: database)
+                if let tileLimit, linkedTiles > tileLimit {
+                    throw ImportError.tileLimitExceeded(tiles: linkedTiles, limit: tileLimit)
+                }
+                try database.execute("UPDATE packd_totals SET linked_tiles = ?1 WHERE id = 1", [.integer(linkedTiles)])
                 try database.execute("DROP TABLE temp.region_mapping")
                 return packs
             }

@@ -1,0 +1,173 @@
+/// Pack bookkeeping on the writer's connection. Each operation is one transaction.
+extension OfflineDatabase {
+    /// Events kept in `packd_events`; older ones are deleted (ids keep increasing regardless).
+    public static let maximumEvents: Int64 = 10_000
+    /// Failed resources kept per pack.
+    public static let maximumErrorsPerPack: Int64 = 1_000
+
+    /// Creates the MapLibre region, its `packd_packs` row and a zero progress row; returns the id.
+    public func createPack(_ pack: PackRecord, now: Int64) throws -> Int64 {
+        try database.transaction {
+            try database.execute("INSERT INTO regions (definition, description) VALUES (?1, ?2)",
+                                 [.text(pack.definition), DatabaseValue(pack.context)])
+            let id = database.lastInsertedRowID
+            try database.execute("""
+                INSERT INTO packd_packs (region_id, name, state, error, context, created_at, updated_at, completed_at,
+                  limits, expected_resources, expected_tiles, expected_is_precise, update_available)
+                VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6, NULL, ?7, ?8, ?9, ?10, ?11)
+                """, [.integer(id), .text(pack.name), .text(pack.state), DatabaseValue(pack.errorJSON),
+                      DatabaseValue(pack.context), .integer(now), DatabaseValue(pack.limitsJSON),
+                      .integer(pack.expectedResources), .integer(pack.expectedTiles),
+                      DatabaseValue(pack.expectedIsPrecise), DatabaseValue(pack.updateAvailable)])
+            try database.execute("INSERT INTO packd_progress (pack_id) VALUES (?1)", [.integer(id)])
+            return id
+        }
+    }
+
+    /// Sets state (and error JSON, cleared when nil); `completed_at` is set on "complete".
+    public func setPackState(_ packID: Int64, state: String, errorJSON: String?, now: Int64) throws {
+        try database.execute("""
+            UPDATE packd_packs SET state = ?2, error = ?3, updated_at = ?4,
+              completed_at = CASE WHEN ?2 = 'complete' THEN ?4 ELSE completed_at END
+            WHERE region_id = ?1
+            """, [.integer(packID), .text(state), DatabaseValue(errorJSON), .integer(now)])
+    }
+
+    /// Records the exact expected counts once the style and TileJSONs are known.
+    public func setExpected(_ packID: Int64, resources: Int64, tiles: Int64, precise: Bool, now: Int64) throws {
+        try database.execute("""
+            UPDATE packd_packs SET expected_resources = ?2, expected_tiles = ?3, expected_is_precise = ?4, updated_at = ?5
+            WHERE region_id = ?1
+            """, [.integer(packID), .integer(resources), .integer(tiles), DatabaseValue(precise), .integer(now)])
+    }
+
+    /// Replaces name and/or context; the context is mirrored into the region's `description`.
+    public func updatePack(_ packID: Int64, name: String?, context: [UInt8]??, now: Int64) throws {
+        try database.transaction {
+            if let name {
+                try database.execute("UPDATE packd_packs SET name = ?2, updated_at = ?3 WHERE region_id = ?1",
+                                     [.integer(packID), .text(name), .integer(now)])
+            }
+            if let context {
+                try database.execute("UPDATE packd_packs SET context = ?2, updated_at = ?3 WHERE region_id = ?1",
+                                     [.integer(packID), DatabaseValue(context), .integer(now)])
+                try database.execute("UPDATE regions SET description = ?2 WHERE id = ?1",
+                                     [.integer(packID), DatabaseValue(context)])
+            }
+        }
+    }
+
+    public func setUpdateAvailable(_ packID: Int64, _ available: Bool, now: Int64) throws {
+        try database.execute("UPDATE packd_packs SET update_available = ?2, updated_at = ?3 WHERE region_id = ?1",
+                             [.integer(packID), DatabaseValue(available), .integer(now)])
+    }
+
+    /// Appends an event and returns its id (ids never repeat, across restarts too).
+    public func appendEvent(packID: Int64?, type: String, json: String, now: Int64) throws -> Int64 {
+        try database.transaction {
+            try database.execute("INSERT INTO packd_events (pack_id, type, data, created_at) VALUES (?1, ?2, ?3, ?4)",
+                                 [DatabaseValue(packID), .text(type), .text(json), .integer(now)])
+            let id = database.lastInsertedRowID
+            try database.execute("DELETE FROM packd_events WHERE id <= ?1", [.integer(id - Self.maximumEvents)])
+            return id
+        }
+    }
+
+    /// Records a resource that failed for good, counts it in `failed_resources`, and keeps only
+    /// the latest `maximumErrorsPerPack` rows.
+    public func recordFailure(packID: Int64, url: String, status: Int64?, message: String, attempts: Int64, now: Int64) throws {
+        try database.transaction {
+            try database.execute("""
+                INSERT INTO packd_errors (pack_id, url, status, message, attempts, at) VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+                """, [.integer(packID), .text(url), DatabaseValue(status), .text(message), .integer(attempts), .integer(now)])
+            try database.execute("UPDATE packd_progress SET failed_resources = failed_resources + 1 WHERE pack_id = ?1",
+                                 [.integer(packID)])
+            try database.execute("""
+                DELETE FROM packd_errors WHERE pack_id = ?1 AND id <= (
+                  SELECT id FROM packd_errors WHERE pack_id = ?1 ORDER BY id DESC LIMIT 1 OFFSET ?2)
+                """, [.integer(packID), .integer(Self.maximumErrorsPerPack)])
+        }
+    }
+
+    /// Forgets the failures of a pack (a resume retries them).
+    public func clearFailures(packID: Int64) throws {
+        try database.transaction {
+            try database.execute("DELETE FROM packd_errors WHERE pack_id = ?1", [.integer(packID)])
+            try database.execute("UPDATE packd_progress SET failed_resources = 0 WHERE pack_id = ?1", [.integer(packID)])
+        }
+    }
+
+    /// Removes a pack as MapLibre's `deleteRegion` does: the links go, rows no other pack links
+    /// become ambient and are trimmed to the ambient limit, then freed pages are vacuumed.
+    /// Returns false when there was no such pack.
+    @discardableResult
+    public func removePack(_ packID: Int64) throws -> Bool {
+        let ambientBefore = ambientCacheSize
+        let removed: Bool
+        do {
+            removed = try database.transaction { () throws -> Bool in
+                let tilesOnlyHere = try database.cachedStatement("""
+                    SELECT count(*), IFNULL(SUM(IFNULL(LENGTH(t.data), 0) + LENGTH(CAST(t.url_template AS BLOB))), 0)
+                    FROM region_tiles rt JOIN tiles t ON t.id = rt.tile_id WHERE rt.region_id = ?1
+                    AND NOT EXISTS (SELECT 1 FROM region_tiles o WHERE o.tile_id = rt.tile_id AND o.region_id != ?1)
+                    """)
+                try tilesOnlyHere.bind([.integer(packID)])
+                try tilesOnlyHere.step()
+                let (tileCount, tileBytes) = (tilesOnlyHere.int64(at: 0), tilesOnlyHere.int64(at: 1))
+                tilesOnlyHere.reset()
+                let resourceBytes = try database.scalarInt("""
+                    SELECT IFNULL(SUM(IFNULL(LENGTH(r.data), 0) + LENGTH(CAST(r.url AS BLOB))), 0)
+                    FROM region_resources rr JOIN resources r ON r.id = rr.resource_id WHERE rr.region_id = ?1
+                    AND NOT EXISTS (SELECT 1 FROM region_resources o WHERE o.resource_id = rr.resource_id AND o.region_id != ?1)
+                    """, [.integer(packID)]) ?? 0
+                try database.execute("DELETE FROM regions WHERE id = ?1", [.integer(packID)])
+                guard database.changes > 0 else { return false }
+                try database.execute("UPDATE packd_totals SET linked_tiles = linked_tiles - ?1 WHERE id = 1", [.integer(tileCount)])
+                ambientCacheSize += tileBytes + resourceBytes
+                try trimAmbientCache()
+                return true
+            }
+        } catch {
+            ambientCacheSize = ambientBefore
+            throw error
+        }
+        if removed { try database.execute("PRAGMA incremental_vacuum") }
+        return removed
+    }
+
+    /// Every pack, every cached row, events and idempotency keys gone; schema and settings stay.
+    public func reset() throws {
+        try database.transaction {
+            try database.execute("""
+                DELETE FROM region_tiles; DELETE FROM region_resources; DELETE FROM regions;
+                DELETE FROM tiles; DELETE FROM resources; DELETE FROM packd_events; DELETE FROM packd_idempotency;
+                UPDATE packd_totals SET linked_tiles = 0 WHERE id = 1;
+                """)
+        }
+        ambientCacheSize = 0
+        try database.execute("PRAGMA incremental_vacuum")
+    }
+
+    /// Stores the response of an idempotent request; entries older than `retention` go.
+    public func storeIdempotencyKey(_ key: String, requestHash: String, packID: Int64?, status: Int64, body: [UInt8],
+                                    now: Int64, retention: Int64 = 86_400) throws {
+        try database.transaction {
+            try database.execute("DELETE FROM packd_idempotency WHERE created_at < ?1", [.integer(now - retention)])
+            try database.execute("""
+                INSERT INTO packd_idempotency (key, request_hash, pack_id, status, body, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+                ON CONFLICT (key) DO NOTHING
+                """, [.text(key), .text(requestHash), DatabaseValue(packID), .integer(status), .blob(body), .integer(now)])
+        }
+    }
+
+    /// Sets the global tile limit (nil: none), persisted.
+    public func setTileLimit(_ limit: Int64?) throws {
+        if let limit {
+            try database.execute("INSERT INTO packd_meta (key, value) VALUES ('tile_limit', ?1) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                                 [.integer(limit)])
+        } else {
+            try database.execute("DELETE FROM packd_meta WHERE key = 'tile_limit'")
+        }
+        tileLimit = limit
+    }
+}

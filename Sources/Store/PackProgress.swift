@@ -1,0 +1,26 @@
+/// A pack's durable progress, as stored in `packd_progress`. "Completed" counts distinct rows
+/// linked to the pack (`region_resources` + `region_tiles`), bytes are `LENGTH(data)` as MapLibre
+/// sums them: the same numbers MapLibre's `getRegionCompletedStatus` reports.
+public struct PackProgress: Sendable, Equatable, Codable {
+    /// Resources of every kind, tiles included.
+    public var completedResources: Int64
+    public var completedBytes: Int64
+    public var completedTiles: Int64
+    public var completedTileBytes: Int64
+    public var failedResources: Int64
+
+    public init(completedResources: Int64 = 0, completedBytes: Int64 = 0, completedTiles: Int64 = 0,
+                completedTileBytes: Int64 = 0, failedResources: Int64 = 0) {
+        self.completedResources = completedResources
+        self.completedBytes = completedBytes
+        self.completedTiles = completedTiles
+        self.completedTileBytes = completedTileBytes
+        self.failedResources = failedResources
+    }
+
+    /// The completed counts only (what a recount from the link tables can know).
+    public var completed: PackProgress {
+        PackProgress(completedResources: completedResources, completedBytes: completedBytes,
+                     completedTiles: completedTiles, completedTileBytes: completedTileBytes)
+    }
+}

@@ -1,0 +1,26 @@
+/// One row for the writer: a downloaded (or revalidated) resource, optionally linked to a pack.
+public struct ResourceWrite: Sendable {
+    public enum Content: Sendable {
+        /// A body, already in its stored form (`StoredBody.encoding`, done off the writer thread).
+        case body(StoredBody)
+        /// 204/404 for a tile: stored with NULL `data`, counts as complete (as MapLibre does).
+        case noContent
+        /// 304: only `accessed`, `expires` and `must_revalidate` change; the body stays.
+        case notModified
+        /// Already stored (by another pack or the ambient cache) and fresh: only link it.
+        case linkExisting
+    }
+
+    public var key: ResourceKey
+    public var content: Content
+    public var cache: HTTPCacheHeaders
+    /// The pack to link the row to; nil stores it in the ambient cache.
+    public var packID: Int64?
+
+    public init(key: ResourceKey, content: Content, cache: HTTPCacheHeaders = HTTPCacheHeaders(), packID: Int64? = nil) {
+        self.key = key
+        self.content = content
+        self.cache = cache
+        self.packID = packID
+    }
+}

@@ -1,0 +1,225 @@
+import Foundation
+
+/// The one thread that writes the database. Producers (the loop thread) hand it resource writes
+/// and operations without ever blocking on disk; it commits writes in batches, by count or by
+/// time or on `flush`, each batch in ONE transaction, then reports what became durable through
+/// `onCommit` (which the download layer forwards to the loop through a `LoopWakeup`).
+///
+/// Operations (create pack, set state, events…) go through the same queue, in order with the
+/// writes around them, so there is exactly one writer and no lock contention inside SQLite.
+public final class WriterThread: @unchecked Sendable {
+    public struct Configuration: Sendable {
+        /// A batch commits when it holds this many writes…
+        public var maximumBatchCount: Int
+        /// …or when its oldest write has waited this long.
+        public var maximumBatchDelay: Duration
+        /// The clock for `accessed`/times, Unix seconds (injectable for tests).
+        public var now: @Sendable () -> Int64
+        /// Page size for a newly created database (see `SchemaMigrator.openWriter`).
+        public var pageSize: Int?
+
+        public init(maximumBatchCount: Int = 256, maximumBatchDelay: Duration = .milliseconds(50),
+                    now: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) }, pageSize: Int? = nil) {
+            self.maximumBatchCount = max(1, maximumBatchCount)
+            self.maximumBatchDelay = maximumBatchDelay
+            self.now = now
+            self.pageSize = pageSize
+        }
+    }
+
+    private enum Item {
+        case write(ResourceWrite)
+        case flush(@Sendable () -> Void)
+        /// `cancel` answers the caller when the writer has already stopped.
+        case operation(run: (OfflineDatabase) -> Void, cancel: () -> Void)
+    }
+
+    /// The error operations complete with once the writer has stopped.
+    public struct Stopped: Error {}
+
+    private let condition = NSCondition()
+    // Guarded by `condition`.
+    private var queue: [Item] = []
+    private var touches = AccessTouches()
+    private var stopping = false
+    private var stopped = false
+    private var queuedWrites = 0
+
+    private let configuration: Configuration
+    private let onCommit: @Sendable (BatchOutcome) -> Void
+    private let store: OfflineDatabase
+    private var thread: Thread?
+    private let finished = NSCondition()
+    private var hasFinished = false
+
+    /// Opens (creating/migrating) the database at `path` and starts the thread.
+    public init(path: String, configuration: Configuration = Configuration(),
+                onCommit: @escaping @Sendable (BatchOutcome) -> Void) throws {
+        self.store = try OfflineDatabase(path: path, pageSize: configuration.pageSize)
+        self.configuration = configuration
+        self.onCommit = onCommit
+        // The thread keeps the writer alive until `stop()` returns.
+        let thread = Thread { self.run() }
+        thread.name = "packd-writer"
+        thread.stackSize = 8 << 20
+        self.thread = thread
+        thread.start()
+    }
+
+    /// Thread-safe, never blocks on disk. Writes are committed in submission order.
+    public func submit(_ write: ResourceWrite) {
+        enqueue(.write(write), countsAsWrite: true)
+    }
+
+    public func submit(contentsOf writes: [ResourceWrite]) {
+        condition.lock()
+        guard !stopped else { return condition.unlock() }
+        queue.append(contentsOf: writes.map { .write($0) })
+        queuedWrites += writes.count
+        condition.signal()
+        condition.unlock()
+    }
+
+    /// Commits everything submitted before this call, then calls `completion` (on the writer thread).
+    public func flush(_ completion: @escaping @Sendable () -> Void = {}) {
+        enqueue(.flush(completion), countsAsWrite: false)
+    }
+
+    /// Runs `operation` on the writer thread after the writes submitted before it are committed;
+    /// `completion` receives its result there.
+    public func perform<T: Sendable>(_ operation: @escaping @Sendable (OfflineDatabase) throws -> T,
+                                     completion: @escaping @Sendable (Result<T, any Error>) -> Void) {
+        enqueue(.operation(run: { store in completion(Result { try operation(store) }) },
+                           cancel: { completion(.failure(Stopped())) }), countsAsWrite: false)
+    }
+
+    /// Records reads; the writer updates `accessed` for them in its next transaction.
+    public func touch(tileID: Int64? = nil, resourceID: Int64? = nil) {
+        condition.lock()
+        if let tileID { touches.tileIDs.insert(tileID) }
+        if let resourceID { touches.resourceIDs.insert(resourceID) }
+        condition.unlock()
+    }
+
+    /// Writes waiting in the queue (not yet taken into a batch): for producer backpressure.
+    public var pendingWrites: Int {
+        condition.lock()
+        defer { condition.unlock() }
+        return queuedWrites
+    }
+
+    /// Commits what is queued, stops the thread and waits for it. Idempotent. Must be called:
+    /// the running thread owns the writer.
+    public func stop() {
+        condition.lock()
+        stopping = true
+        condition.signal()
+        condition.unlock()
+        finished.lock()
+        while !hasFinished { finished.wait() }
+        finished.unlock()
+    }
+
+    private func enqueue(_ item: Item, countsAsWrite: Bool) {
+        condition.lock()
+        if stopped {
+            condition.unlock()
+            // Nobody will take it: answer now rather than leave a caller waiting forever.
+            switch item {
+            case .write: break
+            case .flush(let completion): completion()
+            case .operation(_, let cancel): cancel()
+            }
+            return
+        }
+        queue.append(item)
+        if countsAsWrite { queuedWrites += 1 }
+        condition.signal()
+        condition.unlock()
+    }
+
+    // MARK: The writer loop
+
+    private func run() {
+        var batch: [ResourceWrite] = []
+        batch.reserveCapacity(configuration.maximumBatchCount)
+        var batchDeadline: Date?
+        let delay = Double(configuration.maximumBatchDelay.components.seconds)
+            + Double(configuration.maximumBatchDelay.components.attoseconds) / 1e18
+
+        while true {
+            condition.lock()
+            while queue.isEmpty && !stopping {
+                if let batchDeadline {
+                    if !condition.wait(until: batchDeadline) { break }
+                } else {
+                    condition.wait()
+                }
+            }
+            let items = queue
+            queue.removeAll(keepingCapacity: true)
+            queuedWrites = 0
+            let shouldStop = stopping && items.isEmpty
+            if shouldStop { stopped = true }
+            condition.unlock()
+
+            for item in items {
+                switch item {
+                case .write(let write):
+                    if batch.isEmpty { batchDeadline = Date().addingTimeInterval(delay) }
+                    batch.append(write)
+                    if batch.count >= configuration.maximumBatchCount {
+                        commit(&batch)
+                        batchDeadline = nil
+                    }
+                case .flush(let completion):
+                    commit(&batch)
+                    batchDeadline = nil
+                    completion()
+                case .operation(let operation, _):
+                    commit(&batch)
+                    batchDeadline = nil
+                    operation(store)
+                }
+            }
+            if let deadline = batchDeadline, Date() >= deadline || shouldStop {
+                commit(&batch)
+                batchDeadline = nil
+            } else if batch.isEmpty {
+                commitTouchesIfAny()
+            }
+            if shouldStop {
+                commit(&batch)
+                break
+            }
+        }
+        finished.lock()
+        hasFinished = true
+        finished.broadcast()
+        finished.unlock()
+    }
+
+    private func takeTouches() -> AccessTouches {
+        condition.lock()
+        defer { condition.unlock() }
+        let taken = touches
+        touches = AccessTouches()
+        return taken
+    }
+
+    private func commit(_ batch: inout [ResourceWrite]) {
+        guard !batch.isEmpty else { return }
+        let now = configuration.now()
+        let pendingTouches = takeTouches()
+        let outcome = store.apply(batch, now: now, touches: pendingTouches)
+        batch.removeAll(keepingCapacity: true)
+        onCommit(outcome)
+    }
+
+    private func commitTouchesIfAny() {
+        let pendingTouches = takeTouches()
+        guard !pendingTouches.isEmpty else { return }
+        let outcome = store.apply([], now: configuration.now(), touches: pendingTouches)
+        if outcome.error != nil { onCommit(outcome) }
+    }
+}

@@ -1,0 +1,99 @@
+import CZlib
+import Testing
+@testable import Store
+
+/// Deterministic pseudo-random bytes (SplitMix64) so tests need no fixtures.
+func randomBytes(count: Int, seed: UInt64) -> [UInt8] {
+    var state = seed
+    var bytes = [UInt8]()
+    bytes.reserveCapacity(count)
+    while bytes.count < count {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        z ^= z >> 31
+        withUnsafeBytes(of: z) { bytes.append(contentsOf: $0.prefix(count - bytes.count)) }
+    }
+    return bytes
+}
+
+/// gzip with zlib itself (windowBits 31), as an upstream would serve it.
+func gzip(_ input: [UInt8]) -> [UInt8] {
+    var stream = z_stream()
+    precondition(packd_deflateInit2(&stream, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 31, 8, Z_DEFAULT_STRATEGY) == Z_OK)
+    defer { deflateEnd(&stream) }
+    var output = [UInt8](repeating: 0, count: Int(deflateBound(&stream, uLong(input.count))) + 32)
+    var input = input
+    let produced = input.withUnsafeMutableBufferPointer { inBuffer in
+        output.withUnsafeMutableBufferPointer { outBuffer -> Int in
+            stream.next_in = inBuffer.baseAddress
+            stream.avail_in = uInt(inBuffer.count)
+            stream.next_out = outBuffer.baseAddress
+            stream.avail_out = uInt(outBuffer.count)
+            precondition(deflate(&stream, Z_FINISH) == Z_STREAM_END)
+            return outBuffer.count - Int(stream.avail_out)
+        }
+    }
+    return Array(output[0..<produced])
+}
+
+let sampleJSON = Array((0..<400).map { "{\"layer\":\"roads\",\"id\":\($0),\"kind\":\"motorway\"}," }.joined().utf8)
+
+@Suite struct StoredBodyTests {
+    @Test func compressibleBodyIsStoredAsZlibWhenSmaller() throws {
+        let body = try StoredBody.encoding(sampleJSON)
+        #expect(body.compressed)
+        #expect(body.storedSize < sampleJSON.count / 3)
+        #expect(body.data.first == 0x78) // a zlib stream, what MapLibre's decompress reads
+        #expect(try body.decoded() == sampleJSON)
+    }
+
+    @Test func incompressibleAndImageBodiesAreStoredRaw() throws {
+        let random = randomBytes(count: 20 * 1024, seed: 1)
+        let stored = try StoredBody.encoding(random)
+        #expect(stored == StoredBody(data: random, compressed: false))
+
+        // A PNG whose payload is highly compressible is still not deflated: the format is.
+        let png: [UInt8] = [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A] + [UInt8](repeating: 0, count: 4096)
+        #expect(try StoredBody.encoding(png) == StoredBody(data: png, compressed: false))
+        let tiny: [UInt8] = [1, 2, 3]
+        #expect(try StoredBody.encoding(tiny) == StoredBody(data: tiny, compressed: false))
+    }
+
+    @Test func gzipBodyIsRewrappedWithoutRecompressing() throws {
+        let gz = gzip(sampleJSON)
+        let body = try StoredBody.encoding(gz)
+        #expect(body.compressed)
+        // Same deflate bytes: zlib header (2) + gzip's deflate payload + Adler-32 (4).
+        #expect(Array(body.data[2..<(body.data.count - 4)]) == Array(gz[10..<(gz.count - 8)]))
+        #expect(try body.decoded() == sampleJSON)
+        // zlib's own uncompress accepts it: header check and Adler-32 are right.
+        var output = [UInt8](repeating: 0, count: sampleJSON.count)
+        var length = uLongf(output.count)
+        let status = uncompress(&output, &length, body.data, uLong(body.data.count))
+        #expect(status == Z_OK)
+        #expect(Int(length) == sampleJSON.count)
+    }
+
+    @Test func truncatedOrCorruptGzipIsRejected() throws {
+        let gz = gzip(sampleJSON)
+        for cut in [3, 12, gz.count / 2, gz.count - 4, gz.count - 1] {
+            #expect(throws: ZlibCodec.Failure.truncated) { try StoredBody.encoding(Array(gz[0..<cut])) }
+        }
+        var badCRC = gz
+        badCRC[gz.count - 6] ^= 0xFF
+        #expect(throws: ZlibCodec.Failure.truncated) { try StoredBody.encoding(badCRC) }
+        var badData = gz
+        badData[20] ^= 0xFF
+        #expect(throws: ZlibCodec.Failure.self) { try StoredBody.encoding(badData) }
+    }
+
+    @Test func inflateIsBoundedAgainstBombs() throws {
+        let bomb = gzip([UInt8](repeating: 0, count: 4 << 20))
+        #expect(bomb.count < 10_000)
+        #expect(throws: ZlibCodec.Failure.tooLarge(limit: 1 << 20)) {
+            try StoredBody.encoding(bomb, inflateLimit: 1 << 20)
+        }
+    }
+}

@@ -1,0 +1,142 @@
+import Foundation
+import Testing
+@testable import Store
+
+/// Collects writer callbacks; `wait` polls a condition with a deadline (no sleeps as sync).
+final class CommitLog: @unchecked Sendable {
+    private let condition = NSCondition()
+    private var outcomes: [BatchOutcome] = []
+
+    func record(_ outcome: BatchOutcome) {
+        condition.lock()
+        outcomes.append(outcome)
+        condition.broadcast()
+        condition.unlock()
+    }
+
+    var all: [BatchOutcome] {
+        condition.lock()
+        defer { condition.unlock() }
+        return outcomes
+    }
+
+    /// Waits until `predicate` holds over the outcomes so far, or 30 s pass.
+    @discardableResult
+    func wait(until predicate: ([BatchOutcome]) -> Bool) -> Bool {
+        let deadline = Date().addingTimeInterval(30)
+        condition.lock()
+        defer { condition.unlock() }
+        while !predicate(outcomes) {
+            if !condition.wait(until: deadline) { return predicate(outcomes) }
+        }
+        return true
+    }
+}
+
+final class Signal: @unchecked Sendable {
+    private let semaphore = DispatchSemaphore(value: 0)
+    func fire() { semaphore.signal() }
+    func wait() -> Bool { semaphore.wait(timeout: .now() + 30) == .success }
+}
+
+@Suite struct WriterThreadTests {
+    func makePack(_ writer: WriterThread, _ name: String) throws -> Int64 {
+        let done = Signal()
+        let box = ResultBox()
+        writer.perform({ try $0.createPack(StoreFixtures.pack(name), now: 1) }, completion: { box.id = try? $0.get(); done.fire() })
+        #expect(done.wait())
+        return try #require(box.id)
+    }
+
+    final class ResultBox: @unchecked Sendable { var id: Int64? }
+
+    @Test func commitsFullBatchesByCountInOneTransactionEach() throws {
+        let directory = TemporaryDirectory()
+        let log = CommitLog()
+        // A long delay: only the count (or flush) can commit.
+        let writer = try WriterThread(path: directory.file("w.db"),
+                                      configuration: .init(maximumBatchCount: 10, maximumBatchDelay: .seconds(3600)),
+                                      onCommit: log.record)
+        defer { writer.stop() }
+        let pack = try makePack(writer, "p")
+        writer.submit(contentsOf: try (0..<25).map { try StoreFixtures.tile(z: 5, x: Int64($0), y: 0, pack: pack) })
+        #expect(log.wait { $0.count == 2 })
+        #expect(log.all.map(\.appliedWrites) == [10, 10])
+        #expect(log.all.last?.progress[pack]?.completedTiles == 20)
+
+        let flushed = Signal()
+        writer.flush { flushed.fire() }
+        #expect(flushed.wait())
+        #expect(log.all.map(\.appliedWrites) == [10, 10, 5])
+        #expect(try StoreReader(path: directory.file("w.db")).progress(pack)?.completedTiles == 25)
+    }
+
+    @Test func commitsAPartialBatchWhenItsTimeIsUp() throws {
+        let directory = TemporaryDirectory()
+        let log = CommitLog()
+        let writer = try WriterThread(path: directory.file("w.db"),
+                                      configuration: .init(maximumBatchCount: 1000, maximumBatchDelay: .milliseconds(20)),
+                                      onCommit: log.record)
+        defer { writer.stop() }
+        writer.submit(try StoreFixtures.tile(z: 1, x: 0, y: 0, pack: nil))
+        writer.submit(try StoreFixtures.tile(z: 1, x: 1, y: 0, pack: nil))
+        // No flush: the 20 ms timer alone must commit both, in one batch.
+        #expect(log.wait { $0.reduce(0) { $0 + $1.appliedWrites } == 2 })
+        #expect(log.all.count == 1)
+    }
+
+    @Test func operationsRunInOrderWithWritesAndStopCommitsTheRest() throws {
+        let directory = TemporaryDirectory()
+        let path = directory.file("w.db")
+        let log = CommitLog()
+        let writer = try WriterThread(path: path, configuration: .init(maximumBatchCount: 1000, maximumBatchDelay: .seconds(3600)),
+                                      onCommit: log.record)
+        let pack = try makePack(writer, "p")
+        writer.submit(try StoreFixtures.tile(z: 1, x: 0, y: 0, pack: pack))
+        // The operation must see the write submitted before it.
+        let seen = ResultBox()
+        let done = Signal()
+        writer.perform({ try $0.progress(pack).completedTiles }, completion: { seen.id = try? $0.get(); done.fire() })
+        #expect(done.wait())
+        #expect(seen.id == 1)
+        writer.submit(try StoreFixtures.tile(z: 1, x: 1, y: 0, pack: pack))
+        writer.stop()
+        #expect(try StoreReader(path: path).progress(pack)?.completedTiles == 2)
+    }
+
+    @Test func readsTouchAccessedInTheNextCommit() throws {
+        let directory = TemporaryDirectory()
+        let path = directory.file("w.db")
+        let clock = Clock()
+        let log = CommitLog()
+        let writer = try WriterThread(path: path, configuration: .init(maximumBatchCount: 1, maximumBatchDelay: .milliseconds(5), now: clock.now),
+                                      onCommit: log.record)
+        defer { writer.stop() }
+        let write = try StoreFixtures.tile(z: 2, x: 1, y: 1, pack: nil)
+        writer.submit(write)
+        #expect(log.wait { $0.count == 1 })
+        let reader = try StoreReader(path: path, onAccess: { key, id in
+            if key.isTile { writer.touch(tileID: id) } else { writer.touch(resourceID: id) }
+        })
+        clock.value = 500
+        let row = try #require(try reader.read(write.key))
+        #expect(row.accessed == 100)
+        guard case .body(let body) = write.content else { return }
+        #expect(row.body == body)
+        let flushed = Signal()
+        writer.submit(try StoreFixtures.tile(z: 2, x: 0, y: 0, pack: nil))
+        writer.flush { flushed.fire() }
+        #expect(flushed.wait())
+        #expect(try reader.read(write.key)?.accessed == 500)
+    }
+
+    final class Clock: @unchecked Sendable {
+        private let lock = NSLock()
+        private var current: Int64 = 100
+        var value: Int64 {
+            get { lock.lock(); defer { lock.unlock() }; return current }
+            set { lock.lock(); current = newValue; lock.unlock() }
+        }
+        var now: @Sendable () -> Int64 { { [self] in value } }
+    }
+}
