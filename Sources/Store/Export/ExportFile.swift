@@ -6,7 +6,8 @@ import Darwin
 
 /// A file written by an export (or read back by a decoder) through plain POSIX calls: exports
 /// are streamed to disk in pieces and never assembled in memory, and the PMTiles writer needs
-/// positioned reads of what it already wrote (to confirm a duplicate tile byte for byte).
+/// positioned reads of what it already wrote (to confirm a duplicate tile byte for byte) and a
+/// positioned write of the header once the directories are known.
 final class ExportFile {
     struct Failure: Error, CustomStringConvertible {
         let operation: String
@@ -31,17 +32,6 @@ final class ExportFile {
     static func create(_ path: String) throws(Failure) -> ExportFile {
         let fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
         guard fd >= 0 else { throw Failure(operation: "create", path: path, errno: errno) }
-        return ExportFile(path: path, descriptor: fd)
-    }
-
-    /// A scratch file in `directory` that disappears when closed (it is unlinked at once), for
-    /// data that must be written before the bytes that precede it in the final file.
-    static func scratch(in directory: String) throws(Failure) -> ExportFile {
-        var template = Array((directory + "/.packd-export-XXXXXX").utf8CString)
-        let fd = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
-        guard fd >= 0 else { throw Failure(operation: "mkstemp", path: directory, errno: errno) }
-        let path = String(decoding: template.dropLast().map { UInt8(bitPattern: $0) }, as: UTF8.self)
-        unlink(path)
         return ExportFile(path: path, descriptor: fd)
     }
 
@@ -95,15 +85,18 @@ final class ExportFile {
         return bytes
     }
 
-    /// Appends all of `other` (from its start) in 1 MiB pieces.
-    func append(contentsOf other: ExportFile) throws(Failure) {
-        let chunk = 1 << 20
-        var offset: UInt64 = 0
-        while offset < other.size {
-            let piece = try other.read(at: offset, count: Int(min(UInt64(chunk), other.size - offset)))
-            guard !piece.isEmpty else { break }
-            try append(piece)
-            offset += UInt64(piece.count)
+    /// Overwrites bytes at `offset` (inside what was already appended).
+    func overwrite(_ bytes: [UInt8], at offset: UInt64) throws(Failure) {
+        var done = 0
+        while done < bytes.count {
+            let written = bytes.withUnsafeBytes { raw in
+                pwrite(descriptor, raw.baseAddress! + done, raw.count - done, off_t(offset) + off_t(done))
+            }
+            if written < 0 {
+                if errno == EINTR { continue }
+                throw Failure(operation: "write", path: path, errno: errno)
+            }
+            done += written
         }
     }
 
