@@ -257,4 +257,24 @@ import Testing
         #expect(try store.database.scalarInt("SELECT linked_tiles FROM packd_totals") == Int64(summary.tiles))
         #expect(try ProgressQueries.stored(1, in: store.database)?.completed == (try ProgressQueries.recount(1, in: store.database)))
     }
+
+    @Test func aWALModeUploadIsReadWithoutItsCompanionFiles() throws {
+        let fixture = StoreIOFixture()
+        let pack = try PackFixture(fixture, maxZoom: 1)
+        let upload = fixture.path("wal.maplibre.db")
+        _ = try MapLibreExport.write(pack: pack.pack, databasePath: pack.path, to: upload)
+        do {
+            let database = try Database(path: upload, mode: .readWrite)
+            try database.execute("PRAGMA journal_mode = WAL")
+        }
+        // Closing checkpointed and removed -wal/-shm; the header still says WAL.
+        #expect(!FileManager.default.fileExists(atPath: upload + "-wal"))
+        let target = try fixture.packdDatabase("target.db")
+        let packs = try OfflineDatabaseImport.merge(try ValidatedImport.check(path: upload, scratchDirectory: fixture.directory), into: target)
+        #expect(packs.count == 1)
+        let source = try Database(path: pack.path, mode: .readOnly)
+        #expect(try Self.packRows(target, 1) == Self.packRows(source, pack.pack))
+        // Reading it created nothing beside it.
+        #expect(!FileManager.default.fileExists(atPath: upload + "-shm"))
+    }
 }
