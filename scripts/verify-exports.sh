@@ -54,6 +54,7 @@ with open(archive, "rb") as f:
     for (z, x, y), body in list(expected.items())[:200]:
         assert gzip.decompress(reader.get(z, x, y)) == body, (z, x, y)
     print(f"{seen} tiles identical; {header['tile_entries_count']} entries, "
-          f"{header['tile_contents_count']} distinct contents, metadata {reader.metadata().get('vector_layers') is not None}")
+          f"{header['tile_contents_count']} distinct contents, {header['leaf_directory_length']} bytes of leaf "
+          f"directories, vector_layers in metadata: {reader.metadata().get('vector_layers') is not None}")
 PY
 echo "OK: exports verified"
