@@ -27,3 +27,25 @@ public enum ExportError: Error, CustomStringConvertible, Sendable {
         }
     }
 }
+
+extension ExportError {
+    /// Runs `body`, mapping whatever it throws to an `ExportError` (SQLite failures to
+    /// `.database`, file failures to `.file`).
+    static func mapping<R>(_ body: () throws -> R) throws(ExportError) -> R {
+        do {
+            return try body()
+        } catch let error as ExportError {
+            throw error
+        } catch let error as DatabaseError {
+            throw .database(error)
+        } catch {
+            throw .file("\(error)")
+        }
+    }
+
+    /// Runs `body` in one read transaction on `database`, so an export is a snapshot of the pack
+    /// even while the writer commits batches (WAL readers see the database as of BEGIN).
+    static func inReadTransaction<R>(_ database: Database, _ body: () throws(ExportError) -> R) throws(ExportError) -> R {
+        try mapping { try database.transaction(.deferred) { try body() } }
+    }
+}

@@ -16,10 +16,17 @@ public enum MBTilesExport {
     /// file at `path` (replaced if present). `name` becomes the tileset's `name`.
     public static func write(pack: Int64, source: PackTileSource, name: String, from database: Database,
                              to path: String) throws(ExportError) -> ArchiveExportSummary {
+        try ExportError.inReadTransaction(database) { () throws(ExportError) in
+            try writeSnapshot(pack: pack, source: source, name: name, from: database, to: path)
+        }
+    }
+
+    private static func writeSnapshot(pack: Int64, source: PackTileSource, name: String, from database: Database,
+                                      to path: String) throws(ExportError) -> ArchiveExportSummary {
         let extent = try TileSetExtent.of(source, pack: pack, in: database)
         let encoder = ArchiveTileEncoder(collectsLayers: true)
         var count = 0
-        do {
+        try ExportError.mapping {
             try? FileManager.default.removeItem(atPath: path)
             let output = try Database(path: path, mode: .readWriteCreate)
             // A scratch file until the caller streams it: no journal, no fsync.
@@ -54,12 +61,6 @@ public enum MBTilesExport {
                 }
             }
             output.finalizeStatements()
-        } catch let error as ExportError {
-            throw error
-        } catch let error as DatabaseError {
-            throw .database(error)
-        } catch {
-            throw .file("\(error)")
         }
         return ArchiveExportSummary(source: source, format: encoder.format ?? .mvt, extent: extent, tileCount: count,
                                     vectorLayers: encoder.layers.layers.keys.sorted(),

@@ -56,8 +56,10 @@ public enum MapLibreExport {
             try? FileManager.default.removeItem(atPath: path)
             throw error
         } catch let error as DatabaseError {
+            try? FileManager.default.removeItem(atPath: path)
             throw .database(error)
         } catch {
+            try? FileManager.default.removeItem(atPath: path)
             throw .file("\(error)")
         }
     }

@@ -7,9 +7,16 @@ import Foundation
 public enum PMTilesExport {
     public static func write(pack: Int64, source: PackTileSource, name: String, from database: Database,
                              to path: String) throws(ExportError) -> ArchiveExportSummary {
+        try ExportError.inReadTransaction(database) { () throws(ExportError) in
+            try writeSnapshot(pack: pack, source: source, name: name, from: database, to: path)
+        }
+    }
+
+    private static func writeSnapshot(pack: Int64, source: PackTileSource, name: String, from database: Database,
+                                      to path: String) throws(ExportError) -> ArchiveExportSummary {
         let extent = try TileSetExtent.of(source, pack: pack, in: database)
         let encoder = ArchiveTileEncoder(collectsLayers: true)
-        do {
+        return try ExportError.mapping {
             var order: [(tileID: UInt64, rowID: Int64)] = []
             order.reserveCapacity(Int(source.tileCount))
             try database.cachedStatement(PackTileRows.coordinates).forEachRow(PackTileRows.arguments(pack, source)) { row in
@@ -54,12 +61,6 @@ public enum PMTilesExport {
             return ArchiveExportSummary(source: source, format: format, extent: extent, tileCount: order.count,
                                         vectorLayers: encoder.layers.layers.keys.sorted(),
                                         unreadableVectorTiles: encoder.unreadableVectorTiles)
-        } catch let error as ExportError {
-            throw error
-        } catch let error as DatabaseError {
-            throw .database(error)
-        } catch {
-            throw .file("\(error)")
         }
     }
 

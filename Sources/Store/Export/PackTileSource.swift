@@ -14,7 +14,7 @@ public struct PackTileSource: Equatable, Sendable {
 
     /// The pack's tilesets, most tiles first.
     public static func all(pack: Int64, in database: Database) throws(ExportError) -> [PackTileSource] {
-        do {
+        return try ExportError.mapping {
             guard try database.scalarInt("SELECT count(*) FROM regions WHERE id = ?1", [.integer(pack)]) == 1 else {
                 throw ExportError.packNotFound(pack)
             }
@@ -28,12 +28,6 @@ public struct PackTileSource: Equatable, Sendable {
                                               tileCount: row.int64(at: 2)))
             }
             return sources
-        } catch let error as ExportError {
-            throw error
-        } catch let error as DatabaseError {
-            throw .database(error)
-        } catch {
-            throw .file("\(error)")
         }
     }
 

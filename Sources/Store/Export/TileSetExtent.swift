@@ -15,7 +15,7 @@ public struct TileSetExtent: Equatable, Sendable {
 
     static func of(_ source: PackTileSource, pack: Int64, in database: Database) throws(ExportError) -> TileSetExtent {
         var zooms: [(z: Int64, minX: Int64, maxX: Int64, minY: Int64, maxY: Int64)] = []
-        do {
+        try ExportError.mapping {
             try database.cachedStatement("""
                 SELECT t.z, min(t.x), max(t.x), min(t.y), max(t.y) FROM region_tiles rt JOIN tiles t ON t.id = rt.tile_id
                 WHERE rt.region_id = ?1 AND t.url_template = ?2 AND t.pixel_ratio = ?3 AND t.data IS NOT NULL
@@ -23,10 +23,6 @@ public struct TileSetExtent: Equatable, Sendable {
                 """).forEachRow([.integer(pack), .text(source.urlTemplate), .integer(source.pixelRatio)]) { row in
                 zooms.append((row.int64(at: 0), row.int64(at: 1), row.int64(at: 2), row.int64(at: 3), row.int64(at: 4)))
             }
-        } catch let error as DatabaseError {
-            throw .database(error)
-        } catch {
-            throw .file("\(error)")
         }
         guard let first = zooms.first, let deepest = zooms.last else { throw .noTiles }
         for zoom in [first, deepest] {
