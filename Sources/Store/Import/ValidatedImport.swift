@@ -5,7 +5,7 @@ import Foundation
 /// writer: schema 6 exactly, no triggers or views, intact pages, plausible rows. Opened only
 /// read-only, defensively, with untrusted schema code disabled. A schema-5 upload is upgraded in
 /// a private copy (the upload itself is never written) which this value deletes when released.
-public final class ValidatedImport: @unchecked Sendable {
+public final class ValidatedImport: Sendable {
     public struct Limits: Sendable {
         /// Largest upload accepted (SQLite reads no further than this either).
         public var maximumBytes: UInt64 = 4 << 30
