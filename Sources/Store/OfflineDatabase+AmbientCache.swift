@@ -41,10 +41,13 @@ extension OfflineDatabase {
         try database.execute("PRAGMA incremental_vacuum")
     }
 
-    /// Evicts least-recently-accessed ambient rows (ties: oldest id first) until the ambient
-    /// size is within the limit. Runs inside the caller's transaction.
+    /// Evicts least-recently-accessed ambient rows (ties: oldest id first) once the ambient size
+    /// exceeds the limit, down to 90 % of it. The headroom matters: finding the oldest ambient
+    /// rows walks the `accessed` index past every (older) pack row, so a cache kept exactly at its
+    /// limit would pay that walk on every cached write. Runs inside the caller's transaction.
     func trimAmbientCache() throws {
         guard ambientCacheSize > maximumAmbientCacheSize else { return }
+        let target = maximumAmbientCacheSize - maximumAmbientCacheSize / 10
         let oldest = try database.cachedStatement("""
             SELECT 1, tiles.id, accessed, IFNULL(LENGTH(data), 0) + LENGTH(CAST(url_template AS BLOB)) FROM tiles
               WHERE NOT EXISTS (SELECT 1 FROM region_tiles WHERE tile_id = tiles.id)
@@ -53,13 +56,13 @@ extension OfflineDatabase {
               WHERE NOT EXISTS (SELECT 1 FROM region_resources WHERE resource_id = resources.id)
             ORDER BY 3, 2 LIMIT 256
             """)
-        while ambientCacheSize > maximumAmbientCacheSize {
+        while ambientCacheSize > target {
             var victims: [(isTile: Bool, id: Int64, size: Int64)] = []
             try oldest.forEachRow { row in
                 victims.append((row.int64(at: 0) == 1, row.int64(at: 1), row.int64(at: 3)))
             }
             if victims.isEmpty { return }
-            for victim in victims where ambientCacheSize > maximumAmbientCacheSize {
+            for victim in victims where ambientCacheSize > target {
                 try database.execute(victim.isTile ? "DELETE FROM tiles WHERE id = ?1" : "DELETE FROM resources WHERE id = ?1",
                                      [.integer(victim.id)])
                 ambientCacheSize -= victim.size

@@ -85,6 +85,10 @@ public final class StoreReader {
         return entry
     }
 
+    public func packCount() throws -> Int64 {
+        try database.scalarInt("SELECT count(*) FROM packd_packs") ?? 0
+    }
+
     /// Distinct tiles linked to any pack (maintained, one row read).
     public func linkedTileCount() throws -> Int64 {
         try database.scalarInt("SELECT linked_tiles FROM packd_totals WHERE id = 1") ?? 0

@@ -22,20 +22,30 @@ public struct StoredBody: Sendable, Equatable {
     /// Throws `ZlibCodec.Failure` for a gzip body that is truncated or corrupt, so the download retries it.
     public static func encoding(_ body: [UInt8], inflateLimit: Int = ZlibCodec.defaultInflateLimit) throws -> StoredBody {
         try body.withUnsafeBytes { raw -> StoredBody in
-            if ZlibCodec.isGzip(raw) {
+            guard ZlibCodec.isGzip(raw) else { return encodingPlain(body, raw) }
+            do {
                 let rewrapped = try ZlibCodec.rewrapGzipAsZlib(raw, limit: inflateLimit)
                 return rewrapped.zlib.count < rewrapped.inflatedCount
                     ? StoredBody(data: rewrapped.zlib, compressed: true)
                     : StoredBody(data: rewrapped.inflated, compressed: false)
+            } catch ZlibCodec.Failure.multipleMembers {
+                // The rare concatenated gzip: inflate all members, then store the content as any
+                // body. Never gzip-decoded again (a gzip quine would recurse forever).
+                let inflated = try ZlibCodec.inflateGzipMembers(raw, limit: inflateLimit)
+                return inflated.withUnsafeBytes { encodingPlain(inflated, $0) }
             }
-            if isImage(raw) || looksIncompressible(raw) {
-                return StoredBody(data: body, compressed: false)
-            }
-            if let deflated = ZlibCodec.deflate(raw), deflated.count < body.count {
-                return StoredBody(data: deflated, compressed: true)
-            }
+        }
+    }
+
+    /// Raw for images and random-looking bytes, else zlib when that is smaller.
+    private static func encodingPlain(_ body: [UInt8], _ raw: UnsafeRawBufferPointer) -> StoredBody {
+        if isImage(raw) || looksIncompressible(raw) {
             return StoredBody(data: body, compressed: false)
         }
+        if let deflated = ZlibCodec.deflate(raw), deflated.count < body.count {
+            return StoredBody(data: deflated, compressed: true)
+        }
+        return StoredBody(data: body, compressed: false)
     }
 
     /// The original bytes (inflated if stored compressed).
@@ -59,24 +69,27 @@ public struct StoredBody: Sendable, Equatable {
             || starts(Array("GIF8".utf8))
     }
 
-    /// Bytes sampled for the entropy estimate: enough for a stable estimate, cheap beside deflate.
-    static let entropySampleSize = 4096
+    /// Bytes sampled for the entropy estimate: enough for a stable estimate (random data reads
+    /// about 7.9 bits per byte at this size), cheap beside deflate.
+    static let entropySampleSize = 2048
     /// Above this many bits per byte deflate saves a few percent at best.
     static let incompressibleEntropy = 7.5
 
-    /// Shannon entropy of the byte histogram of the first `entropySampleSize` bytes. Small bodies
-    /// are never judged (deflate on them is cheap and the estimate unreliable).
+    /// `c * log2(c)` for every count a sample can produce, so the estimate needs no `log2` calls.
+    private static let countTimesLog2: [Double] = (0...entropySampleSize).map { $0 == 0 ? 0 : Double($0) * log2(Double($0)) }
+
+    /// Shannon entropy of the byte histogram of the first `entropySampleSize` bytes:
+    /// H = log2(n) - (1/n) * sum(c * log2(c)). Small bodies are never judged (deflate on them is
+    /// cheap and the estimate unreliable).
     static func looksIncompressible(_ bytes: UnsafeRawBufferPointer) -> Bool {
         let sampleSize = min(bytes.count, entropySampleSize)
         guard sampleSize >= 1024 else { return false }
         var histogram = [Int](repeating: 0, count: 256)
-        for index in 0..<sampleSize { histogram[Int(bytes[index])] += 1 }
-        let total = Double(sampleSize)
-        var entropy = 0.0
-        for count in histogram where count > 0 {
-            let p = Double(count) / total
-            entropy -= p * log2(p)
+        histogram.withUnsafeMutableBufferPointer { counts in
+            for index in 0..<sampleSize { counts[Int(bytes[index])] &+= 1 }
         }
-        return entropy > incompressibleEntropy
+        let sum = histogram.reduce(0.0) { $0 + countTimesLog2[$1] }
+        let n = Double(sampleSize)
+        return log2(n) - sum / n > incompressibleEntropy
     }
 }

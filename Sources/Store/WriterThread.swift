@@ -41,6 +41,11 @@ public final class WriterThread: @unchecked Sendable {
     // Guarded by `condition`.
     private var queue: [Item] = []
     private var touches = AccessTouches()
+    /// When pending touches are applied if no batch commits first.
+    private var touchDeadline: Date?
+    /// The writer is blocked on `condition`: only then does a producer need to signal it
+    /// (a signal per submitted row is a futex call per row otherwise).
+    private var writerIsWaiting = false
     private var stopping = false
     private var stopped = false
     private var queuedWrites = 0
@@ -76,7 +81,7 @@ public final class WriterThread: @unchecked Sendable {
         guard !stopped else { return condition.unlock() }
         queue.append(contentsOf: writes.map { .write($0) })
         queuedWrites += writes.count
-        condition.signal()
+        wakeWriterLocked()
         condition.unlock()
     }
 
@@ -93,11 +98,17 @@ public final class WriterThread: @unchecked Sendable {
                            cancel: { completion(.failure(Stopped())) }), countsAsWrite: false)
     }
 
-    /// Records reads; the writer updates `accessed` for them in its next transaction.
+    /// Records reads; the writer updates `accessed` for them in its next transaction, or after
+    /// `maximumBatchDelay` when no write comes, so reads never cost a transaction each.
     public func touch(tileID: Int64? = nil, resourceID: Int64? = nil) {
         condition.lock()
+        let first = touches.isEmpty
         if let tileID { touches.tileIDs.insert(tileID) }
         if let resourceID { touches.resourceIDs.insert(resourceID) }
+        if first && !touches.isEmpty {
+            touchDeadline = Date().addingTimeInterval(batchDelaySeconds)
+            wakeWriterLocked()
+        }
         condition.unlock()
     }
 
@@ -113,11 +124,16 @@ public final class WriterThread: @unchecked Sendable {
     public func stop() {
         condition.lock()
         stopping = true
-        condition.signal()
+        wakeWriterLocked()
         condition.unlock()
         finished.lock()
         while !hasFinished { finished.wait() }
         finished.unlock()
+    }
+
+    /// Call with `condition` locked.
+    private func wakeWriterLocked() {
+        if writerIsWaiting { condition.signal() }
     }
 
     private func enqueue(_ item: Item, countsAsWrite: Bool) {
@@ -134,24 +150,31 @@ public final class WriterThread: @unchecked Sendable {
         }
         queue.append(item)
         if countsAsWrite { queuedWrites += 1 }
-        condition.signal()
+        wakeWriterLocked()
         condition.unlock()
     }
 
     // MARK: The writer loop
 
+    private var batchDelaySeconds: Double {
+        Double(configuration.maximumBatchDelay.components.seconds)
+            + Double(configuration.maximumBatchDelay.components.attoseconds) / 1e18
+    }
+
     private func run() {
         var batch: [ResourceWrite] = []
         batch.reserveCapacity(configuration.maximumBatchCount)
         var batchDeadline: Date?
-        let delay = Double(configuration.maximumBatchDelay.components.seconds)
-            + Double(configuration.maximumBatchDelay.components.attoseconds) / 1e18
+        let delay = batchDelaySeconds
 
         while true {
             condition.lock()
             while queue.isEmpty && !stopping {
-                if let batchDeadline {
-                    if !condition.wait(until: batchDeadline) { break }
+                let deadline = [batchDeadline, touches.isEmpty ? nil : touchDeadline].compactMap { $0 }.min()
+                writerIsWaiting = true
+                defer { writerIsWaiting = false }
+                if let deadline {
+                    if !condition.wait(until: deadline) { break }
                 } else {
                     condition.wait()
                 }

@@ -10,12 +10,15 @@ public enum ZlibCodec {
         case corrupt(String)
         /// Inflating would exceed the allowed output size.
         case tooLarge(limit: Int)
+        /// More than one gzip member (legal, rare): cannot be re-wrapped as one zlib stream.
+        case multipleMembers
 
         public var description: String {
             switch self {
             case .truncated: return "compressed stream is truncated"
             case .corrupt(let detail): return "compressed stream is corrupt: \(detail)"
             case .tooLarge(let limit): return "inflated size exceeds \(limit) bytes"
+            case .multipleMembers: return "gzip body has more than one member"
             }
         }
     }
@@ -89,7 +92,7 @@ public enum ZlibCodec {
         let (inflated, consumed) = try inflate(payload, windowBits: -15, limit: limit)
         let trailer = payload.count - consumed
         guard trailer >= 8 else { throw .truncated }
-        guard trailer == 8 else { throw .corrupt("data after the gzip member") }
+        guard trailer == 8 else { throw .multipleMembers }
         let crcExpected = readLittleEndian32(payload, at: consumed)
         let sizeExpected = readLittleEndian32(payload, at: consumed + 4)
         let crc = inflated.withUnsafeBytes { crc32Of($0) }
@@ -107,6 +110,21 @@ public enum ZlibCodec {
         zlib.append(UInt8(truncatingIfNeeded: adler >> 8))
         zlib.append(UInt8(truncatingIfNeeded: adler))
         return (zlib, inflated.count, inflated)
+    }
+
+    /// Inflates every member of a gzip body (RFC 1952 allows concatenated members), each one's
+    /// CRC-32 and length checked by zlib; the total output is bounded by `limit`.
+    public static func inflateGzipMembers(_ gzip: UnsafeRawBufferPointer, limit: Int = defaultInflateLimit) throws(Failure) -> [UInt8] {
+        var output: [UInt8] = []
+        var offset = 0
+        while offset < gzip.count {
+            let rest = UnsafeRawBufferPointer(rebasing: gzip[offset...])
+            guard isGzip(rest) else { throw .corrupt("data after the last gzip member") }
+            let (member, consumed) = try inflate(rest, windowBits: 31, limit: limit - output.count)
+            output.append(contentsOf: member)
+            offset += consumed
+        }
+        return output
     }
 
     public static func isGzip(_ bytes: UnsafeRawBufferPointer) -> Bool {

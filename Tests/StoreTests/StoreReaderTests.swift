@@ -70,6 +70,7 @@ import Testing
 
         let reader = try StoreReader(path: path)
         #expect(try reader.packs().map(\.id) == ids)
+        #expect(try reader.packCount() == 4)
         #expect(try reader.packs(after: ids[1], limit: 1).map(\.id) == [ids[2]])
         #expect(try reader.packs(state: "complete").map(\.name) == ["Paris 100%"])
         #expect(try reader.packs(nameContains: "100%").map(\.id) == [ids[1]]) // literal, not a LIKE pattern

@@ -61,6 +61,16 @@ let sampleJSON = Array((0..<400).map { "{\"layer\":\"roads\",\"id\":\($0),\"kind
         #expect(try StoredBody.encoding(tiny) == StoredBody(data: tiny, compressed: false))
     }
 
+    @Test func entropyProbeSkipsDeflateOnlyForRandomLookingBodies() {
+        randomBytes(count: 20 * 1024, seed: 9).withUnsafeBytes { #expect(StoredBody.looksIncompressible($0)) }
+        sampleJSON.withUnsafeBytes { #expect(!StoredBody.looksIncompressible($0)) }
+        // Half random, half text: compressible enough to be worth deflating.
+        (Array(randomBytes(count: 1024, seed: 3)) + Array(sampleJSON.prefix(1024))).withUnsafeBytes {
+            #expect(!StoredBody.looksIncompressible($0))
+        }
+        randomBytes(count: 512, seed: 4).withUnsafeBytes { #expect(!StoredBody.looksIncompressible($0)) } // too small to judge
+    }
+
     @Test func gzipBodyIsRewrappedWithoutRecompressing() throws {
         let gz = gzip(sampleJSON)
         let body = try StoredBody.encoding(gz)
@@ -87,6 +97,17 @@ let sampleJSON = Array((0..<400).map { "{\"layer\":\"roads\",\"id\":\($0),\"kind
         var badData = gz
         badData[20] ^= 0xFF
         #expect(throws: ZlibCodec.Failure.self) { try StoredBody.encoding(badData) }
+    }
+
+    @Test func concatenatedGzipMembersAreInflatedAndStoredWhole() throws {
+        let first = Array(sampleJSON.prefix(5000))
+        let second = Array(sampleJSON.suffix(3000))
+        let body = try StoredBody.encoding(gzip(first) + gzip(second))
+        #expect(try body.decoded() == first + second)
+        // A cut second member is still a truncated download.
+        let cut = gzip(first) + gzip(second).dropLast(5)
+        #expect(throws: ZlibCodec.Failure.truncated) { try StoredBody.encoding(Array(cut)) }
+        #expect(throws: ZlibCodec.Failure.self) { try StoredBody.encoding(gzip(first) + [1, 2, 3, 4, 5, 6, 7, 8, 9]) }
     }
 
     @Test func inflateIsBoundedAgainstBombs() throws {

@@ -37,6 +37,8 @@ final class Signal: @unchecked Sendable {
     private let semaphore = DispatchSemaphore(value: 0)
     func fire() { semaphore.signal() }
     func wait() -> Bool { semaphore.wait(timeout: .now() + 30) == .success }
+    /// Yields for a moment while polling a condition (never relied on as synchronisation).
+    func waitBriefly() -> Bool { semaphore.wait(timeout: .now() + .milliseconds(2)) == .success }
 }
 
 @Suite struct WriterThreadTests {
@@ -104,30 +106,54 @@ final class Signal: @unchecked Sendable {
         #expect(try StoreReader(path: path).progress(pack)?.completedTiles == 2)
     }
 
-    @Test func readsTouchAccessedInTheNextCommit() throws {
+    /// A writer on a fake clock (at 100) holding `write`, and a reader whose reads touch it.
+    final class TouchFixture {
         let directory = TemporaryDirectory()
-        let path = directory.file("w.db")
         let clock = Clock()
         let log = CommitLog()
-        let writer = try WriterThread(path: path, configuration: .init(maximumBatchCount: 1, maximumBatchDelay: .milliseconds(5), now: clock.now),
+        let writer: WriterThread
+        let reader: StoreReader
+
+        init(_ write: ResourceWrite) throws {
+            let path = directory.file("w.db")
+            writer = try WriterThread(path: path, configuration: .init(maximumBatchCount: 1, maximumBatchDelay: .milliseconds(5), now: clock.now),
                                       onCommit: log.record)
-        defer { writer.stop() }
+            writer.submit(write)
+            #expect(log.wait { $0.count == 1 })
+            reader = try StoreReader(path: path, onAccess: { [writer] key, id in
+                if key.isTile { writer.touch(tileID: id) } else { writer.touch(resourceID: id) }
+            })
+        }
+
+        deinit { writer.stop() }
+    }
+
+    @Test func readsTouchAccessedInTheNextCommit() throws {
         let write = try StoreFixtures.tile(z: 2, x: 1, y: 1, pack: nil)
-        writer.submit(write)
-        #expect(log.wait { $0.count == 1 })
-        let reader = try StoreReader(path: path, onAccess: { key, id in
-            if key.isTile { writer.touch(tileID: id) } else { writer.touch(resourceID: id) }
-        })
-        clock.value = 500
-        let row = try #require(try reader.read(write.key))
+        let fixture = try TouchFixture(write)
+        fixture.clock.value = 500
+        let row = try #require(try fixture.reader.read(write.key))
         #expect(row.accessed == 100)
         guard case .body(let body) = write.content else { return }
         #expect(row.body == body)
         let flushed = Signal()
-        writer.submit(try StoreFixtures.tile(z: 2, x: 0, y: 0, pack: nil))
-        writer.flush { flushed.fire() }
+        fixture.writer.submit(try StoreFixtures.tile(z: 2, x: 0, y: 0, pack: nil))
+        fixture.writer.flush { flushed.fire() }
         #expect(flushed.wait())
-        #expect(try reader.read(write.key)?.accessed == 500)
+        #expect(try fixture.reader.read(write.key)?.accessed == 500)
+    }
+
+    @Test func touchesAreAppliedWithoutAnyWriteAfterTheBatchDelay() throws {
+        let write = try StoreFixtures.resource("https://example/r.json", pack: nil, text: "{}")
+        let fixture = try TouchFixture(write)
+        fixture.clock.value = 900
+        #expect(try fixture.reader.read(write.key)?.accessed == 100)
+        // No further write or flush: the pending touch alone must reach the database.
+        let deadline = Date().addingTimeInterval(30)
+        while try fixture.reader.read(write.key)?.accessed != 900 && Date() < deadline {
+            _ = Signal().waitBriefly()
+        }
+        #expect(try fixture.reader.read(write.key)?.accessed == 900)
     }
 
     final class Clock: @unchecked Sendable {
