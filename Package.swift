@@ -61,6 +61,7 @@ let package = Package(
                 "Loop",
                 "Store",
                 "CSQLite",
+                "CZlib",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -83,6 +84,7 @@ let package = Package(
             ]
         ),
         .testTarget(name: "StoreTests", dependencies: ["Store", "packd-store-crash-writer"]),
+        .testTarget(name: "StoreIOTests", dependencies: ["Store", "CZlib"]),
     ],
     swiftLanguageModes: [.v6]
 )

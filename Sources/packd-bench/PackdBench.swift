@@ -11,6 +11,7 @@ struct PackdBench: ParsableCommand {
             // Each area adds its benchmark command here.
             ServerBenchmark.self,
             StoreBenchmark.self,
+            ExportBenchmark.self,
         ]
     )
 }

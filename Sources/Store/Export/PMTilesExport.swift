@@ -1,0 +1,76 @@
+import Foundation
+
+/// Writes one tileset of a pack as a PMTiles v3 archive. PMTiles wants tiles in Hilbert order,
+/// which no index gives, so the export reads coordinates first (16 bytes a tile), sorts them, then
+/// reads each body by primary key and streams it to `PMTilesWriter`. Memory stays flat in tile
+/// bodies; only ids and directory entries scale with the tile count.
+public enum PMTilesExport {
+    public static func write(pack: Int64, source: PackTileSource, name: String, from database: Database,
+                             to path: String) throws(ExportError) -> ArchiveExportSummary {
+        try ExportError.inReadTransaction(database) { () throws(ExportError) in
+            try writeSnapshot(pack: pack, source: source, name: name, from: database, to: path)
+        }
+    }
+
+    private static func writeSnapshot(pack: Int64, source: PackTileSource, name: String, from database: Database,
+                                      to path: String) throws(ExportError) -> ArchiveExportSummary {
+        let extent = try TileSetExtent.of(source, pack: pack, in: database)
+        let encoder = ArchiveTileEncoder(collectsLayers: true)
+        return try ExportError.mapping {
+            var order: [(tileID: UInt64, rowID: Int64)] = []
+            order.reserveCapacity(Int(source.tileCount))
+            try database.cachedStatement(PackTileRows.coordinates).forEachRow(PackTileRows.arguments(pack, source)) { row in
+                let (z, x, y) = (row.int64(at: 1), row.int64(at: 2), row.int64(at: 3))
+                guard let z32 = Int(exactly: z), let x32 = Int(exactly: x), let y32 = Int(exactly: y),
+                      let id = HilbertTileID.encode(z: z32, x: x32, y: y32) else {
+                    throw ExportError.invalidTile(z: z, x: x, y: y, reason: "outside the zoom's grid")
+                }
+                order.append((id, row.int64(at: 0)))
+            }
+            order.sort { $0.tileID < $1.tileID }
+
+            let writer = try PMTilesWriter(path: path)
+            let body = try database.cachedStatement(PackTileRows.bodyByID)
+            for tile in order {
+                try body.bind([.integer(tile.rowID)])
+                guard try body.step() else { continue }
+                let compressed = body.int64(at: 1) != 0
+                try body.withBlob(at: 0) { data in
+                    guard let data else { return }
+                    let (z, x, y) = HilbertTileID.decode(tile.tileID) ?? (0, 0, 0)
+                    try encoder.encode(data: data, compressed: compressed, z: Int64(z), x: Int64(x), y: Int64(y)) { bytes in
+                        try writer.append(tileID: tile.tileID, bytes: bytes)
+                    }
+                }
+                body.reset()
+            }
+            let format = encoder.format ?? .mvt
+            var header = PMTilesHeader()
+            header.tileType = format.pmtilesType
+            header.tileCompression = format.isVector ? .gzip : .none
+            header.minZoom = UInt8(extent.minZoom)
+            header.maxZoom = UInt8(extent.maxZoom)
+            header.minLonE7 = e7(extent.west)
+            header.minLatE7 = e7(extent.south)
+            header.maxLonE7 = e7(extent.east)
+            header.maxLatE7 = e7(extent.north)
+            header.centerZoom = UInt8(extent.centerZoom)
+            header.centerLonE7 = e7(extent.centerLongitude)
+            header.centerLatE7 = e7(extent.centerLatitude)
+            _ = try writer.finish(header: header, metadataJSON: metadata(name: name, format: format, layers: encoder.layers))
+            return ArchiveExportSummary(source: source, format: format, extent: extent, tileCount: order.count,
+                                        vectorLayers: encoder.layers.layers.keys.sorted(),
+                                        unreadableVectorTiles: encoder.unreadableVectorTiles)
+        }
+    }
+
+    static func e7(_ degrees: Double) -> Int32 {
+        Int32(clamping: Int64((degrees * 10_000_000).rounded()))
+    }
+
+    static func metadata(name: String, format: TileFormat, layers: VectorTileLayers) throws -> [UInt8] {
+        var object: [String: Any] = ["name": name, "format": format.mbtilesFormat]
+        if format.isVector { object["vector_layers"] = layers.tileJSONVectorLayers }
+        return Array(try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]))
+    }
+}

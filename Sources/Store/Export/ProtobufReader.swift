@@ -1,0 +1,54 @@
+/// Reads protobuf wire format from a borrowed buffer without copying.
+struct ProtobufReader {
+    enum Value {
+        case varint(UInt64)
+        case bytes(UnsafeRawBufferPointer)
+        case fixed
+    }
+
+    private let bytes: UnsafeRawBufferPointer
+    private var position = 0
+
+    init(_ bytes: UnsafeRawBufferPointer) { self.bytes = bytes }
+
+    /// The next varint, nil at the end of the buffer.
+    mutating func nextVarint() throws(VectorTileLayers.Failure) -> UInt64? {
+        guard position < bytes.count else { return nil }
+        var result: UInt64 = 0
+        var shift: UInt64 = 0
+        while position < bytes.count, shift < 64 {
+            let byte = bytes[position]
+            position += 1
+            result |= UInt64(byte & 0x7F) << shift
+            if byte & 0x80 == 0 { return result }
+            shift += 7
+        }
+        throw .malformed("bad varint")
+    }
+
+    mutating func nextField() throws(VectorTileLayers.Failure) -> (number: UInt64, value: Value)? {
+        guard let key = try nextVarint() else { return nil }
+        let number = key >> 3
+        switch key & 7 {
+        case 0:
+            guard let value = try nextVarint() else { throw .malformed("truncated varint") }
+            return (number, .varint(value))
+        case 1: try skip(8); return (number, .fixed)
+        case 5: try skip(4); return (number, .fixed)
+        case 2:
+            guard let length = try nextVarint(), length <= UInt64(bytes.count - position) else {
+                throw .malformed("length beyond the buffer")
+            }
+            let start = position
+            position += Int(length)
+            return (number, .bytes(UnsafeRawBufferPointer(rebasing: bytes[start..<position])))
+        default:
+            throw .malformed("unsupported wire type \(key & 7)")
+        }
+    }
+
+    private mutating func skip(_ count: Int) throws(VectorTileLayers.Failure) {
+        guard bytes.count - position >= count else { throw .malformed("truncated fixed field") }
+        position += count
+    }
+}

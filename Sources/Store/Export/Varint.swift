@@ -1,0 +1,32 @@
+/// Unsigned LEB128 varints, as protobuf and PMTiles directories use them.
+enum Varint {
+    static func append(_ value: UInt64, to bytes: inout [UInt8]) {
+        var value = value
+        while value >= 0x80 {
+            bytes.append(UInt8(truncatingIfNeeded: value) | 0x80)
+            value >>= 7
+        }
+        bytes.append(UInt8(value))
+    }
+
+    /// Reads varints from bytes; `next()` is nil at the end or on a malformed (over-long) varint.
+    struct Reader {
+        private let bytes: [UInt8]
+        private var position = 0
+
+        init(_ bytes: [UInt8]) { self.bytes = bytes }
+
+        mutating func next() -> UInt64? {
+            var result: UInt64 = 0
+            var shift: UInt64 = 0
+            while position < bytes.count, shift < 64 {
+                let byte = bytes[position]
+                position += 1
+                result |= UInt64(byte & 0x7F) << shift
+                if byte & 0x80 == 0 { return result }
+                shift += 7
+            }
+            return nil
+        }
+    }
+}

@@ -1,0 +1,177 @@
+import ArgumentParser
+import CZlib
+import Foundation
+import Store
+
+/// `packd-bench export`: exports one pack of `--tiles` vector tiles to each format and reports
+/// the time and peak RSS of each beside a baseline measured in the same run — reading every tile
+/// body of the pack and writing it to a file, the least any export has to do.
+struct ExportBenchmark: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "export",
+        abstract: "Export a generated pack to maplibre, mbtiles and pmtiles; time and peak RSS against a copy baseline.")
+
+    @Option(help: "Tiles in the pack.") var tiles = 100_000
+    @Option(help: "Approximate uncompressed bytes of one vector tile.") var tileBytes = 12_000
+    @Option(help: "Share of tiles (0…1) that are the same ocean tile, as at high zoom over water.") var repeatedShare = 0.1
+    @Option(help: "Directory for the databases and exports (default: a new temp directory).") var directory: String?
+    @Flag(help: "Reuse the pack database a previous run left in --directory.") var reuse = false
+    @Flag(help: "Keep the exports (pack.maplibre.db, pack.mbtiles, pack.pmtiles) for external checks.") var keepExports = false
+
+    func run() throws {
+        let directory = self.directory ?? NSTemporaryDirectory() + "packd-export-bench-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { if self.directory == nil && !keepExports { try? FileManager.default.removeItem(atPath: directory) } }
+        let databasePath = directory + "/pack.sqlite"
+        if !(reuse && FileManager.default.fileExists(atPath: databasePath)) {
+            let generated = try generatePack(at: databasePath)
+            print("pack: \(tiles) tiles, \(generated / 1_000_000) MB stored (zlib), in \(directory)")
+            print("pack database: \(databasePath)")
+        }
+
+        let reader = try Database(path: databasePath, mode: .readOnly)
+        let source = try PackTileSource.choose(pack: 1, urlTemplate: nil, in: reader)
+        var results: [(name: String, seconds: Double, cpu: Double, peak: Int, size: UInt64)] = []
+        func measure(_ name: String, output: String, _ body: () throws -> Void) throws {
+            PeakMemory.reset()
+            let cpuStart = cpuSeconds()
+            let start = DispatchTime.now().uptimeNanoseconds
+            try body()
+            let seconds = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
+            let size = (try? FileManager.default.attributesOfItem(atPath: output)[.size] as? UInt64) ?? 0
+            results.append((name, seconds, cpuSeconds() - cpuStart, PeakMemory.kilobytes(), size))
+            if !keepExports { try? FileManager.default.removeItem(atPath: output) }
+        }
+        try measure("baseline: read + write bodies", output: directory + "/copy.bin") {
+            try copyBodies(reader, to: directory + "/copy.bin")
+        }
+        try measure("maplibre", output: directory + "/pack.maplibre.db") {
+            _ = try MapLibreExport.write(pack: 1, databasePath: databasePath, to: directory + "/pack.maplibre.db")
+        }
+        try measure("mbtiles", output: directory + "/pack.mbtiles") {
+            _ = try MBTilesExport.write(pack: 1, source: source, name: "bench", from: reader, to: directory + "/pack.mbtiles")
+        }
+        try measure("pmtiles", output: directory + "/pack.pmtiles") {
+            _ = try PMTilesExport.write(pack: 1, source: source, name: "bench", from: reader, to: directory + "/pack.pmtiles")
+        }
+        let baseline = results[0]
+        print("format                          wall s  × baseline   CPU s  × baseline  peak RSS MB  output MB")
+        for result in results {
+            let name = result.name.padding(toLength: 30, withPad: " ", startingAt: 0)
+            print(name + String(format: " %7.2f %10.2f %8.2f %10.2f %12.1f %10.1f", result.seconds,
+                                result.seconds / baseline.seconds, result.cpu, result.cpu / baseline.cpu,
+                                Double(result.peak) / 1024, Double(result.size) / 1e6))
+        }
+    }
+
+    /// User + system CPU time of this process: on a shared, loaded machine the wall time of an
+    /// export says as much about the neighbours as about the export.
+    private func cpuSeconds() -> Double {
+        var usage = rusage()
+        getrusage(__rusage_who_t(RUSAGE_SELF.rawValue), &usage)
+        return Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec)
+            + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6
+    }
+
+    /// A packd database with one pack of vector tiles in a square block at zoom 14.
+    private func generatePack(at path: String) throws -> Int {
+        try? FileManager.default.removeItem(atPath: path)
+        let database = try SchemaMigrator.openWriter(path: path)
+        try database.execute("INSERT INTO regions (definition, description) VALUES ('{\"bench\":true}', NULL)")
+        let side = Int(Double(tiles).squareRoot().rounded(.up))
+        let ocean = zlib(vectorTile(salt: -1))
+        var stored = 0
+        try database.transaction {
+            let insertTile = try database.cachedStatement("""
+                INSERT INTO tiles (url_template, pixel_ratio, z, x, y, data, compressed, accessed, modified)
+                VALUES ('https://bench.example/{z}/{x}/{y}.pbf', 1, 14, ?1, ?2, ?3, 1, 1700000000, 1700000000)
+                """)
+            let link = try database.cachedStatement("INSERT INTO region_tiles (region_id, tile_id) VALUES (1, ?1)")
+            for index in 0..<tiles {
+                let x = 8000 + index % side, y = 5000 + index / side
+                let isOcean = Double(index % 1000) < repeatedShare * 1000
+                let body = isOcean ? ocean : zlib(vectorTile(salt: index))
+                stored += body.count
+                try insertTile.execute([.integer(Int64(x)), .integer(Int64(y)), .blob(body)])
+                try link.execute([.integer(database.lastInsertedRowID)])
+            }
+        }
+        return stored
+    }
+
+    /// A syntactically valid vector tile of about `tileBytes`: two layers, tagged features, and
+    /// pseudo-random geometry (compresses about 2:1, like real tiles).
+    private func vectorTile(salt: Int) -> [UInt8] {
+        var state = UInt64(bitPattern: Int64(salt)) &* 0x9E37_79B9_7F4A_7C15 | 1
+        func next() -> UInt64 {
+            state ^= state << 13; state ^= state >> 7; state ^= state << 17
+            return state
+        }
+        func varint(_ value: UInt64, _ out: inout [UInt8]) {
+            var value = value
+            while value >= 0x80 { out.append(UInt8(truncatingIfNeeded: value) | 0x80); value >>= 7 }
+            out.append(UInt8(value))
+        }
+        func field(_ number: UInt64, _ bytes: [UInt8], _ out: inout [UInt8]) {
+            varint(number << 3 | 2, &out); varint(UInt64(bytes.count), &out); out += bytes
+        }
+        var tile: [UInt8] = []
+        for name in ["water", "roads"] {
+            var layer: [UInt8] = [0x78, 2]
+            field(1, Array(name.utf8), &layer)
+            field(3, Array("class".utf8), &layer)
+            var value: [UInt8] = []
+            field(1, Array("primary".utf8), &value)
+            field(4, value, &layer)
+            var remaining = tileBytes / 2
+            while remaining > 0 {
+                // A valid MultiPoint: MoveTo ×50, zigzag deltas.
+                var geometry: [UInt8] = []
+                varint(50 << 3 | 1, &geometry)
+                for _ in 0..<100 { varint(next() % 64, &geometry) }
+                var feature: [UInt8] = []
+                field(2, [0, 0], &feature)
+                feature += [0x18, 1]
+                field(4, geometry, &feature)
+                field(2, feature, &layer)
+                remaining -= feature.count + 3
+            }
+            field(3, layer, &tile)
+        }
+        return tile
+    }
+
+    private func zlib(_ bytes: [UInt8]) -> [UInt8] {
+        var length = compressBound(uLong(bytes.count))
+        var output = [UInt8](repeating: 0, count: Int(length))
+        _ = compress2(&output, &length, bytes, uLong(bytes.count), Z_DEFAULT_COMPRESSION)
+        return Array(output[0..<Int(length)])
+    }
+
+    private func copyBodies(_ reader: Database, to path: String) throws {
+        guard let file = fopen(path, "wb") else { throw CocoaError(.fileWriteUnknown) }
+        defer { fclose(file) }
+        try reader.makeStatement("SELECT t.data FROM region_tiles rt JOIN tiles t ON t.id = rt.tile_id WHERE rt.region_id = 1")
+            .forEachRow { row in
+                row.withBlob(at: 0) { bytes in
+                    if let bytes, let base = bytes.baseAddress { fwrite(base, 1, bytes.count, file) }
+                }
+            }
+    }
+}
+
+/// The process's peak resident set (VmHWM), resettable between measurements on Linux by
+/// writing 5 to /proc/self/clear_refs.
+enum PeakMemory {
+    static func reset() {
+        try? "5".write(toFile: "/proc/self/clear_refs", atomically: false, encoding: .utf8)
+    }
+
+    static func kilobytes() -> Int {
+        guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8) else { return 0 }
+        for line in status.split(separator: "\n") where line.hasPrefix("VmHWM:") {
+            return Int(line.split(separator: " ").dropFirst().first ?? "0") ?? 0
+        }
+        return 0
+    }
+}

@@ -1,0 +1,129 @@
+import Foundation
+import Testing
+@testable import Store
+
+@Suite struct ArchiveExportTests {
+    @Test func aPackWithSeveralTileSourcesNeedsAChoice() throws {
+        let fixture = StoreIOFixture()
+        let pack = try PackFixture(fixture)
+        let reader = try Database(path: pack.path, mode: .readOnly)
+        let sources = try PackTileSource.all(pack: pack.pack, in: reader)
+        #expect(sources.map(\.urlTemplate) == [PackFixture.vectorTemplate, PackFixture.rasterTemplate])
+        #expect(sources.first?.tileCount == Int64(pack.vectorTiles.count))
+        #expect(throws: ExportError.self) { try PackTileSource.choose(pack: pack.pack, urlTemplate: nil, in: reader) }
+        #expect(throws: ExportError.self) { try PackTileSource.choose(pack: pack.pack, urlTemplate: "https://nope/{z}", in: reader) }
+        #expect(throws: ExportError.self) { try PackTileSource.all(pack: 999, in: reader) }
+        let raster = try PackTileSource.choose(pack: pack.pack, urlTemplate: PackFixture.rasterTemplate, in: reader)
+        #expect(raster.pixelRatio == 2)
+    }
+
+    @Test func mbtilesHoldsEveryVectorTileGzippedInTMSRowsWithMetadata() throws {
+        let fixture = StoreIOFixture()
+        let pack = try PackFixture(fixture)
+        let reader = try Database(path: pack.path, mode: .readOnly)
+        let source = try PackTileSource.choose(pack: pack.pack, urlTemplate: PackFixture.vectorTemplate, in: reader)
+        let output = fixture.path("pack.mbtiles")
+        let summary = try MBTilesExport.write(pack: pack.pack, source: source, name: "Test pack", from: reader, to: output)
+        #expect(summary.tileCount == pack.vectorTiles.count)
+        #expect(summary.vectorLayers == ["roads", "water"])
+
+        let mbtiles = try Database(path: output, mode: .readOnly)
+        var seen = 0
+        try mbtiles.makeStatement("SELECT zoom_level, tile_column, tile_row, tile_data FROM tiles").forEachRow { row in
+            let z = Int(row.int64(at: 0)), x = Int(row.int64(at: 1)), y = (1 << z) - 1 - Int(row.int64(at: 2))
+            let data = try #require(row.blob(at: 3))
+            #expect(Array(data.prefix(2)) == [0x1F, 0x8B])
+            #expect(try StoreIOFixture.gunzip(data) == pack.vectorTiles[PackFixture.key(z, x, y)])
+            seen += 1
+        }
+        #expect(seen == pack.vectorTiles.count)
+
+        var metadata: [String: String] = [:]
+        try mbtiles.makeStatement("SELECT name, value FROM metadata").forEachRow { metadata[$0.string(at: 0)!] = $0.string(at: 1) }
+        #expect(metadata["name"] == "Test pack")
+        #expect(metadata["format"] == "pbf")
+        #expect(metadata["minzoom"] == "0")
+        #expect(metadata["maxzoom"] == "4")
+        #expect(metadata["bounds"] == "-180.000000,-85.051129,180.000000,85.051129")
+        let json = try JSONSerialization.jsonObject(with: Data(try #require(metadata["json"]).utf8)) as? [String: Any]
+        let layers = try #require(json?["vector_layers"] as? [[String: Any]])
+        #expect(layers.compactMap { $0["id"] as? String } == ["roads", "water"])
+        let water = try #require(layers.first { $0["id"] as? String == "water" })
+        #expect(water["fields"] as? [String: String] == ["name": "String", "depth": "Number"])
+    }
+
+    @Test func pmtilesReadsBackTileByTileWithDedupAndRuns() throws {
+        let fixture = StoreIOFixture()
+        let pack = try PackFixture(fixture)
+        let reader = try Database(path: pack.path, mode: .readOnly)
+        let source = try PackTileSource.choose(pack: pack.pack, urlTemplate: PackFixture.vectorTemplate, in: reader)
+        let output = fixture.path("pack.pmtiles")
+        let summary = try PMTilesExport.write(pack: pack.pack, source: source, name: "Test pack", from: reader, to: output)
+        #expect(summary.tileCount == pack.vectorTiles.count)
+
+        var archive = try PMTilesArchiveReader(path: output)
+        let header = archive.header
+        #expect(header.tileType == .mvt)
+        #expect(header.tileCompression == .gzip)
+        #expect(header.internalCompression == .gzip)
+        #expect(header.clustered)
+        #expect(header.minZoom == 0 && header.maxZoom == 4)
+        #expect(header.minLonE7 == -1_800_000_000 && header.maxLonE7 == 1_800_000_000)
+        #expect(header.addressedTilesCount == UInt64(pack.vectorTiles.count))
+        // The ocean tiles are stored once and consecutive ones share an entry.
+        let distinct = Set(pack.vectorTiles.values).count
+        #expect(header.tileContentsCount == UInt64(distinct))
+        #expect(header.tileEntriesCount < header.addressedTilesCount)
+
+        let tiles = try archive.tiles()
+        #expect(tiles.count == pack.vectorTiles.count)
+        #expect(tiles.map(\.id) == tiles.map(\.id).sorted())
+        for tile in tiles {
+            let (z, x, y) = try #require(HilbertTileID.decode(tile.id))
+            #expect(try StoreIOFixture.gunzip(tile.bytes) == pack.vectorTiles[PackFixture.key(z, x, y)])
+        }
+        let layers = try #require(archive.metadata["vector_layers"] as? [[String: Any]])
+        #expect(layers.compactMap { $0["id"] as? String } == ["roads", "water"])
+    }
+
+    @Test func rasterTilesAreStoredAsTheyAre() throws {
+        let fixture = StoreIOFixture()
+        let pack = try PackFixture(fixture)
+        let reader = try Database(path: pack.path, mode: .readOnly)
+        let source = try PackTileSource.choose(pack: pack.pack, urlTemplate: PackFixture.rasterTemplate, in: reader)
+        let output = fixture.path("raster.pmtiles")
+        _ = try PMTilesExport.write(pack: pack.pack, source: source, name: "raster", from: reader, to: output)
+        var archive = try PMTilesArchiveReader(path: output)
+        #expect(archive.header.tileType == .png)
+        #expect(archive.header.tileCompression == PMTilesHeader.Compression.none)
+        let tiles = try archive.tiles()
+        #expect(tiles.count == pack.rasterTiles.count)
+        for tile in tiles {
+            let (z, x, y) = try #require(HilbertTileID.decode(tile.id))
+            #expect(tile.bytes == pack.rasterTiles[PackFixture.key(z, x, y)])
+        }
+        let mbtilesPath = fixture.path("raster.mbtiles")
+        let summary = try MBTilesExport.write(pack: pack.pack, source: source, name: "raster", from: reader, to: mbtilesPath)
+        #expect(summary.format == .png)
+        let mbtiles = try Database(path: mbtilesPath, mode: .readOnly)
+        #expect(try rows(mbtiles, "SELECT value FROM metadata WHERE name = 'format'") == [[.text("png")]])
+        #expect(try rows(mbtiles, "SELECT tile_data FROM tiles WHERE zoom_level = 1 AND tile_column = 1 AND tile_row = 0")
+                == [[.blob(pack.rasterTiles[PackFixture.key(1, 1, 1)]!)]])
+    }
+
+    @Test func aCorruptStoredTileIsAnErrorNamingIt() throws {
+        let fixture = StoreIOFixture()
+        let database = try fixture.packdDatabase("bad.db")
+        let region = try fixture.addRegion(database, definition: "{}", name: "bad")
+        try fixture.addTile(database, region: region, template: "t", z: 3, x: 1, y: 2, body: Array(repeating: 7, count: 100))
+        try database.execute("UPDATE tiles SET data = x'789c0102', compressed = 1")
+        let reader = try Database(path: fixture.path("bad.db"), mode: .readOnly)
+        let source = try PackTileSource.choose(pack: region, urlTemplate: nil, in: reader)
+        #expect {
+            try PMTilesExport.write(pack: region, source: source, name: "x", from: reader, to: fixture.path("x.pmtiles"))
+        } throws: { error in
+            guard case ExportError.invalidTile(3, 1, 2, _) = error else { return false }
+            return true
+        }
+    }
+}
