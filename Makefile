@@ -49,13 +49,20 @@ check-openapi:
 	python3 -c "import yaml, openapi_spec_validator as v; d = yaml.safe_load(open('openapi.yaml')); assert d['openapi'].startswith('3.1'), 'not OpenAPI 3.1'; v.validate(d); print('openapi.yaml: valid OpenAPI', d['openapi'])"
 
 ## Benchmarks against baselines measured in the same run (see Sources/packd-bench).
+BENCHMARKS ?= server geo store export
 bench: bench-deps
 	$(SWIFT) build -c release
-	$$($(SWIFT) build -c release --show-bin-path)/packd-bench all
+	@bin=$$($(SWIFT) build -c release --show-bin-path); \
+	for b in $(BENCHMARKS); do echo "== packd-bench $$b"; "$$bin/packd-bench" $$b || exit 1; done
 
 bench-server: bench-deps
 	$(SWIFT) build -c release
 	$$($(SWIFT) build -c release --show-bin-path)/packd-bench server
+
+## Checks with other people's readers: GDAL's ogrinfo on an MBTiles export, the pmtiles Python
+## package on a PMTiles export (each installed when missing; a missing tool fails, never skips).
+verify: deps
+	scripts/verify-exports.sh
 
 ## Long end-to-end runs that do not belong in `make test`.
 soak: deps
