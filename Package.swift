@@ -21,6 +21,7 @@ let package = Package(
         .systemLibrary(name: "CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
 
         .target(name: "Loop", dependencies: ["CUV"]),
+        .target(name: "Geo"),
 
         .executableTarget(
             name: "packd",
@@ -35,11 +36,13 @@ let package = Package(
             name: "packd-bench",
             dependencies: [
                 "Loop",
+                "Geo",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
 
         .testTarget(name: "LoopTests", dependencies: ["Loop"]),
+        .testTarget(name: "GeoTests", dependencies: ["Geo"]),
     ],
     swiftLanguageModes: [.v6]
 )
