@@ -21,7 +21,9 @@ struct BoundsCover: Sendable, Hashable {
         let bottom = WebMercator.projectY(latitude: bounds.south) * scale
         let x0 = WebMercator.projectX(longitude: west) * scale
         let x1 = WebMercator.projectX(longitude: east) * scale
-        let degenerate = top == bottom || west == east
+        // Degenerate as given, not as projected: a box wholly beyond the clamp latitude has
+        // no height on the map and so meets no tile's interior.
+        let degenerate = bounds.south == bounds.north || west == east
         let rows = degenerate
             ? TileGrid.ownedRange(top, bottom, last: last)
             : TileGrid.interiorRange(top, bottom, last: last)

@@ -50,19 +50,27 @@ struct PreparedShape: Sendable {
         }
     }
 
-    private mutating func addPoint(_ position: LngLat) {
+    /// Geometry cases can be built without the reader, so positions are re-checked here:
+    /// a non-finite one is dropped rather than trapping in the sweep's integer conversions.
+    private static func project(_ position: LngLat) -> (x: Double, y: Double)? {
+        guard position.longitude.isFinite, position.latitude.isFinite else { return nil }
         let (x, y) = WebMercator.project(position)
+        return (min(max(x, 0), 1), y)
+    }
+
+    private mutating func addPoint(_ position: LngLat) {
+        guard let (x, y) = Self.project(position) else { return }
         points.append(Point(x: x, y: y))
     }
 
     private mutating func addLine(_ line: [LngLat]) {
-        guard var previous = line.first.map(WebMercator.project) else { return }
+        let line = line.compactMap(Self.project)
+        guard var previous = line.first else { return }
         if line.count == 1 {
             points.append(Point(x: previous.x, y: previous.y))
             return
         }
-        for position in line.dropFirst() {
-            let next = WebMercator.project(position)
+        for next in line.dropFirst() {
             if previous.y <= next.y {
                 segments.append(Segment(xTop: previous.x, yTop: previous.y, xBottom: next.x, yBottom: next.y))
             } else {
@@ -79,9 +87,10 @@ struct PreparedShape: Sendable {
             let ringIndex = Int32(ringPolygon.count)
             ringPolygon.append(polygon)
             ringIsHole.append(index > 0)
-            guard var previous = ring.first.map(WebMercator.project) else { continue }
-            for position in ring.dropFirst() {
-                let next = WebMercator.project(position)
+            // The sweep relies on every ring being closed (its windings return to zero).
+            let ring = ring.compactMap(Self.project)
+            guard var previous = ring.last else { continue }
+            for next in ring {
                 if next != previous {
                     edges.append(Edge(x0: previous.x, y0: previous.y, x1: next.x, y1: next.y, ring: ringIndex))
                 }

@@ -143,6 +143,24 @@ import Testing
         }
     }
 
+    @Test func unvalidatedGeometryValuesDoNotTrap() {
+        // Cases built in code bypass the reader: unclosed rings are closed, non-finite positions
+        // dropped, empty parts ignored.
+        let closed = ring([(-60, -50), (60, -50), (60, 50), (-60, 50)])
+        let open = Array(closed.dropLast())
+        for zoom in 0...5 {
+            #expect(Array(TileCover(region: .geometry(.polygon([open])), zoom: zoom)) ==
+                    Array(TileCover(region: .geometry(.polygon([closed])), zoom: zoom)))
+        }
+        let broken = Geometry.geometryCollection([
+            .polygon([[lngLat(.nan, 0), lngLat(10, .infinity)], []]), .lineString([]), .multiPoint([]),
+            .point(lngLat(400, 95)),
+        ])
+        let cover = TileCover(region: .geometry(broken), zoom: 3)
+        #expect(cover.count == Array(cover).count)
+        #expect(Array(cover) == [TileID(z: 3, x: 7, y: 0)])
+    }
+
     @Test func clipDropsTilesOutsideTileJSONBounds() throws {
         let polygon = Geometry.polygon([ring([(-60, -50), (60, -50), (60, 50), (-60, 50)])])
         let clip = try LngLatBounds(west: 0, south: 0, east: 90, north: 60)
