@@ -76,6 +76,15 @@ import Testing
         #expect(WebMercator.tileCount(region: .bounds(.world), zooms: 0...22) == ((1 << 46) - 1) / 3)
     }
 
+    @Test func iterationStreamsWithoutListingTheZoom() {
+        // 2^60 tiles at z30: only streaming can hand out the first ones.
+        let first = Array(TileCover(region: .bounds(.world), zoom: 30).prefix(3))
+        #expect(first == [TileID(z: 30, x: 0, y: 0), TileID(z: 30, x: 1, y: 0), TileID(z: 30, x: 2, y: 0)])
+        let polygon = Geometry.polygon([ring([(-60, -50), (60, -50), (60, 50), (-60, 50)])])
+        let spans = Array(TileCover(region: .geometry(polygon), zoom: 24).spans.prefix(2))
+        #expect(spans.count == 2 && spans[0].y + 1 == spans[1].y && spans[0].count > 1_000_000)
+    }
+
     @Test func zoomsOutsideTheGridAreClamped() {
         #expect(TileCover(region: .bounds(.world), zoom: -3).zoom == 0)
         #expect(TileCover(region: .bounds(.world), zoom: 99).zoom == 30)

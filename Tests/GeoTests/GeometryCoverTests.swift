@@ -133,6 +133,20 @@ import Testing
         }
     }
 
+    @Test(.enabled(if: ProcessInfo.processInfo.environment["PACKD_SOAK"] == "1"))
+    func soakRandomShapesMatchReference() {
+        var rng = SeededGenerator(seed: 0x50A4)
+        for index in 0..<2000 {
+            let centre = (Double.random(in: -170...170, using: &rng), Double.random(in: -80...80, using: &rng))
+            let outer = randomRing(&rng, vertices: Int.random(in: 3...40, using: &rng), centre: centre,
+                                   radius: Double.random(in: 1...120, using: &rng), sortAngles: index % 2 == 0)
+            let line = Geometry.lineString((0..<4).map { _ in
+                lngLat(Double.random(in: -180...180, using: &rng), Double.random(in: -90...90, using: &rng))
+            })
+            expectMatchesReference(.geometryCollection([.polygon([outer]), line]), zooms: 0...6)
+        }
+    }
+
     @Test func randomLinesMatchReference() {
         var rng = SeededGenerator(seed: 0x5EED_0002)
         for _ in 0..<40 {
