@@ -12,58 +12,54 @@ public struct TileSpans: Sequence, Sendable {
     public func makeIterator() -> Iterator {
         switch source {
         case .bounds(let cover):
-            return Iterator(state: .bounds(cover, row: cover.rows?.lowerBound ?? 0, column: 0))
+            return Iterator(bounds: cover)
         case .shape(let shape, let clip):
-            var sweep = RowSweep(shape: shape, zoom: zoom)
-            if let clip { sweep.skip(to: clip.rows?.lowerBound ?? Int.max) }
-            return Iterator(state: .shape(sweep, clip: clip, spans: [], next: 0, row: 0))
+            return Iterator(sweep: RowSweep(shape: shape, zoom: zoom), clip: clip)
         }
     }
 
+    /// Plain stored properties rather than an enum with payloads: advancing then mutates the
+    /// sweep in place instead of moving it out of and back into the enum for every span.
     public struct Iterator: IteratorProtocol {
-        enum State {
-            case bounds(BoundsCover, row: Int, column: Int)
-            case shape(RowSweep, clip: BoundsCover?, spans: [ClosedRange<Int>], next: Int, row: Int)
-            case done
+        private var bounds: BoundsCover?
+        private var sweep: RowSweep?
+        private let clip: BoundsCover?
+        private var spans: [ClosedRange<Int>] = []
+        private var spanIndex = 0
+        private var row = 0
+
+        init(bounds: BoundsCover) {
+            self.bounds = bounds
+            self.clip = nil
+            self.row = bounds.rows?.lowerBound ?? 0
         }
 
-        private var state: State
-
-        init(state: State) {
-            self.state = state
+        init(sweep: RowSweep, clip: BoundsCover?) {
+            self.sweep = sweep
+            self.clip = clip
+            if let clip { self.sweep?.skip(to: clip.rows?.lowerBound ?? Int.max) }
         }
 
         public mutating func next() -> TileSpan? {
-            switch state {
-            case .done:
-                return nil
-            case .bounds(let cover, var row, var column):
-                guard let rows = cover.rows, row <= rows.upperBound, !cover.columns.isEmpty else {
-                    state = .done
-                    return nil
-                }
-                let span = TileSpan(y: row, xRange: cover.columns[column])
-                column += 1
-                if column == cover.columns.count {
-                    column = 0
+            if let bounds {
+                guard let rows = bounds.rows, row <= rows.upperBound, spanIndex < bounds.columns.count else { return nil }
+                let span = TileSpan(y: row, xRange: bounds.columns[spanIndex])
+                spanIndex += 1
+                if spanIndex == bounds.columns.count {
+                    spanIndex = 0
                     row += 1
                 }
-                state = .bounds(cover, row: row, column: column)
-                return span
-            case .shape(var sweep, let clip, var spans, var next, var row):
-                state = .done // drop the buffers' second reference while mutating them
-                while next == spans.count {
-                    let lastRow = clip.map { $0.rows?.upperBound ?? -1 } ?? Int.max
-                    guard let found = sweep.nextRow(upTo: lastRow, spans: &spans) else { return nil }
-                    if let clip { spans = TileGrid.intersect(spans, clip.columns) }
-                    row = found
-                    next = 0
-                }
-                let span = TileSpan(y: row, xRange: spans[next])
-                next += 1
-                state = .shape(sweep, clip: clip, spans: spans, next: next, row: row)
                 return span
             }
+            while spanIndex == spans.count {
+                let lastRow = clip.map { $0.rows?.upperBound ?? -1 } ?? Int.max
+                guard let found = sweep?.nextRow(upTo: lastRow, spans: &spans) else { return nil }
+                if let clip { spans = TileGrid.intersect(spans, clip.columns) }
+                row = found
+                spanIndex = 0
+            }
+            spanIndex += 1
+            return TileSpan(y: row, xRange: spans[spanIndex - 1])
         }
     }
 }
