@@ -18,8 +18,12 @@ struct RowSweep {
     private var nextEdge = 0
     private var nextSegment = 0
     private var nextPoint = 0
-    private var activeEdges: [Int] = []
-    private var activeSegments: [Int] = []
+    /// Edges and segments crossing the current row, already scaled to this zoom.
+    private var activeEdges: [PreparedShape.Edge] = []
+    private var activeSegments: [PreparedShape.Segment] = []
+    /// The last row of each active edge or segment, alongside (same index).
+    private var activeEdgeEnds: [Int] = []
+    private var activeSegmentEnds: [Int] = []
     // Scratch, kept to avoid reallocating per row.
     private var ranges: [ClosedRange<Int>] = []
     private var crossings: [Crossing] = []
@@ -72,23 +76,15 @@ struct RowSweep {
 
     // MARK: Rows of edges, segments and points
 
-    private func edgeRows(_ edge: PreparedShape.Edge) -> (first: Int, last: Int) {
-        Self.edgeRows(edge, scale: scale, last: last)
-    }
-
-    private func segmentRows(_ segment: PreparedShape.Segment) -> (first: Int, last: Int) {
-        Self.segmentRows(segment, scale: scale, last: last)
-    }
-
     /// Rows whose open band meets the edge.
-    private static func edgeRows(_ edge: PreparedShape.Edge, scale: Double, last: Int) -> (first: Int, last: Int) {
+    private func edgeRows(_ edge: PreparedShape.Edge) -> (first: Int, last: Int) {
         let first = Int((edge.yMin * scale).rounded(.down))
         let end = Int((edge.yMax * scale).rounded(.up)) - 1
         return (max(0, first), min(last, end))
     }
 
     /// Rows owning some point of the segment.
-    private static func segmentRows(_ segment: PreparedShape.Segment, scale: Double, last: Int) -> (first: Int, last: Int) {
+    private func segmentRows(_ segment: PreparedShape.Segment) -> (first: Int, last: Int) {
         (TileGrid.owner(segment.yTop * scale, last: last), TileGrid.owner(segment.yBottom * scale, last: last))
     }
 
@@ -109,21 +105,42 @@ struct RowSweep {
 
     /// Drops edges and segments that ended above `row`, then adds those starting by `row`.
     private mutating func activate(row: Int) {
-        let shape = shape, scale = scale, last = last
-        activeEdges.removeAll { Self.edgeRows(shape.edges[$0], scale: scale, last: last).last < row }
-        activeSegments.removeAll { Self.segmentRows(shape.segments[$0], scale: scale, last: last).last < row }
+        Self.drop(&activeEdges, ends: &activeEdgeEnds, before: row)
+        Self.drop(&activeSegments, ends: &activeSegmentEnds, before: row)
         while nextEdge < shape.edges.count {
-            let rows = edgeRows(shape.edges[nextEdge])
+            let edge = shape.edges[nextEdge]
+            let rows = edgeRows(edge)
             guard rows.first <= row else { break }
-            if rows.last >= row { activeEdges.append(nextEdge) }
+            if rows.last >= row {
+                activeEdges.append(PreparedShape.Edge(x0: edge.x0 * scale, y0: edge.y0 * scale,
+                                                      x1: edge.x1 * scale, y1: edge.y1 * scale, ring: edge.ring))
+                activeEdgeEnds.append(rows.last)
+            }
             nextEdge += 1
         }
         while nextSegment < shape.segments.count {
-            let rows = segmentRows(shape.segments[nextSegment])
+            let segment = shape.segments[nextSegment]
+            let rows = segmentRows(segment)
             guard rows.first <= row else { break }
-            if rows.last >= row { activeSegments.append(nextSegment) }
+            if rows.last >= row {
+                activeSegments.append(PreparedShape.Segment(xTop: segment.xTop * scale, yTop: segment.yTop * scale,
+                                                            xBottom: segment.xBottom * scale, yBottom: segment.yBottom * scale))
+                activeSegmentEnds.append(rows.last)
+            }
             nextSegment += 1
         }
+    }
+
+    /// Removes the entries whose last row is above `row`, keeping the two arrays aligned.
+    private static func drop<Element>(_ items: inout [Element], ends: inout [Int], before row: Int) {
+        var kept = 0
+        for index in ends.indices where ends[index] >= row {
+            items[kept] = items[index]
+            ends[kept] = ends[index]
+            kept += 1
+        }
+        items.removeSubrange(kept...)
+        ends.removeSubrange(kept...)
     }
 
     // MARK: Polygons
@@ -132,9 +149,8 @@ struct RowSweep {
         guard !activeEdges.isEmpty else { return }
         let top = Double(row), bottom = Double(row + 1), middle = top + 0.5
         crossings.removeAll(keepingCapacity: true)
-        for index in activeEdges {
-            let edge = shape.edges[index]
-            let x0 = edge.x0 * scale, y0 = edge.y0 * scale, x1 = edge.x1 * scale, y1 = edge.y1 * scale
+        for edge in activeEdges {
+            let x0 = edge.x0, y0 = edge.y0, x1 = edge.x1, y1 = edge.y1
             // (a) the edge piece inside the open band.
             let yLow = max(min(y0, y1), top), yHigh = min(max(y0, y1), bottom)
             let horizontal = y0 == y1
@@ -193,10 +209,9 @@ struct RowSweep {
         guard !activeSegments.isEmpty else { return }
         let top = Double(row), bottom = Double(row + 1)
         let lastRow = row == last
-        for index in activeSegments {
-            let segment = shape.segments[index]
-            let xTop = segment.xTop * scale, yTop = segment.yTop * scale
-            let xBottom = segment.xBottom * scale, yBottom = segment.yBottom * scale
+        for segment in activeSegments {
+            let xTop = segment.xTop, yTop = segment.yTop
+            let xBottom = segment.xBottom, yBottom = segment.yBottom
             if yTop == yBottom {
                 ranges.append(TileGrid.owner(min(xTop, xBottom), last: last)...TileGrid.owner(max(xTop, xBottom), last: last))
                 continue
