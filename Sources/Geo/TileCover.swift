@@ -26,12 +26,23 @@ public struct TileCover: Sequence, Sendable {
     /// The exact number of tiles iteration yields: closed-form for a box, O(rows) span sums
     /// for a geometry.
     public var count: Int {
+        count(limit: .max) ?? .max
+    }
+
+    /// The exact count, or nil as soon as it exceeds `limit`. Each row with tiles adds at least
+    /// one, so a geometry costs at most `limit` + 1 rows: a request for a line down a
+    /// meridian at z30 (2^30 rows) is refused after `limit` rows, not after a billion.
+    public func count(limit: Int) -> Int? {
         if case .bounds(let bounds) = region {
             let cover = BoundsCover(bounds, zoom: zoom)
-            return (clip.map(cover.intersection) ?? cover).count
+            let total = (clip.map(cover.intersection) ?? cover).count
+            return total <= limit ? total : nil
         }
         var total = 0
-        for span in spans { total += span.count }
+        for span in spans {
+            total += span.count
+            if total > limit { return nil }
+        }
         return total
     }
 

@@ -36,12 +36,21 @@ public enum WebMercator {
     /// tiles, below Int64.max ≈ 9.22 × 10^18. Bounds counts are closed-form per zoom; geometry
     /// counts sweep each zoom's rows once (O(rows × active edges)), never listing tiles.
     public static func tileCount(region: TileRegion, zooms: ClosedRange<Int>, within clip: LngLatBounds? = nil) -> Int {
+        tileCount(region: region, zooms: zooms, within: clip, limit: .max) ?? .max
+    }
+
+    /// The same sum, or nil as soon as it exceeds `limit`, so checking a request against a tile
+    /// limit costs O(limit) rows at worst however deep its zooms go.
+    public static func tileCount(region: TileRegion, zooms: ClosedRange<Int>, within clip: LngLatBounds? = nil, limit: Int) -> Int? {
         let lower = min(max(zooms.lowerBound, 0), maxZoom)
         let upper = min(max(zooms.upperBound, 0), maxZoom)
         let shape = PreparedRegion(region)
         var total = 0
         for zoom in lower...upper {
-            total += TileCover(prepared: shape, zoom: zoom, within: clip).count
+            guard let count = TileCover(prepared: shape, zoom: zoom, within: clip).count(limit: limit - total) else {
+                return nil
+            }
+            total += count
         }
         return total
     }

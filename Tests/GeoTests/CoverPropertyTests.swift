@@ -85,6 +85,20 @@ import Testing
         }
     }
 
+    @Test func limitedCountsStopEarlyAndAgreeBelowTheLimit() throws {
+        // A line down the whole map at z30 has 2^30 rows; with a limit only ~limit rows are swept.
+        let meridian = TileRegion.geometry(.lineString([lngLat(10, 85), lngLat(10, -85)]))
+        #expect(TileCover(region: meridian, zoom: 30).count(limit: 10_000) == nil)
+        #expect(WebMercator.tileCount(region: meridian, zooms: 0...30, limit: 50_000) == nil)
+        let expected = WebMercator.tileCount(region: meridian, zooms: 0...8)
+        #expect(WebMercator.tileCount(region: meridian, zooms: 0...8, limit: expected) == expected)
+        #expect(WebMercator.tileCount(region: meridian, zooms: 0...8, limit: expected - 1) == nil)
+        let world = TileRegion.bounds(.world)
+        #expect(WebMercator.tileCount(region: world, zooms: 0...30, limit: .max - 1) == ((1 << 62) - 1) / 3)
+        #expect(WebMercator.tileCount(region: world, zooms: 0...2, limit: 20) == nil)
+        #expect(WebMercator.tileCount(region: world, zooms: 0...2, limit: 21) == 21)
+    }
+
     private func check(_ geometry: Geometry, zoom: Int, case index: Int, sourceLocation: SourceLocation = #_sourceLocation) {
         var cover = TileCover(region: .geometry(geometry), zoom: zoom)
         while cover.count > 20_000 { cover = TileCover(region: .geometry(geometry), zoom: cover.zoom - 1) }
