@@ -44,6 +44,7 @@ let package = Package(
                 .product(name: "Prometheus", package: "swift-prometheus"),
             ]
         ),
+        .target(name: "Geo"),
 
         .executableTarget(
             name: "packd",
@@ -62,6 +63,7 @@ let package = Package(
                 "Store",
                 "CSQLite",
                 "CZlib",
+                "Geo",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -85,6 +87,7 @@ let package = Package(
         ),
         .testTarget(name: "StoreTests", dependencies: ["Store", "packd-store-crash-writer"]),
         .testTarget(name: "StoreIOTests", dependencies: ["Store", "CZlib"]),
+        .testTarget(name: "GeoTests", dependencies: ["Geo"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -12,6 +12,7 @@ struct PackdBench: ParsableCommand {
             ServerBenchmark.self,
             StoreBenchmark.self,
             ExportBenchmark.self,
+            GeoBenchmark.self,
         ]
     )
 }
