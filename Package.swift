@@ -22,6 +22,7 @@ let package = Package(
 
         .target(name: "Loop", dependencies: ["CUV"]),
         .target(name: "Geo"),
+        .target(name: "Plan", dependencies: ["Geo"]),
 
         .executableTarget(
             name: "packd",
@@ -43,6 +44,7 @@ let package = Package(
 
         .testTarget(name: "LoopTests", dependencies: ["Loop"]),
         .testTarget(name: "GeoTests", dependencies: ["Geo"]),
+        .testTarget(name: "PlanTests", dependencies: ["Plan", "Geo"]),
     ],
     swiftLanguageModes: [.v6]
 )
