@@ -66,7 +66,7 @@ public struct TileURLTemplate: Hashable, Sendable {
             case .x: url += String(tile.x)
             case .y: url += String(scheme == .tms ? tile.flippedY().y : tile.y)
             case .flippedY: url += String(tile.flippedY().y)
-            case .subdomain: url += subdomains[(tile.x % subdomains.count + tile.y % subdomains.count) % subdomains.count]
+            case .subdomain: url += subdomains[(tile.x + tile.y) % subdomains.count]
             case .quadkey: url += tile.quadkey
             case .bbox:
                 let bounds = tile.epsg3857Bounds
@@ -96,7 +96,11 @@ public struct TileURLTemplate: Hashable, Sendable {
         var rest = Substring(template)
         while let open = rest.firstIndex(of: "{") {
             literal += rest[..<open]
-            guard let close = rest[open...].firstIndex(of: "}") else { break }
+            guard let close = rest[open...].firstIndex(of: "}") else {
+                literal += rest[open...]
+                rest = ""
+                break
+            }
             let name = rest[rest.index(after: open)..<close]
             if let token = token(named: name) {
                 if !literal.isEmpty { segments.append(.literal(literal)) }
