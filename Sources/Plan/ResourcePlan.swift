@@ -2,7 +2,8 @@
 /// images, sprites, glyphs) and one tile pyramid per distinct tile source.
 ///
 /// Iterating yields resources in a stable order — fixed ones first, then tiles source by
-/// source, zoom by zoom — so a download can resume from a position and two runs agree.
+/// source, zoom by zoom, row by row — so two runs over the same documents agree, and a
+/// downloader can walk `pyramids` → `zooms` → `cover(zoom:).spans` itself to skip what it has.
 public struct ResourcePlan: Sequence, Sendable {
     public let fixed: [PlannedResource]
     public let pyramids: [TilePyramid]

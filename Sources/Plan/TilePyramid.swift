@@ -71,7 +71,9 @@ public struct TilePyramid: Hashable, Sendable {
         }
     }
 
-    func resource(for tile: TileID) -> PlannedResource {
+    /// The resource of one tile of this pyramid, for callers that walk `cover(zoom:).spans`
+    /// themselves (e.g. to skip stored rows with one query per span).
+    public func resource(for tile: TileID) -> PlannedResource {
         let address = TileAddress(
             urlTemplate: template.template, pixelRatio: template.storedPixelRatio(for: pixelRatio), z: tile.z,
             x: tile.x, y: tile.y)

@@ -24,7 +24,7 @@ public struct Tileset: Hashable, Sendable {
     /// or the style's for inline tiles); `pointer` locates `object` for error messages.
     init(object: [String: Any], baseURL: String, pointer: String = "") throws(PlanError) {
         guard let tilesValue = object["tiles"] else {
-            throw PlanError(.sourceWithoutTiles, "source has neither \"tiles\" nor \"url\"", pointer: pointer)
+            throw PlanError(.sourceWithoutTiles, "no \"tiles\" (and no \"url\" to a TileJSON)", pointer: pointer)
         }
         let tilesPointer = JSONPointer.appending(pointer, "tiles")
         guard let tiles = tilesValue as? [Any], let first = tiles.first else {
