@@ -4,15 +4,14 @@ import Foundation
 /// hands back as NSNumber too (`[true, false]` must not be the position 1, 0).
 enum JSONNumber {
     static func double(_ value: Any) -> Double? {
-        switch value {
-        case let value as Double where type(of: value) == Double.self: return value
-        case let value as Int where type(of: value) == Int.self: return Double(value)
-        case let number as NSNumber:
-            if isBoolean(number) { return nil }
-            return number.doubleValue
-        default:
-            return nil
-        }
+        // Dispatch on the dynamic type: `as? Double` would bridge booleans (and `is Bool` would
+        // take the NSNumber 1), so casts cannot tell them apart.
+        let type = Swift.type(of: value)
+        if type == Double.self { return value as? Double }
+        if type == Int.self { return (value as? Int).map(Double.init) }
+        if type == Bool.self { return nil }
+        guard let number = value as? NSNumber, !isBoolean(number) else { return nil }
+        return number.doubleValue
     }
 
     private static func isBoolean(_ number: NSNumber) -> Bool {

@@ -73,12 +73,22 @@ struct RowSweep {
     // MARK: Rows of edges, segments and points
 
     private func edgeRows(_ edge: PreparedShape.Edge) -> (first: Int, last: Int) {
+        Self.edgeRows(edge, scale: scale, last: last)
+    }
+
+    private func segmentRows(_ segment: PreparedShape.Segment) -> (first: Int, last: Int) {
+        Self.segmentRows(segment, scale: scale, last: last)
+    }
+
+    /// Rows whose open band meets the edge.
+    private static func edgeRows(_ edge: PreparedShape.Edge, scale: Double, last: Int) -> (first: Int, last: Int) {
         let first = Int((edge.yMin * scale).rounded(.down))
         let end = Int((edge.yMax * scale).rounded(.up)) - 1
         return (max(0, first), min(last, end))
     }
 
-    private func segmentRows(_ segment: PreparedShape.Segment) -> (first: Int, last: Int) {
+    /// Rows owning some point of the segment.
+    private static func segmentRows(_ segment: PreparedShape.Segment, scale: Double, last: Int) -> (first: Int, last: Int) {
         (TileGrid.owner(segment.yTop * scale, last: last), TileGrid.owner(segment.yBottom * scale, last: last))
     }
 
@@ -97,7 +107,11 @@ struct RowSweep {
         return upcoming
     }
 
+    /// Drops edges and segments that ended above `row`, then adds those starting by `row`.
     private mutating func activate(row: Int) {
+        let shape = shape, scale = scale, last = last
+        activeEdges.removeAll { Self.edgeRows(shape.edges[$0], scale: scale, last: last).last < row }
+        activeSegments.removeAll { Self.segmentRows(shape.segments[$0], scale: scale, last: last).last < row }
         while nextEdge < shape.edges.count {
             let rows = edgeRows(shape.edges[nextEdge])
             guard rows.first <= row else { break }
@@ -118,24 +132,20 @@ struct RowSweep {
         guard !activeEdges.isEmpty else { return }
         let top = Double(row), bottom = Double(row + 1), middle = top + 0.5
         crossings.removeAll(keepingCapacity: true)
-        var kept = 0
-        for slot in activeEdges.indices {
-            let index = activeEdges[slot]
+        for index in activeEdges {
             let edge = shape.edges[index]
-            guard edgeRows(edge).last >= row else { continue }
-            activeEdges[kept] = index
-            kept += 1
             let x0 = edge.x0 * scale, y0 = edge.y0 * scale, x1 = edge.x1 * scale, y1 = edge.y1 * scale
             // (a) the edge piece inside the open band.
             let yLow = max(min(y0, y1), top), yHigh = min(max(y0, y1), bottom)
-            let xa = Self.x(at: yLow, x0, y0, x1, y1), xb = Self.x(at: yHigh, x0, y0, x1, y1)
+            let horizontal = y0 == y1
+            let xa = horizontal ? x0 : Self.x(at: yLow, x0, y0, x1, y1)
+            let xb = horizontal ? x1 : Self.x(at: yHigh, x0, y0, x1, y1)
             if let range = TileGrid.interiorRange(min(xa, xb), max(xa, xb), last: last) { ranges.append(range) }
             // (b) the midline crossing, half-open in y so a vertex on the midline counts once.
             if (y0 <= middle && middle < y1) || (y1 <= middle && middle < y0) {
                 crossings.append(Crossing(x: Self.x(at: middle, x0, y0, x1, y1), ring: edge.ring, direction: y1 > y0 ? 1 : -1))
             }
         }
-        activeEdges.removeSubrange(kept...)
         guard !crossings.isEmpty else { return }
         crossings.sort { $0.x < $1.x }
         var insidePolygons = 0
@@ -183,13 +193,8 @@ struct RowSweep {
         guard !activeSegments.isEmpty else { return }
         let top = Double(row), bottom = Double(row + 1)
         let lastRow = row == last
-        var kept = 0
-        for slot in activeSegments.indices {
-            let index = activeSegments[slot]
+        for index in activeSegments {
             let segment = shape.segments[index]
-            guard segmentRows(segment).last >= row else { continue }
-            activeSegments[kept] = index
-            kept += 1
             let xTop = segment.xTop * scale, yTop = segment.yTop * scale
             let xBottom = segment.xBottom * scale, yBottom = segment.yBottom * scale
             if yTop == yBottom {
@@ -218,7 +223,6 @@ struct RowSweep {
             }
             ranges.append(first...end)
         }
-        activeSegments.removeSubrange(kept...)
     }
 
     private mutating func addPointRanges(row: Int) {
