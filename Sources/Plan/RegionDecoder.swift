@@ -19,34 +19,38 @@ struct RegionDecoder {
     let format: Format
     private var problems: [RegionError.Problem] = []
 
-    init(format: Format) {
+    private init(format: Format) {
         self.format = format
     }
 
-    func decode(_ json: Any) throws(RegionError) -> RegionDefinition {
-        var decoder = self
+    static func decode(_ json: Any, format: Format) throws(RegionError) -> RegionDefinition {
+        var decoder = RegionDecoder(format: format)
+        return try decoder.decode(json)
+    }
+
+    private mutating func decode(_ json: Any) throws(RegionError) -> RegionDefinition {
         guard let object = json as? [String: Any] else {
             throw RegionError([.init(pointer: "", detail: "region must be a JSON object")])
         }
         if format == .api {
             for key in object.keys.sorted() where !Self.apiFields.contains(key) {
-                decoder.report(JSONPointer.appending("", key), "unknown field")
+                report(JSONPointer.appending("", key), "unknown field")
             }
         }
-        let content = decoder.content(object)
-        let area = decoder.area(object)
-        let zooms = decoder.zooms(object, requireMax: content.map { if case .tiles = $0 { true } else { false } } ?? false)
-        let pixelRatio = decoder.pixelRatio(object)
+        let content = content(object)
+        let area = area(object)
+        let zooms = zooms(object, requireMax: content.map { if case .tiles = $0 { true } else { false } } ?? false)
+        let pixelRatio = pixelRatio(object)
         var includeIdeographs = true
         if let value = object["include_ideographs"] {
             if let bool = JSONScalar.bool(value) {
                 includeIdeographs = bool
             } else {
-                decoder.report("/include_ideographs", "must be true or false")
+                report("/include_ideographs", "must be true or false")
             }
         }
-        guard decoder.problems.isEmpty, let content, let area, let zooms, let pixelRatio else {
-            throw RegionError(decoder.problems)
+        guard problems.isEmpty, let content, let area, let zooms, let pixelRatio else {
+            throw RegionError(problems)
         }
         return RegionDefinition(
             content: content, area: area, minZoom: zooms.min, maxZoom: zooms.max, pixelRatio: pixelRatio,
@@ -170,13 +174,13 @@ struct RegionDecoder {
     }
 
     private mutating func zooms(_ object: [String: Any], requireMax: Bool) -> (min: Double, max: Double?)? {
-        let minZoom = zoom(object["min_zoom"], "/min_zoom") ?? (object["min_zoom"] == nil ? 0 : nil)
+        let minZoom: Double? = object["min_zoom"] == nil ? 0 : zoom(object["min_zoom"], "/min_zoom")
         let maxZoom = zoom(object["max_zoom"], "/max_zoom")
-        if object["max_zoom"] == nil && requireMax {
+        let maxZoomGiven = object["max_zoom"] != nil
+        if !maxZoomGiven && requireMax {
             report("/max_zoom", "a tiles region has no source maxzoom to fall back on: give max_zoom")
-            return nil
         }
-        guard let minZoom, object["max_zoom"] == nil || maxZoom != nil else { return nil }
+        guard let minZoom, maxZoomGiven ? maxZoom != nil : !requireMax else { return nil }
         if let maxZoom, minZoom > maxZoom {
             report("/min_zoom", "min_zoom \(minZoom) is above max_zoom \(maxZoom)")
             return nil

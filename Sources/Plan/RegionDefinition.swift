@@ -46,13 +46,13 @@ public struct RegionDefinition: Hashable, Sendable {
     /// Decodes and validates an API region object (from `JSONSerialization`); unknown fields are
     /// rejected. Every problem found is reported, with a pointer relative to the region.
     public init(json: Any) throws(RegionError) {
-        self = try RegionDecoder(format: .api).decode(json)
+        self = try RegionDecoder.decode(json, format: .api)
     }
 
     /// Decodes MapLibre's offline region definition (`bounds` as `[south, west, north, east]`),
     /// e.g. from an imported database; template regions written by `mapLibreJSON` decode too.
     public init(mapLibreJSON json: Any) throws(RegionError) {
-        self = try RegionDecoder(format: .mapLibre).decode(json)
+        self = try RegionDecoder.decode(json, format: .mapLibre)
     }
 
     public var styleURL: String? {

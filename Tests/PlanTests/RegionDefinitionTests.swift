@@ -136,4 +136,15 @@ import Testing
             """))
         #expect(!open.mapLibreJSON.contains("max_zoom"))
     }
+
+    @Test func normalisedFormSpellsOutDefaults() throws {
+        let region = try RegionDefinition(json: try json("""
+            {"tiles": ["https://e.com/{z}/{x}/{y}.png"], "bounds": [1, 2, 3, 4], "max_zoom": 6}
+            """))
+        let object = region.jsonObject
+        #expect(object["scheme"] as? String == "xyz" && object["tile_size"] as? Int == 256)
+        #expect(object["min_zoom"] as? Double == 0 && object["pixel_ratio"] as? Double == 1)
+        #expect(object["include_ideographs"] as? Bool == true && object["subdomains"] == nil)
+        #expect(object["bounds"] as? [Double] == [1, 2, 3, 4])
+    }
 }
