@@ -17,14 +17,18 @@ struct RegionDecoder {
     static let maxSubdomains = 64
 
     let format: Format
+    let geometryLimits: GeoJSONLimits
     private var problems: [RegionError.Problem] = []
 
-    private init(format: Format) {
+    private init(format: Format, geometryLimits: GeoJSONLimits) {
         self.format = format
+        self.geometryLimits = geometryLimits
     }
 
-    static func decode(_ json: Any, format: Format) throws(RegionError) -> RegionDefinition {
-        var decoder = RegionDecoder(format: format)
+    static func decode(_ json: Any, format: Format, geometryLimits: GeoJSONLimits) throws(RegionError)
+        -> RegionDefinition
+    {
+        var decoder = RegionDecoder(format: format, geometryLimits: geometryLimits)
         return try decoder.decode(json)
     }
 
@@ -146,7 +150,7 @@ struct RegionDecoder {
             return self.bounds(bounds).map { .bounds($0) }
         case (nil, let geometry?):
             do {
-                return .geometry(try Geometry(geoJSON: geometry, pointer: "/geometry"))
+                return .geometry(try Geometry(geoJSON: geometry, pointer: "/geometry", limits: geometryLimits))
             } catch {
                 let pointer = error.pointer.hasPrefix("/geometry") ? error.pointer : "/geometry" + error.pointer
                 report(pointer, error.detail)

@@ -45,14 +45,15 @@ public struct RegionDefinition: Hashable, Sendable {
 
     /// Decodes and validates an API region object (from `JSONSerialization`); unknown fields are
     /// rejected. Every problem found is reported, with a pointer relative to the region.
-    public init(json: Any) throws(RegionError) {
-        self = try RegionDecoder.decode(json, format: .api)
+    /// `geometryLimits` bounds vertex count and nesting of a `geometry`.
+    public init(json: Any, geometryLimits: GeoJSONLimits = .init()) throws(RegionError) {
+        self = try RegionDecoder.decode(json, format: .api, geometryLimits: geometryLimits)
     }
 
     /// Decodes MapLibre's offline region definition (`bounds` as `[south, west, north, east]`),
     /// e.g. from an imported database; template regions written by `mapLibreJSON` decode too.
-    public init(mapLibreJSON json: Any) throws(RegionError) {
-        self = try RegionDecoder.decode(json, format: .mapLibre)
+    public init(mapLibreJSON json: Any, geometryLimits: GeoJSONLimits = .init()) throws(RegionError) {
+        self = try RegionDecoder.decode(json, format: .mapLibre, geometryLimits: geometryLimits)
     }
 
     public var styleURL: String? {

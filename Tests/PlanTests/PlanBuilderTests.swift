@@ -130,4 +130,14 @@ import Testing
         let clipped = TileMath.boxCount(west: 0.3, south: 0.3, east: 10.7, north: 10.7, zoom: 6)
         #expect(builder.plan.expectedTiles == clipped)
     }
+
+    /// Estimates must be computed, not enumerated: the world to z22 is ~2.3e13 tiles.
+    @Test func worldCountsAreComputed() throws {
+        let builder = PlanBuilder(region: try region("""
+            {"tiles": ["https://e.com/{z}/{x}/{y}.png"], "bounds": [-180, -90, 180, 90], "min_zoom": 0, "max_zoom": 22}
+            """))
+        let expected = (0...22).reduce(0) { $0 + (1 << (2 * $1)) }
+        #expect(builder.plan.expectedTiles == expected && builder.plan.expectedResources == expected)
+        #expect(builder.plan.tileCounts.last == TileCount(sourceID: "tiles", zoom: 22, count: 1 << 44))
+    }
 }

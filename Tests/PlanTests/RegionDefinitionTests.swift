@@ -147,4 +147,22 @@ import Testing
         #expect(object["include_ideographs"] as? Bool == true && object["subdomains"] == nil)
         #expect(object["bounds"] as? [Double] == [1, 2, 3, 4])
     }
+
+    @Test func geometryLimitsApply() throws {
+        let ring = (0...40).map { index -> String in
+            let angle = Double(index % 40) / 40 * 2 * .pi
+            return "[\(cos(angle)), \(sin(angle))]"
+        }.joined(separator: ",")
+        let text = """
+            {"style_url": "https://e.com/s.json", "min_zoom": 1, "max_zoom": 4,
+             "geometry": {"type": "Polygon", "coordinates": [[\(ring)]]}}
+            """
+        #expect(throws: Never.self) { try RegionDefinition(json: try json(text)) }
+        do {
+            _ = try RegionDefinition(json: try json(text), geometryLimits: GeoJSONLimits(maxVertices: 20))
+            Issue.record("accepted 41 vertices with a limit of 20")
+        } catch let error as RegionError {
+            #expect(error.problems.count == 1 && error.problems[0].pointer.hasPrefix("/geometry"))
+        }
+    }
 }
