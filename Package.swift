@@ -45,6 +45,7 @@ let package = Package(
             ]
         ),
         .target(name: "Geo"),
+        .target(name: "Plan", dependencies: ["Geo"]),
 
         .executableTarget(
             name: "packd",
@@ -88,6 +89,7 @@ let package = Package(
         .testTarget(name: "StoreTests", dependencies: ["Store", "packd-store-crash-writer"]),
         .testTarget(name: "StoreIOTests", dependencies: ["Store", "CZlib"]),
         .testTarget(name: "GeoTests", dependencies: ["Geo"]),
+        .testTarget(name: "PlanTests", dependencies: ["Plan", "Geo"]),
     ],
     swiftLanguageModes: [.v6]
 )

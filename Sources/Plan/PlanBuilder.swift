@@ -1,0 +1,120 @@
+import Foundation
+import Geo
+
+/// Builds a region's `ResourcePlan` as its documents arrive over the network:
+/// (1) the region alone — complete for a template region, just the style for a style region;
+/// (2) plus the style — the TileJSON URLs still needed (`missingTileJSONURLs`);
+/// (3) plus each TileJSON — complete when none is missing (`plan.isPrecise`).
+/// `plan` can be read at every stage; it holds no I/O and no tiles.
+public struct PlanBuilder: Sendable {
+    /// The source id of a template region's only pyramid.
+    public static let templateSourceID = "tiles"
+
+    public let region: RegionDefinition
+    public let limits: PlanLimits
+    public private(set) var style: StyleDocument?
+    private var tilesets: [String: Tileset] = [:]
+
+    public init(region: RegionDefinition, limits: PlanLimits = .init()) {
+        self.region = region
+        self.limits = limits
+    }
+
+    /// Stage 2: the style document fetched from `region.styleURL`.
+    public mutating func addStyle(_ data: Data) throws(PlanError) {
+        guard let url = region.styleURL else {
+            throw PlanError(.styleInvalid, "a tiles region has no style")
+        }
+        style = try StyleDocument(style: data, url: url, limits: limits)
+    }
+
+    /// Every TileJSON URL the style refers to and that has not been added yet, sorted.
+    public var missingTileJSONURLs: [String] {
+        Array(Set(tileJSONURLs).subtracting(tilesets.keys)).sorted()
+    }
+
+    /// Stage 3: one TileJSON document fetched from `url` (one of `missingTileJSONURLs`).
+    public mutating func addTileJSON(_ data: Data, url: String) throws(PlanError) {
+        guard tileJSONURLs.contains(url) else {
+            throw PlanError(.unknownTileJSON, "the style does not refer to this TileJSON", url: url)
+        }
+        tilesets[url] = try Tileset(tileJSON: data, url: url, limits: limits)
+    }
+
+    /// The plan as far as the documents added so far allow.
+    public var plan: ResourcePlan {
+        switch region.content {
+        case .tiles(let source):
+            let lower = Int(region.minZoom.rounded(.down))
+            let upper = Int((region.maxZoom ?? region.minZoom).rounded(.down))
+            let pyramid = TilePyramid(
+                sourceID: Self.templateSourceID, template: source.template, zooms: Array(lower...max(lower, upper)),
+                area: region.area, clip: nil, pixelRatio: region.pixelRatio)
+            return ResourcePlan(fixed: [], pyramids: [pyramid], pendingDocuments: 0)
+        case .style(let url):
+            let styleResource = PlannedResource(kind: .style, url: url)
+            guard let style else {
+                return ResourcePlan(fixed: [styleResource], pyramids: [], pendingDocuments: 1)
+            }
+            return ResourcePlan(
+                fixed: fixedResources(styleResource, style), pyramids: pyramids(style),
+                pendingDocuments: missingTileJSONURLs.count)
+        }
+    }
+
+    private var tileJSONURLs: [String] {
+        style?.tileSources.compactMap {
+            if case .tileJSON(let url) = $0.tiles { url } else { nil }
+        } ?? []
+    }
+
+    private func fixedResources(_ styleResource: PlannedResource, _ style: StyleDocument) -> [PlannedResource] {
+        var resources = [styleResource]
+        resources += tileJSONURLs.map { PlannedResource(kind: .source, url: $0) }
+        resources += style.geoJSONURLs.map { PlannedResource(kind: .source, url: $0) }
+        resources += style.imageURLs.map { PlannedResource(kind: .image, url: $0) }
+        resources += style.spriteURLs.flatMap(SpriteFiles.resources(base:))
+        if let template = style.glyphsTemplate {
+            let starts = GlyphRanges.starts(includeIdeographs: region.includeIdeographs)
+            for stack in style.fontStacks {
+                resources += starts.map {
+                    PlannedResource(kind: .glyphs, url: GlyphRanges.url(template: template, fontStack: stack, rangeStart: $0))
+                }
+            }
+        }
+        // The offline database keys resources by URL: one URL is one resource, whatever refers to it.
+        var seen: Set<String> = []
+        return resources.filter { seen.insert($0.url).inserted }
+    }
+
+    /// One pyramid per distinct (template, pixel ratio stored, clip); sources sharing a template
+    /// share tiles in MapLibre's `tiles` table, so their zooms are merged rather than counted twice.
+    private func pyramids(_ style: StyleDocument) -> [TilePyramid] {
+        var pyramids: [TilePyramid] = []
+        for source in style.tileSources {
+            let tileset: Tileset
+            switch source.tiles {
+            case .inline(let inline): tileset = inline
+            case .tileJSON(let url):
+                guard let loaded = tilesets[url] else { continue }
+                tileset = loaded
+            }
+            let zooms = TilePyramid.coveringZooms(
+                minZoom: region.minZoom, maxZoom: region.maxZoom, kind: source.kind, tileSize: source.tileSize,
+                sourceRange: tileset.zoomRange)
+            guard !zooms.isEmpty else { continue }
+            if let index = pyramids.firstIndex(where: { $0.template == tileset.template && $0.clip == tileset.bounds }) {
+                let existing = pyramids[index]
+                pyramids[index] = TilePyramid(
+                    sourceID: existing.sourceID, template: existing.template, zooms: existing.zooms + zooms,
+                    area: region.area, clip: existing.clip, pixelRatio: region.pixelRatio)
+            } else {
+                pyramids.append(
+                    TilePyramid(
+                        sourceID: source.id, template: tileset.template, zooms: zooms, area: region.area,
+                        clip: tileset.bounds, pixelRatio: region.pixelRatio))
+            }
+        }
+        return pyramids
+    }
+}

@@ -1,0 +1,168 @@
+import Foundation
+import Geo
+import Testing
+
+@testable import Plan
+
+@Suite struct RegionDefinitionTests {
+    private func json(_ text: String) throws -> Any {
+        try JSONSerialization.jsonObject(with: Data(text.utf8))
+    }
+
+    private func problems(_ text: String) throws -> [RegionError.Problem] {
+        do {
+            _ = try RegionDefinition(json: try json(text))
+            return []
+        } catch let error as RegionError {
+            return error.problems
+        }
+    }
+
+    @Test func decodesStyleBoundsRegion() throws {
+        let region = try RegionDefinition(json: try json("""
+            {"style_url": "https://example.com/style.json", "bounds": [113.8, 22.1, 114.5, 22.6],
+             "min_zoom": 0, "max_zoom": 14, "pixel_ratio": 2, "include_ideographs": false}
+            """))
+        #expect(region.styleURL == "https://example.com/style.json")
+        #expect(region.area == .bounds(try LngLatBounds(west: 113.8, south: 22.1, east: 114.5, north: 22.6)))
+        #expect(region.minZoom == 0 && region.maxZoom == 14 && region.pixelRatio == 2)
+        #expect(region.includeIdeographs == false)
+    }
+
+    @Test func defaultsFollowMapLibre() throws {
+        let region = try RegionDefinition(json: try json("""
+            {"style_url": "https://example.com/style.json", "bounds": [1, 2, 3, 4]}
+            """))
+        #expect(region.minZoom == 0 && region.maxZoom == nil && region.pixelRatio == 1 && region.includeIdeographs)
+    }
+
+    @Test func decodesStyleGeometryRegion() throws {
+        let region = try RegionDefinition(json: try json("""
+            {"style_url": "http://example.com/style.json", "min_zoom": 10, "max_zoom": 16,
+             "geometry": {"type": "LineString", "coordinates": [[8.5, 47.3], [8.6, 47.4]]}}
+            """))
+        guard case .geometry(let geometry) = region.area else {
+            Issue.record("expected a geometry region")
+            return
+        }
+        #expect(geometry == .lineString([LngLat(longitude: 8.5, latitude: 47.3), LngLat(longitude: 8.6, latitude: 47.4)]))
+    }
+
+    @Test func decodesTemplateRegion() throws {
+        let region = try RegionDefinition(json: try json("""
+            {"tiles": ["https://{s}.tile.example.org/{z}/{x}/{y}.png"], "subdomains": ["a","b","c"],
+             "scheme": "tms", "tile_size": 256, "bounds": [-10, 40, 5, 50], "min_zoom": 0, "max_zoom": 12}
+            """))
+        guard case .tiles(let source) = region.content else {
+            Issue.record("expected a template region")
+            return
+        }
+        #expect(source.subdomains == ["a", "b", "c"] && source.scheme == .tms && source.tileSize == 256)
+        #expect(source.template.template == "https://{s}.tile.example.org/{z}/{x}/{y}.png")
+    }
+
+    @Test func reportsEveryProblemWithItsPointer() throws {
+        let found = try problems("""
+            {"style_url": "ftp://example.com/style.json", "bounds": [10, 50, 20, 40],
+             "min_zoom": -1, "max_zoom": 31, "pixel_ratio": 0, "include_ideographs": "no", "zoom": 3}
+            """)
+        let pointers = Set(found.map(\.pointer))
+        #expect(pointers.contains("/style_url"))
+        #expect(pointers.contains { $0.hasPrefix("/bounds") })
+        #expect(pointers.isSuperset(of: ["/min_zoom", "/max_zoom", "/pixel_ratio", "/include_ideographs", "/zoom"]))
+        #expect(found.allSatisfy { !$0.detail.isEmpty })
+    }
+
+    @Test func minAboveMaxIsAProblem() throws {
+        let found = try problems("""
+            {"style_url": "https://example.com/s.json", "bounds": [1, 2, 3, 4], "min_zoom": 9, "max_zoom": 4}
+            """)
+        #expect(found.map(\.pointer) == ["/min_zoom"])
+    }
+
+    @Test func geometryProblemsPointIntoTheGeometry() throws {
+        let found = try problems("""
+            {"style_url": "https://example.com/s.json", "min_zoom": 1, "max_zoom": 4,
+             "geometry": {"type": "Polygon", "coordinates": [[[0, 0], [1, 0], [1, 1], [0, 1]]]}}
+            """)
+        #expect(found.count == 1)
+        #expect(found.first?.pointer.hasPrefix("/geometry/coordinates") == true)
+    }
+
+    @Test func shapeProblems() throws {
+        #expect(try problems(#"{"bounds": [1, 2, 3, 4]}"#).map(\.pointer) == [""])
+        #expect(try problems(#"{"style_url": "https://e.com/s.json"}"#).map(\.pointer) == [""])
+        #expect(try problems("""
+            {"style_url": "https://e.com/s.json", "tiles": ["https://e.com/{z}/{x}/{y}"], "bounds": [1, 2, 3, 4]}
+            """).map(\.pointer) == ["/tiles"])
+        #expect(try problems("""
+            {"style_url": "https://e.com/s.json", "scheme": "tms", "bounds": [1, 2, 3, 4]}
+            """).map(\.pointer) == ["/scheme"])
+        #expect(try problems("""
+            {"tiles": ["https://e.com/{z}/{x}.png"], "bounds": [1, 2, 3, 4], "max_zoom": 3}
+            """).map(\.pointer) == ["/tiles/0"])
+        #expect(try problems("""
+            {"tiles": ["https://e.com/{z}/{x}/{y}.png"], "bounds": [1, 2, 3, 4]}
+            """).map(\.pointer) == ["/max_zoom"])
+        #expect(try problems(#"[1, 2]"#).map(\.pointer) == [""])
+    }
+
+    @Test(arguments: [
+        #"{"style_url": "https://e.com/s.json", "bounds": [1, 2, 3, 4], "min_zoom": 2, "max_zoom": 9.5, "pixel_ratio": 1.5, "include_ideographs": false}"#,
+        #"{"style_url": "https://e.com/s.json", "bounds": [170, -20, -170, 10], "min_zoom": 0}"#,
+        #"{"style_url": "https://e.com/s.json", "geometry": {"type": "Polygon", "coordinates": [[[0, 0], [1, 0], [1, 1], [0, 0]]]}, "min_zoom": 3, "max_zoom": 5}"#,
+        #"{"tiles": ["https://{s}.e.com/{z}/{x}/{y}{ratio}.png", "https://x.e.com/{z}/{x}/{y}.png"], "subdomains": ["a", "b"], "scheme": "tms", "tile_size": 512, "bounds": [1, 2, 3, 4], "max_zoom": 12}"#,
+    ])
+    func roundTripsThroughBothJSONForms(_ text: String) throws {
+        let region = try RegionDefinition(json: try json(text))
+        let apiJSON = try JSONSerialization.data(withJSONObject: region.jsonObject)
+        #expect(try RegionDefinition(json: JSONSerialization.jsonObject(with: apiJSON)) == region)
+
+        let mapLibre = region.mapLibreJSON
+        let decoded = try RegionDefinition(mapLibreJSON: JSONSerialization.jsonObject(with: Data(mapLibre.utf8)))
+        #expect(decoded == region)
+    }
+
+    @Test func mapLibreDefinitionUsesItsOrderAndDoubles() throws {
+        let region = try RegionDefinition(json: try json("""
+            {"style_url": "https://e.com/s.json", "bounds": [-10, 40, 5, 50], "min_zoom": 0, "max_zoom": 14}
+            """))
+        #expect(region.mapLibreJSON == """
+            {"style_url":"https://e.com/s.json","min_zoom":0.0,"max_zoom":14.0,"pixel_ratio":1.0,\
+            "include_ideographs":true,"bounds":[40.0,-10.0,50.0,5.0]}
+            """)
+        let open = try RegionDefinition(json: try json("""
+            {"style_url": "https://e.com/s.json", "bounds": [-10, 40, 5, 50]}
+            """))
+        #expect(!open.mapLibreJSON.contains("max_zoom"))
+    }
+
+    @Test func normalisedFormSpellsOutDefaults() throws {
+        let region = try RegionDefinition(json: try json("""
+            {"tiles": ["https://e.com/{z}/{x}/{y}.png"], "bounds": [1, 2, 3, 4], "max_zoom": 6}
+            """))
+        let object = region.jsonObject
+        #expect(object["scheme"] as? String == "xyz" && object["tile_size"] as? Int == 256)
+        #expect(object["min_zoom"] as? Double == 0 && object["pixel_ratio"] as? Double == 1)
+        #expect(object["include_ideographs"] as? Bool == true && object["subdomains"] == nil)
+        #expect(object["bounds"] as? [Double] == [1, 2, 3, 4])
+    }
+
+    @Test func geometryLimitsApply() throws {
+        let ring = (0...40).map { index -> String in
+            let angle = Double(index % 40) / 40 * 2 * .pi
+            return "[\(cos(angle)), \(sin(angle))]"
+        }.joined(separator: ",")
+        let text = """
+            {"style_url": "https://e.com/s.json", "min_zoom": 1, "max_zoom": 4,
+             "geometry": {"type": "Polygon", "coordinates": [[\(ring)]]}}
+            """
+        #expect(throws: Never.self) { try RegionDefinition(json: try json(text)) }
+        do {
+            _ = try RegionDefinition(json: try json(text), geometryLimits: GeoJSONLimits(maxVertices: 20))
+            Issue.record("accepted 41 vertices with a limit of 20")
+        } catch let error as RegionError {
+            #expect(error.problems.count == 1 && error.problems[0].pointer.hasPrefix("/geometry"))
+        }
+    }
+}
