@@ -103,11 +103,15 @@ public struct PlanBuilder: Sendable {
                 minZoom: region.minZoom, maxZoom: region.maxZoom, kind: source.kind, tileSize: source.tileSize,
                 sourceRange: tileset.zoomRange)
             guard !zooms.isEmpty else { continue }
-            if let index = pyramids.firstIndex(where: { $0.template == tileset.template && $0.clip == tileset.bounds }) {
+            if let index = pyramids.firstIndex(where: { $0.template == tileset.template }) {
+                // One template is one set of rows in MapLibre's `tiles` table whatever its bounds, so
+                // two pyramids over it would count shared tiles twice and the pack could never
+                // complete. The merged pyramid takes the smallest box holding both clips.
                 let existing = pyramids[index]
                 pyramids[index] = TilePyramid(
                     sourceID: existing.sourceID, template: existing.template, zooms: existing.zooms + zooms,
-                    area: region.area, clip: existing.clip, pixelRatio: region.pixelRatio)
+                    area: region.area, clip: Self.enclosingClip(existing.clip, tileset.bounds),
+                    pixelRatio: region.pixelRatio)
             } else {
                 pyramids.append(
                     TilePyramid(
@@ -116,5 +120,16 @@ public struct PlanBuilder: Sendable {
             }
         }
         return pyramids
+    }
+
+    /// The smallest box holding both clips; `nil` (no clip) when either is unclipped, or when one
+    /// crosses the antimeridian and a single box could not hold both without guessing.
+    static func enclosingClip(_ a: LngLatBounds?, _ b: LngLatBounds?) -> LngLatBounds? {
+        guard let a, let b else { return nil }
+        if a == b { return a }
+        if a.crossesAntimeridian || b.crossesAntimeridian { return nil }
+        return try? LngLatBounds(
+            west: min(a.west, b.west), south: min(a.south, b.south),
+            east: max(a.east, b.east), north: max(a.north, b.north))
     }
 }

@@ -76,6 +76,30 @@ import Testing
         #expect(Set(resources.map(\.url)).count == resources.count && resources.count == plan.expectedResources)
     }
 
+    /// Two sources over one template with different TileJSON bounds store into the same rows:
+    /// the plan must count each tile once, or the pack's expected count is never reached.
+    @Test func sharedTemplateWithDifferentBoundsCountsEachTileOnce() throws {
+        var builder = PlanBuilder(region: try region("""
+            {"style_url": "https://e.com/style.json", "bounds": [-30.5, -20.5, 30.5, 20.5], "min_zoom": 6, "max_zoom": 6}
+            """))
+        try builder.addStyle(Data("""
+            {"version": 8, "sources": {
+              "a": {"type": "vector", "tiles": ["https://e.com/{z}/{x}/{y}"], "bounds": [0.3, 0.3, 10.7, 10.7]},
+              "b": {"type": "vector", "tiles": ["https://e.com/{z}/{x}/{y}"], "bounds": [5.3, -5.7, 20.7, 8.7]}
+            }}
+            """.utf8))
+        let plan = builder.plan
+        #expect(plan.pyramids.count == 1)
+        let resources = Array(plan)
+        #expect(Set(resources.map(\.url)).count == resources.count && resources.count == plan.expectedResources)
+        // Every tile either source needs is in the plan (the enclosing box may add a few more).
+        let union = TileMath.boxCount(west: 0.3, south: -5.7, east: 20.7, north: 10.7, zoom: 6)
+        #expect(plan.expectedTiles == union)
+        #expect(PlanBuilder.enclosingClip(nil, try LngLatBounds(west: 0, south: 0, east: 1, north: 1)) == nil)
+        let crossing = try LngLatBounds(west: 170, south: 0, east: -170, north: 1)
+        #expect(PlanBuilder.enclosingClip(crossing, try LngLatBounds(west: 0, south: 0, east: 1, north: 1)) == nil)
+    }
+
     @Test func countsSaturateInsteadOfTrapping() throws {
         var builder = PlanBuilder(region: try region("""
             {"style_url": "https://e.com/style.json", "bounds": [-180, -85, 180, 85], "min_zoom": 0, "max_zoom": 30}
