@@ -38,7 +38,7 @@ public final class HTTPServer: LoopHandleOwner {
     /// consumed what they sent, so a split request really arrives in separate reads.
     var receivedBytes = 0
 
-    /// Accepts that failed (out of file descriptors, typically) since start.
+    /// Accepts that failed or came within a few descriptors of RLIMIT_NOFILE, since start.
     public var failedAccepts: Int { acceptFailures.total }
 
     /// True from `shutdown` on; `/readyz` answers 503 from then.
@@ -109,8 +109,7 @@ public final class HTTPServer: LoopHandleOwner {
     private func accept(_ status: Int32) {
         guard let listener, !isShuttingDown else { return }
         guard status >= 0 else {
-            // libuv has already closed the waiting clients (its EMFILE trick) so they see a
-            // close rather than hang; what is left is to say so and keep serving.
+            // What libuv could not absorb itself (see AcceptFailureLog): say so, keep serving.
             acceptFailures.record(status, now: uv_now(loop.raw), logger: logger)
             return
         }
@@ -129,6 +128,10 @@ public final class HTTPServer: LoopHandleOwner {
             return
         }
         connections[ObjectIdentifier(connection)] = connection
+        var descriptor = uv_os_fd_t()
+        if uv_fileno(UnsafeRawPointer(connection.stream).assumingMemoryBound(to: uv_handle_t.self), &descriptor) == 0 {
+            acceptFailures.checkDescriptor(descriptor, now: uv_now(loop.raw), logger: logger)
+        }
         if connections.count - rejecting > limits.maxConnections {
             // Telling the client why costs a little; past a bound even that stops.
             guard rejecting < max(16, limits.maxConnections / 8) else {
