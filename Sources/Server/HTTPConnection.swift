@@ -191,7 +191,7 @@ final class HTTPConnection: LoopHandleOwner {
                 // A parse error, not one of our own rejections (those stop accepting first).
                 let tooLarge = parser.headerTooLarge || parser.errno == HPE_HEADER_OVERFLOW
                 answerAndClose(
-                    tooLarge ? .requestHeaderFieldsTooLarge : .badRequest,
+                    tooLarge ? .headersTooLarge : .malformedRequest,
                     tooLarge ? "request head exceeds \(limits.maxHeaderBytes) bytes" : "malformed request: \(parser.errorDescription)"
                 )
             }
@@ -218,13 +218,17 @@ final class HTTPConnection: LoopHandleOwner {
         let responder = Responder(connection: self, head: head, path: request.path, keepAlive: head.keepAlive && !server.isShuttingDown)
         slots.append(responder)
         lastBodyAt = now
+        if let expectation = head.unsupportedExpectation {
+            let shown = expectation.utf8.count <= 64 ? expectation : String(decoding: expectation.utf8.prefix(64), as: UTF8.self) + "…"
+            return answerAtHead(responder, head, .problem(Problem(.expectationFailed, detail: "Expect: \(shown) is not supported; only 100-continue is")))
+        }
         switch server.router.match(head.method, path: request.path) {
         case .notFound:
-            return answerAtHead(responder, head, .problem(.notFound, "no resource at \(request.path)"))
+            return answerAtHead(responder, head, .problem(Problem(.notFound, detail: "no resource at \(request.path)")))
         case .badPath:
-            return answerAtHead(responder, head, .problem(.badRequest, "path is not valid percent-encoded UTF-8"))
+            return answerAtHead(responder, head, .problem(Problem(.malformedRequest, detail: "path is not valid percent-encoded UTF-8")))
         case .methodNotAllowed(let allow):
-            var response = HTTPResponse.problem(.methodNotAllowed, "\(head.method) is not allowed on \(request.path)")
+            var response = HTTPResponse.problem(Problem(.methodNotAllowed, detail: "\(head.method) is not allowed on \(request.path)"))
             response.headers.set("Allow", allow.map(\.rawValue).joined(separator: ", "))
             return answerAtHead(responder, head, response)
         case .found(let route, let parameters):
@@ -232,10 +236,11 @@ final class HTTPConnection: LoopHandleOwner {
             if let length = head.contentLength, length > UInt64(max(0, maxBody)) {
                 responder.keepAlive = false
                 acceptingRequests = false
-                responder.respond(.problem(.contentTooLarge, "request body of \(length) bytes exceeds the limit of \(maxBody) bytes"))
+                responder.respond(.problem(Problem(.payloadTooLarge, detail: "request body of \(length) bytes exceeds the limit of \(maxBody) bytes")))
                 return false
             }
             request.parameters = parameters
+            responder.handlerTimeout = route.options.handlerTimeout ?? limits.handlerTimeout
             if head.expectsContinue && head.hasBody && head.version.minor >= 1 {
                 appendOutput(for: responder) { $0.append(contentsOf: ResponseEncoder.continueLine) }
             }
@@ -280,7 +285,7 @@ final class HTTPConnection: LoopHandleOwner {
             current.bodyStream?.fail(.tooLarge(limit: current.maxBody))
             acceptingRequests = false
             current.responder.keepAlive = false
-            current.responder.respond(.problem(.contentTooLarge, "request body exceeds the limit of \(current.maxBody) bytes"))
+            current.responder.respond(.problem(Problem(.payloadTooLarge, detail: "request body exceeds the limit of \(current.maxBody) bytes")))
             pauseReading(.closing)
             finishIfDone()
             return false
@@ -302,6 +307,7 @@ final class HTTPConnection: LoopHandleOwner {
                 handler(request, current.responder)
             }
             if !current.responder.keepAlive { acceptingRequests = false }
+            startHandlerClock(current.responder)
         }
         if !acceptingRequests || phase != .open {
             parser.pause()
@@ -311,6 +317,14 @@ final class HTTPConnection: LoopHandleOwner {
             parser.pause()
             paused.insert(.pipeline)
         }
+    }
+
+    /// The handler now has everything it will get; from here it has `handlerTimeout` to answer.
+    private func startHandlerClock(_ responder: Responder) {
+        guard responder.state == .waiting, !responder.closed, let timeout = responder.handlerTimeout else { return }
+        let (deadline, overflow) = now.addingReportingOverflow(timeout.milliseconds)
+        responder.handlerDeadline = overflow ? .max : deadline
+        armTimer(responder.handlerDeadline)
     }
 
     /// Parsing resumes once the client's earlier responses have drained.
@@ -335,7 +349,7 @@ final class HTTPConnection: LoopHandleOwner {
     // MARK: answers
 
     /// Answers with an error and ends the connection after everything before it is written.
-    func answerAndClose(_ status: HTTPStatus, _ detail: String) {
+    func answerAndClose(_ kind: Problem.Kind, _ detail: String) {
         let responder: Responder
         if let current = inbound, current.responder.state == .waiting {
             responder = current.responder
@@ -347,13 +361,13 @@ final class HTTPConnection: LoopHandleOwner {
             responder = Responder(connection: self, head: head, path: "-", keepAlive: false)
             slots.append(responder)
         }
-        inbound?.bodyStream?.fail(status == .requestTimeout ? .timedOut : .malformed)
+        inbound?.bodyStream?.fail(kind == .requestTimeout ? .timedOut : .malformed)
         inbound = nil
         acceptingRequests = false
         responder.keepAlive = false
         pauseReading(.closing)
         backlog = []
-        responder.respond(.problem(status, detail))
+        responder.respond(.problem(Problem(kind, detail: detail)))
         finishIfDone()
     }
 
@@ -594,6 +608,16 @@ final class HTTPConnection: LoopHandleOwner {
             return lingerUntil
         case .open:
             var next = UInt64.max
+            var late: [Responder] = []
+            for slot in slots where slot.state == .waiting && slot.handlerDeadline != 0 {
+                if now >= slot.handlerDeadline {
+                    late.append(slot)
+                } else {
+                    next = min(next, slot.handlerDeadline)
+                }
+            }
+            for slot in late { slot.handlerDidTimeOut() }
+            if phase != .open { return nil }
             if queuedBytes > 0 {
                 let due = lastWriteAt + limits.writeTimeout.milliseconds
                 if now >= due {
@@ -660,7 +684,7 @@ final class HTTPConnection: LoopHandleOwner {
 
     /// Tells the client the server is full, then closes.
     func rejectOverCapacity() {
-        answerAndClose(.serviceUnavailable, "the server is at its connection limit; retry later")
+        answerAndClose(.unavailable, "the server is at its connection limit; retry later")
     }
 
     /// Ends the connection without completing its answers, after the bytes already produced

@@ -45,20 +45,20 @@ extension HTTPRequest {
     public func decodeJSON<T: Decodable>(_ type: T.Type, decoder: JSONDecoder = JSONDecoder()) throws(Problem) -> T {
         if let contentType = headers["Content-Type"],
            !contentType.lowercased().hasPrefix("application/json") && !contentType.lowercased().contains("+json") {
-            throw Problem(status: .unsupportedMediaType, detail: "expected Content-Type application/json, got \(contentType)")
+            throw Problem(.unsupportedMediaType, detail: "expected Content-Type application/json, got \(contentType)")
         }
         do {
             return try decoder.decode(type, from: Data(body))
         } catch let DecodingError.dataCorrupted(context) {
-            throw Problem(status: .badRequest, detail: "malformed JSON: \(context.debugDescription)")
+            throw Problem(.malformedRequest, detail: "malformed JSON: \(context.debugDescription)")
         } catch let DecodingError.keyNotFound(key, context) {
-            throw Problem(status: .badRequest, detail: "missing field \(Self.pointer(context.codingPath + [key]))")
+            throw Problem(.malformedRequest, detail: "missing field \(Self.pointer(context.codingPath + [key]))")
         } catch let DecodingError.typeMismatch(_, context) {
-            throw Problem(status: .badRequest, detail: "wrong type at \(Self.pointer(context.codingPath)): \(context.debugDescription)")
+            throw Problem(.malformedRequest, detail: "wrong type at \(Self.pointer(context.codingPath)): \(context.debugDescription)")
         } catch let DecodingError.valueNotFound(_, context) {
-            throw Problem(status: .badRequest, detail: "null at \(Self.pointer(context.codingPath))")
+            throw Problem(.malformedRequest, detail: "null at \(Self.pointer(context.codingPath))")
         } catch {
-            throw Problem(status: .badRequest, detail: "malformed JSON")
+            throw Problem(.malformedRequest, detail: "malformed JSON")
         }
     }
 

@@ -28,6 +28,7 @@ public final class HTTPServer: LoopHandleOwner {
     private var dateCache = HTTPDateCache()
     private var shutdownCompletion: (() -> Void)?
     private var graceTimer: LoopTimer?
+    private var acceptFailures = AcceptFailureLog()
     /// One read buffer for every connection: reads are consumed synchronously on the loop thread.
     let readBuffer: uv_buf_t
 
@@ -36,6 +37,9 @@ public final class HTTPServer: LoopHandleOwner {
     /// Bytes read from all connections since start; lets tests wait until the server has
     /// consumed what they sent, so a split request really arrives in separate reads.
     var receivedBytes = 0
+
+    /// Accepts that failed or came within a few descriptors of RLIMIT_NOFILE, since start.
+    public var failedAccepts: Int { acceptFailures.total }
 
     /// True from `shutdown` on; `/readyz` answers 503 from then.
     public private(set) var isShuttingDown = false
@@ -103,20 +107,31 @@ public final class HTTPServer: LoopHandleOwner {
     }
 
     private func accept(_ status: Int32) {
-        guard status >= 0, let listener, !isShuttingDown else { return }
+        guard let listener, !isShuttingDown else { return }
+        guard status >= 0 else {
+            // What libuv could not absorb itself (see AcceptFailureLog): say so, keep serving.
+            acceptFailures.record(status, now: uv_now(loop.raw), logger: logger)
+            return
+        }
         let connection: HTTPConnection
         do {
             connection = try HTTPConnection(server: self)
         } catch {
-            logger.error("cannot accept: \(error)")
+            acceptFailures.record((error as? UVError)?.code ?? UV_EINVAL.rawValue, now: uv_now(loop.raw), logger: logger)
             return
         }
         let listenerStream = UnsafeMutableRawPointer(listener).assumingMemoryBound(to: uv_stream_t.self)
-        guard uv_accept(listenerStream, connection.stream) == 0 else {
+        let accepted = uv_accept(listenerStream, connection.stream)
+        guard accepted == 0 else {
+            acceptFailures.record(accepted, now: uv_now(loop.raw), logger: logger)
             connection.close()
             return
         }
         connections[ObjectIdentifier(connection)] = connection
+        var descriptor = uv_os_fd_t()
+        if uv_fileno(UnsafeRawPointer(connection.stream).assumingMemoryBound(to: uv_handle_t.self), &descriptor) == 0 {
+            acceptFailures.checkDescriptor(descriptor, now: uv_now(loop.raw), logger: logger)
+        }
         if connections.count - rejecting > limits.maxConnections {
             // Telling the client why costs a little; past a bound even that stops.
             guard rejecting < max(16, limits.maxConnections / 8) else {

@@ -14,6 +14,16 @@ public struct HTTPStatus: Hashable, Sendable, CustomStringConvertible {
 
     public var description: String { "\(code) \(reason)" }
 
+    /// The statuses packd answers with, so a status line built from a bare code (a `Problem`'s
+    /// `status`) still carries the standard reason phrase rather than a problem title.
+    static let known: [Int: HTTPStatus] = Dictionary(uniqueKeysWithValues: [
+        HTTPStatus.continue, .ok, .created, .accepted, .noContent, .notModified, .badRequest, .unauthorized,
+        .forbidden, .notFound, .methodNotAllowed, .requestTimeout, .conflict, .gone, .preconditionFailed,
+        .contentTooLarge, .unsupportedMediaType, .expectationFailed, .unprocessableContent, .tooManyRequests,
+        .requestHeaderFieldsTooLarge, .internalServerError, .notImplemented, .badGateway, .serviceUnavailable,
+        .gatewayTimeout,
+    ].map { ($0.code, $0) })
+
     public static let `continue` = HTTPStatus(100, "Continue")
     public static let ok = HTTPStatus(200, "OK")
     public static let created = HTTPStatus(201, "Created")
@@ -31,6 +41,7 @@ public struct HTTPStatus: Hashable, Sendable, CustomStringConvertible {
     public static let preconditionFailed = HTTPStatus(412, "Precondition Failed")
     public static let contentTooLarge = HTTPStatus(413, "Content Too Large")
     public static let unsupportedMediaType = HTTPStatus(415, "Unsupported Media Type")
+    public static let expectationFailed = HTTPStatus(417, "Expectation Failed")
     public static let unprocessableContent = HTTPStatus(422, "Unprocessable Content")
     public static let tooManyRequests = HTTPStatus(429, "Too Many Requests")
     public static let requestHeaderFieldsTooLarge = HTTPStatus(431, "Request Header Fields Too Large")

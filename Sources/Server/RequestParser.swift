@@ -11,6 +11,9 @@ struct RequestHead {
     var contentLength: UInt64?
     var chunked: Bool
     var expectsContinue: Bool
+    /// An `Expect` value other than `100-continue`: the server cannot meet it (RFC 9110 §10.1.1),
+    /// so the request is answered 417 instead of being handled as if the header were absent.
+    var unsupportedExpectation: String? = nil
 
     var hasBody: Bool { chunked || (contentLength ?? 0) > 0 }
 }
@@ -134,10 +137,15 @@ final class RequestParser {
         let flags = packd_http_parser_flags(raw)
         var headers = HTTPHeaders()
         var expectsContinue = false
+        var unsupportedExpectation: String?
         for field in fields {
             headers.add(field.name, field.value)
-            if field.name.caseInsensitiveEquals("expect") && field.value.caseInsensitiveEquals("100-continue") {
-                expectsContinue = true
+            if field.name.caseInsensitiveEquals("expect") {
+                if field.value.caseInsensitiveEquals("100-continue") {
+                    expectsContinue = true
+                } else {
+                    unsupportedExpectation = field.value
+                }
             }
         }
         let head = RequestHead(
@@ -148,7 +156,8 @@ final class RequestParser {
             keepAlive: http_should_keep_alive(raw) != 0,
             contentLength: flags & UInt32(F_CONTENTLENGTH.rawValue) != 0 ? raw.pointee.content_length : nil,
             chunked: flags & UInt32(F_CHUNKED.rawValue) != 0,
-            expectsContinue: expectsContinue
+            expectsContinue: expectsContinue,
+            unsupportedExpectation: unsupportedExpectation
         )
         // Any value other than 0, 1 or 2 makes http_parser stop with HPE_CB_headers_complete.
         return connection?.parserCompletedHead(head) ?? false ? 0 : 3

@@ -32,9 +32,13 @@ public final class Responder: @unchecked Sendable {
     var bodyBytes = 0
     var stream: ResponseStream?
     var closed = false
+    /// The route's bound on the handler; the clock starts when the request is fully read.
+    var handlerTimeout: Duration?
+    /// `uv_now` by which the handler must answer; 0 while not running.
+    var handlerDeadline: UInt64 = 0
 
-    /// Called once if the connection closes before this response is complete (client gone,
-    /// shutdown deadline). Long-running work can stop when it fires.
+    /// Called once if the answer is given up before this response is complete (client gone,
+    /// shutdown deadline, handler timeout). Long-running work can stop when it fires.
     public var onClose: (() -> Void)?
 
     init(connection: HTTPConnection, head: RequestHead, path: String, keepAlive: Bool) {
@@ -92,6 +96,20 @@ public final class Responder: @unchecked Sendable {
     public func abortConnection() {
         guard !closed else { return }
         connection.abort()
+    }
+
+    /// Whether the server has begun graceful shutdown: a readiness check answers 503 from then on.
+    public var serverIsShuttingDown: Bool { connection.server.isShuttingDown }
+
+    /// The handler missed `handlerTimeout`: the client gets a 503 problem in this request's place
+    /// (so later pipelined answers are not stuck behind it), and the handler's work is told to stop.
+    func handlerDidTimeOut() {
+        guard state == .waiting, !closed, let handlerTimeout else { return }
+        connection.server.logger.warning("\(method.rawValue) \(path): handler did not answer within \(handlerTimeout)")
+        let callback = onClose
+        onClose = nil
+        respond(.problem(Problem(.unavailable, detail: "the request was not answered within \(handlerTimeout)")))
+        callback?()
     }
 
     /// The connection went away before this response was complete.

@@ -16,10 +16,13 @@ public struct RouteOptions: Sendable {
     /// Overrides `ServerLimits.maxBodyBytes` for this route.
     public var maxBodyBytes: Int?
     public var body: BodyHandling
+    /// Overrides `ServerLimits.handlerTimeout` for this route (a slow export may need longer).
+    public var handlerTimeout: Duration?
 
-    public init(maxBodyBytes: Int? = nil, body: BodyHandling = .buffered) {
+    public init(maxBodyBytes: Int? = nil, body: BodyHandling = .buffered, handlerTimeout: Duration? = nil) {
         self.maxBodyBytes = maxBodyBytes
         self.body = body
+        self.handlerTimeout = handlerTimeout
     }
 }
 

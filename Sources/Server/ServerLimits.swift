@@ -29,6 +29,11 @@ public struct ServerLimits: Sendable, Equatable {
     /// At most this many bytes are discarded while lingering, so "without reading the whole
     /// body" holds for a client that keeps sending.
     public var maxLingerBytes: Int = 256 * 1024
+    /// From a request's last byte until its handler answers (or starts streaming). Beyond it: 503
+    /// `unavailable`, the connection carries on, and a late answer is dropped. A bug or a stuck
+    /// dependency then costs one request, not a connection wedged behind it. `nil`: no bound.
+    /// `RouteOptions.handlerTimeout` overrides it per route; a started stream is never cut.
+    public var handlerTimeout: Duration? = .seconds(60)
     /// How long graceful shutdown waits for in-flight responses before closing them anyway.
     public var shutdownGracePeriod: Duration = .seconds(10)
 

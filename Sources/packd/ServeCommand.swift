@@ -42,6 +42,8 @@ struct ServeCommand: ParsableCommand {
         var idleTimeout: String?
         @Option(help: "A response making no write progress this long is dropped, e.g. 60s (PACKD_WRITE_TIMEOUT).")
         var writeTimeout: String?
+        @Option(help: "A handler not answering this long after its request is read gets 503, e.g. 60s (PACKD_HANDLER_TIMEOUT).")
+        var handlerTimeout: String?
         @Option(help: "How long shutdown waits for responses in flight, e.g. 10s (PACKD_SHUTDOWN_GRACE).")
         var shutdownGrace: String?
         @Flag(help: .hidden)

@@ -95,6 +95,7 @@ struct ServerConfiguration {
         limits.bodyTimeout = try duration(options.bodyTimeout, "BODY_TIMEOUT") ?? limits.bodyTimeout
         limits.idleTimeout = try duration(options.idleTimeout, "IDLE_TIMEOUT") ?? limits.idleTimeout
         limits.writeTimeout = try duration(options.writeTimeout, "WRITE_TIMEOUT") ?? limits.writeTimeout
+        limits.handlerTimeout = try duration(options.handlerTimeout, "HANDLER_TIMEOUT") ?? limits.handlerTimeout
         limits.shutdownGracePeriod = try duration(options.shutdownGrace, "SHUTDOWN_GRACE") ?? limits.shutdownGracePeriod
         self.limits = limits
     }

@@ -28,9 +28,8 @@ struct ServerProcess {
         let logger = Logger(label: "packd")
 
         let loop = try EventLoop()
-        let readiness = Readiness()
         var router = Router()
-        OperationalRoutes(openAPI: OpenAPIDocument.load(configuredPath: configuration.openAPIPath, logger: logger), readiness: readiness)
+        OperationalRoutes(openAPI: OpenAPIDocument.load(configuredPath: configuration.openAPIPath, logger: logger))
             .register(in: &router)
         if configuration.debugRoutes { DebugRoutes(loop: loop).register(in: &router) }
 
@@ -51,7 +50,6 @@ struct ServerProcess {
         let stop: (Int32) -> Void = { signal in
             guard !server.isShuttingDown else { return }
             logger.notice("signal \(signal): shutting down")
-            readiness.isReady = false
             server.shutdown {
                 for watcher in watchers { watcher.close() }
                 loop.stop()
@@ -76,9 +74,4 @@ extension ServerProcess {
         sigaddset(&signals, SIGINT)
         pthread_sigmask(SIG_UNBLOCK, &signals, nil)
     }
-}
-
-/// Whether `/readyz` says yes: false from the moment shutdown begins.
-final class Readiness {
-    var isReady = true
 }

@@ -52,8 +52,8 @@ import Testing
         #expect(response.header("Content-Type") == "application/problem+json")
         let problem = try JSONDecoder().decode(Problem.self, from: Data(response.body))
         #expect(problem.status == 404)
-        #expect(problem.title == "Not Found")
-        #expect(problem.type == "about:blank")
+        #expect(problem.title == "Not found")
+        #expect(problem.type == "urn:packd:problem:not-found")
         #expect(problem.detail.contains("/v1/nothing"))
     }
 

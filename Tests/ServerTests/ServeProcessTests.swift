@@ -22,7 +22,9 @@ import Testing
         let portFile: String
         let directory: URL
 
-        init(arguments: [String], environment: [String: String] = [:], files: [String: String] = [:]) throws {
+        /// `openFileLimit` starts packd through `sh -c 'ulimit -n N; exec …'`, so only the child
+        /// runs short of file descriptors, never the test process.
+        init(arguments: [String], environment: [String: String] = [:], files: [String: String] = [:], openFileLimit: Int? = nil) throws {
             directory = FileManager.default.temporaryDirectory.appendingPathComponent("packd-serve-\(UUID().uuidString)")
             try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
             for (name, content) in files {
@@ -30,8 +32,14 @@ import Testing
             }
             process.currentDirectoryURL = directory
             portFile = directory.appendingPathComponent("port").path
-            process.executableURL = URL(fileURLWithPath: ServeProcessTests.packdPath)
-            process.arguments = ["serve", "--port-file", portFile] + arguments
+            let command = ["serve", "--port-file", portFile] + arguments
+            if let openFileLimit {
+                process.executableURL = URL(fileURLWithPath: "/bin/sh")
+                process.arguments = ["-c", "ulimit -n \(openFileLimit) && exec \"$0\" \"$@\"", ServeProcessTests.packdPath] + command
+            } else {
+                process.executableURL = URL(fileURLWithPath: ServeProcessTests.packdPath)
+                process.arguments = command
+            }
             process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
             process.standardError = stderr
             process.standardOutput = FileHandle.nullDevice
@@ -70,7 +78,9 @@ import Testing
 
         let probe = try RawClient(port: port)
         #expect(try probe.request("GET /healthz HTTP/1.1\r\n\r\n").text == #"{"status":"ok"}"#)
-        #expect(try probe.request("GET /readyz HTTP/1.1\r\n\r\n").status == 200)
+        let ready = try probe.request("GET /readyz HTTP/1.1\r\n\r\n")
+        #expect(ready.status == 200)
+        #expect(ready.text == #"{"status":"ready"}"#)
         let spec = try probe.request("GET /openapi.yaml HTTP/1.1\r\n\r\n")
         #expect(spec.header("Content-Type") == "application/yaml")
         #expect(spec.text == "openapi: 3.1.0\n")
@@ -111,6 +121,41 @@ import Testing
         #expect(log.contains("listening on 127.0.0.1:\(port)"))
         // notice level: no access lines.
         #expect(!log.contains("GET /openapi.yaml 200"))
+    }
+
+    /// Out of file descriptors, accepts fail: packd says so in the log (a bounded number of
+    /// times), keeps serving the connections it has, and accepts again once fds are free.
+    @Test func runningOutOfFileDescriptorsIsLoggedAndServingContinues() throws {
+        let packd = try Launched(
+            arguments: ["--listen", "127.0.0.1:0", "--log-format", "json", "--log-level", "warning", "--idle-timeout", "60s"],
+            openFileLimit: 48
+        )
+        let port = try #require(packd.port())
+        let first = try RawClient(port: port)
+        #expect(try first.request("GET /healthz HTTP/1.1\r\n\r\n").status == 200)
+        // More connections than the child has descriptors for; the kernel completes the
+        // handshakes, packd accepts until EMFILE, then libuv closes the surplus.
+        var crowd: [RawClient] = []
+        for _ in 0..<80 { if let client = try? RawClient(port: port, timeout: 10) { crowd.append(client) } }
+        for client in crowd { try? client.send("GET /healthz HTTP/1.1\r\n\r\n") }
+        var answered = 0
+        for client in crowd where (try? client.readResponse())?.status == 200 { answered += 1 }
+        #expect(answered > 0 && answered < crowd.count)
+        // The connection opened before the crunch still works.
+        #expect(try first.request("GET /healthz HTTP/1.1\r\n\r\n").status == 200)
+        crowd = []
+        // With descriptors free again, new connections are accepted and answered.
+        #expect(eventually {
+            guard let fresh = try? RawClient(port: port, timeout: 5) else { return false }
+            return (try? fresh.request("GET /healthz HTTP/1.1\r\n\r\n"))?.status == 200
+        })
+        kill(packd.process.processIdentifier, SIGTERM)
+        #expect(packd.exitStatus() == 0)
+        let log = String(decoding: packd.stderr.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        let warnings = log.split(separator: "\n").filter { $0.contains("EMFILE") && $0.contains(#""level":"warning""#) }
+        #expect(!warnings.isEmpty)
+        // Rate-limited: not one line per refused client.
+        #expect(warnings.count <= 5)
     }
 
     @Test(arguments: [

@@ -9,13 +9,16 @@ final class TestServer {
     let server: HTTPServer
     let port: Int
 
-    init(limits: ServerLimits = ServerLimits(), routes: (inout Router, EventLoop) -> Void) throws {
+    init(limits: ServerLimits = ServerLimits(), log: CapturedLog? = nil, routes: (inout Router, EventLoop) -> Void) throws {
         let thread = try LoopThread()
         var router = Router()
         routes(&router, thread.loop)
         nonisolated(unsafe) let built = router
         let (server, port) = try thread.sync { () -> (HTTPServer, Int) in
-            let logger = Logger(label: "test") { _ in SwiftLogNoOpLogHandler() }
+            let logger = Logger(label: "test") { _ in
+                if let log { return log.handler() }
+                return SwiftLogNoOpLogHandler()
+            }
             let server = HTTPServer(loop: thread.loop, router: built, limits: limits, logger: logger)
             let address = try server.start(listeningOn: ListenAddress(parsing: "127.0.0.1:0"))
             return (server, address.port)
@@ -71,5 +74,30 @@ final class Shared<Value>: @unchecked Sendable {
         lock.lock()
         change(&value)
         lock.unlock()
+    }
+}
+
+/// Collects what a server logs (every level), so tests can assert on log lines.
+final class CapturedLog: @unchecked Sendable {
+    private let lines = Shared<[(level: Logger.Level, message: String)]>([])
+
+    var entries: [(level: Logger.Level, message: String)] { lines.current }
+
+    func handler() -> some LogHandler { Handler(log: self) }
+
+    private struct Handler: LogHandler {
+        let log: CapturedLog
+        var metadata: Logger.Metadata = [:]
+        var logLevel: Logger.Level = .trace
+
+        subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+            get { metadata[key] }
+            set { metadata[key] = newValue }
+        }
+
+        func log(event: LogEvent) {
+            let entry = (level: event.level, message: "\(event.message)")
+            log.lines.update { $0.append(entry) }
+        }
     }
 }
