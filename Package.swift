@@ -21,6 +21,7 @@ let package = Package(
         .systemLibrary(name: "CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
 
         .target(name: "Loop", dependencies: ["CUV"]),
+        .target(name: "Fetch", dependencies: ["Loop", "CCurl", "CUV"]),
 
         .executableTarget(
             name: "packd",
@@ -40,6 +41,7 @@ let package = Package(
         ),
 
         .testTarget(name: "LoopTests", dependencies: ["Loop"]),
+        .testTarget(name: "FetchTests", dependencies: ["Fetch", "Loop", "CZlib"]),
     ],
     swiftLanguageModes: [.v6]
 )
