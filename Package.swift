@@ -36,6 +36,7 @@ let package = Package(
             name: "packd-bench",
             dependencies: [
                 "Loop",
+                "Fetch",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),

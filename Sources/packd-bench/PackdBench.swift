@@ -9,6 +9,7 @@ struct PackdBench: ParsableCommand {
         abstract: "packd benchmarks, each beside a baseline measured in the same run.",
         subcommands: [
             // Each area adds its benchmark command here.
+            FetchBenchmark.self,
         ]
     )
 }
