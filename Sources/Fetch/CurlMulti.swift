@@ -20,6 +20,9 @@ final class CurlMulti {
     private var polls: [curl_socket_t: CurlSocketPoll] = [:]
     /// Called for each finished easy handle, after curl has returned from `socket_action`.
     var onDone: (UnsafeMutableRawPointer, CURLcode) -> Void = { _, _ in }
+    /// Called once `socket_action` has returned and every finished handle was reported: the
+    /// earliest safe moment to add new easy handles.
+    var onIdle: () -> Void = {}
 
     init(loop: EventLoop, limits: Limits) throws(FetchError) {
         guard let multi = curl_multi_init() else { throw .transport(curlCode: Int32(CURLE_OUT_OF_MEMORY.rawValue)) }
@@ -68,6 +71,7 @@ final class CurlMulti {
             let result = message.pointee.data.result
             onDone(easy, result)
         }
+        onIdle()
     }
 
     private func socketChanged(_ socket: curl_socket_t, what: Int32, poll: UnsafeMutableRawPointer?) {

@@ -39,6 +39,10 @@ public final class Fetcher {
                                                         maxHostConnections: configuration.maxTransfersPerHost))
         dispatchTimer = LoopTimer(loop: loop)
         multi.onDone = { [unowned self] easy, result in self.transferDone(easy, result) }
+        // Refill freed slots in the same loop turn rather than one timer turn later.
+        multi.onIdle = { [unowned self] in
+            if let due = self.dispatchDue, due <= .now { self.dispatch() }
+        }
     }
 
     /// Transfers started and not finished.
@@ -146,6 +150,7 @@ public final class Fetcher {
 
     private func dispatch() {
         dispatchDue = nil
+        dispatchTimer.stop()
         deliverFinished()
         guard !closed else { return }
         let now = ContinuousClock.now
