@@ -26,6 +26,7 @@ public final class Fetcher {
     private var finished: [(Transfer, Result<FetchResponse, FetchError>)] = []
     private var idleHandles: [UnsafeMutableRawPointer] = []
     private var nextID: UInt64 = 1
+    private var rotation = 0
     private var closed = false
 
     private static let globalInit: Bool = curl_global_init(Int(CURL_GLOBAL_DEFAULT)) == CURLE_OK
@@ -156,7 +157,14 @@ public final class Fetcher {
         let now = ContinuousClock.now
         var wake: Duration?
         var admitted: [Transfer] = []
-        for key in Array(hosts.keys) {
+        // Start each pass at a different host so a host with a deep queue cannot keep every slot
+        // the overall limit frees.
+        var keys = Array(hosts.keys)
+        if !keys.isEmpty {
+            rotation = (rotation + 1) % keys.count
+            keys = Array(keys[rotation...] + keys[..<rotation])
+        }
+        for key in keys {
             guard var host = hosts[key] else { continue }
             while running.count + admitted.count < configuration.maxTransfers,
                   host.active < configuration.maxTransfersPerHost, let id = host.next() {
