@@ -84,7 +84,7 @@ public struct UpstreamRules: Sendable {
     }
 
     /// Replaces every configured secret in `text`; the last line of defence for error details.
-    func redact(_ text: String) -> String {
+    public func redact(_ text: String) -> String {
         var result = text
         for secret in rules.flatMap(\.secrets) {
             result = result.replacing(secret, with: "[redacted]")
