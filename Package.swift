@@ -46,6 +46,7 @@ let package = Package(
         ),
         .target(name: "Geo"),
         .target(name: "Plan", dependencies: ["Geo"]),
+        .target(name: "Fetch", dependencies: ["Loop", "CCurl", "CUV"]),
 
         .executableTarget(
             name: "packd",
@@ -65,6 +66,7 @@ let package = Package(
                 "CSQLite",
                 "CZlib",
                 "Geo",
+                "Fetch",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -90,6 +92,7 @@ let package = Package(
         .testTarget(name: "StoreIOTests", dependencies: ["Store", "CZlib"]),
         .testTarget(name: "GeoTests", dependencies: ["Geo"]),
         .testTarget(name: "PlanTests", dependencies: ["Plan", "Geo"]),
+        .testTarget(name: "FetchTests", dependencies: ["Fetch", "Loop", "CZlib"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -13,6 +13,7 @@ struct PackdBench: ParsableCommand {
             StoreBenchmark.self,
             ExportBenchmark.self,
             GeoBenchmark.self,
+            FetchBenchmark.self,
         ]
     )
 }

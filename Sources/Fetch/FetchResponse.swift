@@ -1,0 +1,56 @@
+/// A completed HTTP exchange (any status: 404 and 500 are responses, not errors — the caller's
+/// retry policy decides what they mean).
+public struct FetchResponse: Sendable {
+    public var status: Int
+    public var headers: ResponseHeaders
+    /// The body exactly as received: still gzip-encoded when `headers.contentEncoding` says so,
+    /// because the store keeps compressed bodies and would only re-compress a decoded one.
+    public var body: [UInt8]
+    /// Canonical URL of the last redirect hop (credentials stripped).
+    public var effectiveURL: String
+    public var redirects: Int
+}
+
+/// The response headers packd acts on. Only these are kept, so nothing else an upstream sends
+/// (cookies, echoed tokens) can travel further into the system.
+public struct ResponseHeaders: Sendable, Equatable {
+    public static let kept: Set<String> = [
+        "content-type", "content-encoding", "etag", "last-modified", "expires", "cache-control", "retry-after",
+        "age", "date",
+    ]
+    static let maxValueBytes = 4096
+
+    private var fields: [String: String] = [:]
+
+    public init(_ fields: [String: String] = [:]) {
+        for (name, value) in fields { set(name, value) }
+    }
+
+    public subscript(name: String) -> String? { fields[name.lowercased()] }
+
+    public var contentType: String? { fields["content-type"] }
+    public var contentEncoding: String? { fields["content-encoding"] }
+    public var etag: String? { fields["etag"] }
+    public var lastModified: String? { fields["last-modified"] }
+    public var expires: String? { fields["expires"] }
+    public var cacheControl: String? { fields["cache-control"] }
+    public var retryAfter: String? { fields["retry-after"] }
+
+    mutating func set(_ name: String, _ value: String) {
+        let name = name.lowercased()
+        guard Self.kept.contains(name), value.utf8.count <= Self.maxValueBytes else { return }
+        fields[name] = value
+    }
+
+    mutating func removeAll() { fields.removeAll() }
+
+    /// Parses one raw header line from curl (`Name: value\r\n`); status lines and blanks are ignored.
+    mutating func parse(line: UnsafeRawBufferPointer) {
+        guard let colon = line.firstIndex(of: UInt8(ascii: ":")), colon > 0 else { return }
+        let name = String(decoding: line[..<colon], as: UTF8.self)
+        var value = line[(colon + 1)...]
+        while let first = value.first, first == 0x20 || first == 0x09 { value = value.dropFirst() }
+        while let last = value.last, last == 0x0d || last == 0x0a || last == 0x20 || last == 0x09 { value = value.dropLast() }
+        set(name, String(decoding: value, as: UTF8.self))
+    }
+}

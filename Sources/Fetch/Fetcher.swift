@@ -1,0 +1,306 @@
+import CCurl
+import Loop
+
+/// Identifies a submitted transfer, for `Fetcher.cancel(_:)`.
+public struct TransferID: Hashable, Sendable {
+    public let rawValue: UInt64
+}
+
+/// All upstream HTTP of packd: queues requests per host, runs them on one curl multi handle on
+/// the loop, applies upstream rules and the address policy, follows redirects itself so each hop
+/// is re-checked and re-credentialed, and hands back canonical results.
+///
+/// Loop thread only. Completions always run on the loop thread from a loop callback — never
+/// from inside `submit`, `cancel` or `pauseHost`, so callers may call those while holding state.
+public final class Fetcher {
+    public let configuration: FetchConfiguration
+    private let loop: EventLoop
+    private let multi: CurlMulti
+    private let rules: UpstreamRules
+    private let dispatchTimer: LoopTimer
+    private var dispatchDue: ContinuousClock.Instant?
+
+    private var hosts: [String: HostQueue] = [:]
+    private var waiting: [UInt64: Transfer] = [:]
+    private var running: [UInt64: Transfer] = [:]
+    private var finished: [(Transfer, Result<FetchResponse, FetchError>)] = []
+    private var idleHandles: [UnsafeMutableRawPointer] = []
+    private var nextID: UInt64 = 1
+    private var rotation = 0
+    private var closed = false
+
+    private static let globalInit: Bool = curl_global_init(Int(CURL_GLOBAL_DEFAULT)) == CURLE_OK
+
+    public init(loop: EventLoop, configuration: FetchConfiguration = FetchConfiguration()) throws(FetchError) {
+        guard Self.globalInit else { throw .transport(curlCode: Int32(CURLE_FAILED_INIT.rawValue)) }
+        self.configuration = configuration
+        self.loop = loop
+        self.rules = UpstreamRules(configuration.rules)
+        multi = try CurlMulti(loop: loop, limits: .init(maxTotalConnections: configuration.maxTransfers,
+                                                        maxHostConnections: configuration.maxTransfersPerHost))
+        dispatchTimer = LoopTimer(loop: loop)
+        multi.onDone = { [unowned self] easy, result in self.transferDone(easy, result) }
+        // Refill freed slots in the same loop turn rather than one timer turn later.
+        multi.onIdle = { [unowned self] in
+            if let due = self.dispatchDue, due <= .now { self.dispatch() }
+        }
+    }
+
+    /// Transfers started and not finished.
+    public var runningCount: Int { running.count }
+    /// Transfers waiting for a slot, a rate token or the end of a host pause.
+    public var waitingCount: Int { waiting.count }
+
+    /// Queues `request`; `completion` runs once, on the loop thread, with a response (any HTTP
+    /// status) or a `FetchError`.
+    @discardableResult
+    public func submit(_ request: FetchRequest,
+                       completion: @escaping (Result<FetchResponse, FetchError>) -> Void) -> TransferID {
+        let id = nextID
+        nextID += 1
+        let transfer: Transfer
+        do throws(FetchError) {
+            try request.validate()
+            let target = try WireTarget(rules.wire(for: request.url).url)
+            transfer = Transfer(id: id, request: request, target: target, policy: configuration.addressPolicy,
+                                completion: completion)
+        } catch {
+            let rejected = Transfer(id: id, request: request, target: nil, policy: configuration.addressPolicy,
+                                    completion: completion)
+            finished.append((rejected, .failure(closed ? .shutdown : error)))
+            scheduleDispatch(after: .zero)
+            return TransferID(rawValue: id)
+        }
+        if closed {
+            finished.append((transfer, .failure(.shutdown)))
+        } else {
+            waiting[id] = transfer
+            hosts[transfer.hostKey, default: newHostQueue()].append(id)
+        }
+        scheduleDispatch(after: .zero)
+        return TransferID(rawValue: id)
+    }
+
+    /// Stops a transfer (waiting or running); its completion gets `.cancelled` on a later turn.
+    public func cancel(_ id: TransferID) {
+        if let transfer = waiting.removeValue(forKey: id.rawValue) {
+            finished.append((transfer, .failure(.cancelled)))
+        } else if let transfer = running[id.rawValue] {
+            abort(transfer, with: .cancelled)
+        } else {
+            return
+        }
+        scheduleDispatch(after: .zero)
+    }
+
+    /// Cancels every transfer submitted with `owner` (a pack being suspended or deleted).
+    public func cancelAll(owner: UInt64) {
+        for transfer in waiting.values where transfer.request.owner == owner {
+            waiting[transfer.id] = nil
+            finished.append((transfer, .failure(.cancelled)))
+        }
+        for transfer in running.values where transfer.request.owner == owner {
+            abort(transfer, with: .cancelled)
+        }
+        scheduleDispatch(after: .zero)
+    }
+
+    /// Starts no new transfer to the host serving `url` before `until` (429/503 `Retry-After`).
+    /// Transfers already running continue. A later pause never shortens an earlier one.
+    public func pauseHost(of url: String, until: ContinuousClock.Instant) {
+        guard !closed, let target = try? WireTarget(rules.wire(for: url).url) else { return }
+        var host = hosts[target.hostKey] ?? newHostQueue()
+        host.pausedUntil = max(host.pausedUntil ?? until, until)
+        hosts[target.hostKey] = host
+    }
+
+    /// Fails everything with `.shutdown` (completions run now) and frees curl and uv resources.
+    public func shutdown() {
+        guard !closed else { return }
+        closed = true
+        for transfer in waiting.values { finished.append((transfer, .failure(.shutdown))) }
+        waiting.removeAll()
+        for transfer in running.values { abort(transfer, with: .shutdown) }
+        deliverFinished()
+        hosts.removeAll()
+        for easy in idleHandles { curl_easy_cleanup(easy) }
+        idleHandles.removeAll()
+        multi.close()
+        dispatchTimer.close()
+    }
+
+    private func newHostQueue() -> HostQueue {
+        var host = HostQueue()
+        if let rate = configuration.requestsPerSecondPerHost {
+            host.bucket = TokenBucket(rate: rate, now: .now)
+        }
+        return host
+    }
+
+    // MARK: Dispatch
+
+    /// Runs `dispatch` on a later loop turn: curl handles are only ever added from a uv timer
+    /// callback, never from inside curl or a caller's stack.
+    private func scheduleDispatch(after delay: Duration) {
+        guard !closed || !finished.isEmpty else { return }
+        let due = ContinuousClock.now + delay
+        if let dispatchDue, dispatchDue <= due { return }
+        dispatchDue = due
+        dispatchTimer.start(after: Self.milliseconds(delay)) { [unowned self] in self.dispatch() }
+    }
+
+    private func dispatch() {
+        dispatchDue = nil
+        dispatchTimer.stop()
+        deliverFinished()
+        guard !closed else { return }
+        let now = ContinuousClock.now
+        var wake: Duration?
+        var admitted: [Transfer] = []
+        // Start each pass at a different host so a host with a deep queue cannot keep every slot
+        // the overall limit frees.
+        var keys = Array(hosts.keys)
+        if !keys.isEmpty {
+            rotation = (rotation + 1) % keys.count
+            keys = Array(keys[rotation...] + keys[..<rotation])
+        }
+        for key in keys {
+            guard var host = hosts[key] else { continue }
+            while running.count + admitted.count < configuration.maxTransfers,
+                  host.active < configuration.maxTransfersPerHost, let id = host.next() {
+                guard let transfer = waiting[id] else { continue }
+                if let delay = host.admissionDelay(now: now) {
+                    host.prepend(id)
+                    wake = min(wake ?? delay, delay)
+                    break
+                }
+                waiting[id] = nil
+                host.active += 1
+                admitted.append(transfer)
+            }
+            hosts[key] = host.isIdle(now: now) && host.bucket == nil ? nil : host
+        }
+        // Started only once every host entry is written back: a failed start adjusts its host.
+        for transfer in admitted { start(transfer) }
+        deliverFinished()
+        if let wake { scheduleDispatch(after: wake) }
+    }
+
+    private func start(_ transfer: Transfer) {
+        let easy: UnsafeMutableRawPointer
+        if let reused = idleHandles.popLast() {
+            curl_easy_reset(reused)
+            easy = reused
+        } else if let created = curl_easy_init() {
+            easy = created
+        } else {
+            release(transfer, .failure(.transport(curlCode: Int32(CURLE_OUT_OF_MEMORY.rawValue))))
+            return
+        }
+        transfer.resetForHop()
+        running[transfer.id] = transfer
+        guard transfer.configure(easy, wire: rules.wire(for: transfer.canonicalURL)), multi.add(easy) else {
+            release(transfer, .failure(.invalidHeader))
+            return
+        }
+    }
+
+    // MARK: Completion
+
+    private func transferDone(_ easy: UnsafeMutableRawPointer, _ result: CURLcode) {
+        defer { deliverFinished() }
+        var pointer: UnsafeMutableRawPointer?
+        packd_easy_getinfo_pointer(easy, CURLINFO_PRIVATE, &pointer)
+        guard let pointer else { return }
+        let transfer = Unmanaged<Transfer>.fromOpaque(pointer).takeUnretainedValue()
+        guard result == CURLE_OK else {
+            let error = FetchError.from(result, blocked: transfer.refusedAddress, exceeded: transfer.exceededLimit,
+                                        bodyLimit: transfer.request.maxBodyBytes)
+            release(transfer, .failure(error))
+            return
+        }
+        var status = 0
+        packd_easy_getinfo_long(easy, CURLINFO_RESPONSE_CODE, &status)
+        if [301, 302, 303, 307, 308].contains(status) {
+            var location: UnsafeMutablePointer<CChar>?
+            packd_easy_getinfo_string(easy, CURLINFO_REDIRECT_URL, &location)
+            if let location {
+                follow(transfer, to: String(cString: location))
+                return
+            }
+        }
+        let response = FetchResponse(status: status, headers: transfer.headers, body: transfer.body,
+                                     effectiveURL: transfer.canonicalURL, redirects: transfer.redirects)
+        release(transfer, .success(response))
+    }
+
+    /// Queues the next hop as a fresh request to the (possibly new) host, with the rules applied
+    /// to its canonical URL — the upstream's Location is never trusted to carry our credentials.
+    private func follow(_ transfer: Transfer, to location: String) {
+        guard transfer.redirects < configuration.maxRedirects else {
+            release(transfer, .failure(.tooManyRedirects(limit: configuration.maxRedirects)))
+            return
+        }
+        let canonical = rules.canonical(forWire: location)
+        let target: WireTarget
+        do throws(FetchError) {
+            target = try WireTarget(rules.wire(for: canonical).url)
+        } catch {
+            release(transfer, .failure(error))
+            return
+        }
+        detach(transfer)
+        transfer.redirects += 1
+        transfer.canonicalURL = canonical
+        transfer.retarget(target)
+        waiting[transfer.id] = transfer
+        hosts[target.hostKey, default: newHostQueue()].prepend(transfer.id)
+        scheduleDispatch(after: .zero)
+    }
+
+    private func abort(_ transfer: Transfer, with error: FetchError) {
+        release(transfer, .failure(error))
+    }
+
+    /// Takes a running transfer off curl and the host's count, and queues its completion.
+    private func release(_ transfer: Transfer, _ result: Result<FetchResponse, FetchError>) {
+        detach(transfer)
+        finished.append((transfer, result))
+    }
+
+    private func detach(_ transfer: Transfer) {
+        guard running.removeValue(forKey: transfer.id) != nil else { return }
+        hosts[transfer.hostKey]?.active -= 1
+        if let easy = transfer.easy {
+            multi.remove(easy)
+            if idleHandles.count < configuration.maxTransfers {
+                idleHandles.append(easy)
+            } else {
+                curl_easy_cleanup(easy)
+            }
+        }
+        transfer.detach()
+        scheduleDispatch(after: .zero)
+    }
+
+    private var delivering = false
+
+    /// Runs queued completions. Not re-entrant: a completion that cancels another transfer just
+    /// adds to the queue this loop is draining.
+    private func deliverFinished() {
+        guard !delivering else { return }
+        delivering = true
+        defer { delivering = false }
+        while !finished.isEmpty {
+            let (transfer, result) = finished.removeFirst()
+            transfer.completion(result)
+        }
+    }
+
+    private static func milliseconds(_ duration: Duration) -> UInt64 {
+        let (seconds, attoseconds) = duration.components
+        guard seconds >= 0 else { return 0 }
+        let millis = min(seconds, 86_400) * 1000 + (attoseconds + 999_999_999_999_999) / 1_000_000_000_000_000
+        return UInt64(millis)
+    }
+}

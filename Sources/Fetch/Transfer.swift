@@ -1,0 +1,181 @@
+import CCurl
+import Glibc
+
+/// One request in flight or waiting: the canonical request, its wire form, and what curl has
+/// delivered so far. Lives on the loop thread; curl's callbacks reach it through the easy
+/// handle's private/userdata pointers, unretained — the fetcher's tables keep it alive.
+final class Transfer {
+    let id: UInt64
+    let request: FetchRequest
+    let completion: (Result<FetchResponse, FetchError>) -> Void
+    /// The canonical URL of the current hop (changes when a redirect is followed).
+    var canonicalURL: String
+    var hostKey: String
+    var wireHost: String
+    var redirects = 0
+
+    var easy: UnsafeMutableRawPointer?
+    var headerList: UnsafeMutablePointer<curl_slist>?
+    let policy: AddressPolicy
+
+    private(set) var body: [UInt8] = []
+    private(set) var headers = ResponseHeaders()
+    private(set) var refusedAddress = false
+    private(set) var exceededLimit = false
+    private var headerBytes = 0
+    static let maxHeaderBytes = 64 << 10
+
+    /// `target` is nil for a request rejected before it was ever queued.
+    init(id: UInt64, request: FetchRequest, target: WireTarget?, policy: AddressPolicy,
+         completion: @escaping (Result<FetchResponse, FetchError>) -> Void) {
+        self.id = id
+        self.request = request
+        self.completion = completion
+        self.canonicalURL = request.url
+        self.hostKey = target?.hostKey ?? ""
+        self.wireHost = target?.host ?? ""
+        self.policy = policy
+    }
+
+    /// Points the transfer at a redirect hop's host.
+    func retarget(_ target: WireTarget) {
+        hostKey = target.hostKey
+        wireHost = target.host
+    }
+
+    /// Clears what a previous hop received.
+    func resetForHop() {
+        body = []
+        headers.removeAll()
+        refusedAddress = false
+        exceededLimit = false
+        headerBytes = 0
+    }
+
+    /// Points `easy` at this transfer's current hop. `wire` is the URL with rule credentials.
+    func configure(_ easy: UnsafeMutableRawPointer, wire: UpstreamRules.WireRequest) -> Bool {
+        self.easy = easy
+        let me = Unmanaged.passUnretained(self).toOpaque()
+        let timeouts = request.timeouts
+        var ok = packd_easy_setopt_string(easy, CURLOPT_URL, wire.url) == CURLE_OK
+        ok = ok && packd_easy_setopt_string(easy, CURLOPT_PROTOCOLS_STR, "http,https") == CURLE_OK
+        ok = ok && packd_easy_setopt_string(easy, CURLOPT_REDIR_PROTOCOLS_STR, "http,https") == CURLE_OK
+        // An inherited http_proxy would make the address check judge the proxy, not the upstream.
+        ok = ok && packd_easy_setopt_string(easy, CURLOPT_PROXY, "") == CURLE_OK
+        ok = ok && packd_easy_setopt_string(easy, CURLOPT_USERAGENT, "packd/1") == CURLE_OK
+        let options: [(CURLoption, Int)] = [
+            (CURLOPT_NOSIGNAL, 1), (CURLOPT_FOLLOWLOCATION, 0), (CURLOPT_HTTP_CONTENT_DECODING, 0),
+            (CURLOPT_HTTP_VERSION, CURL_HTTP_VERSION_2TLS),
+            // Waiting for a connection to offer multiplexing only pays off where HTTP/2 can be
+            // negotiated (TLS); on plain HTTP it would serialise transfers behind a slow first one.
+            (CURLOPT_PIPEWAIT, wire.url.lowercased().hasPrefix("https:") ? 1 : 0),
+            (CURLOPT_CONNECTTIMEOUT_MS, max(1, timeouts.connectMilliseconds)),
+            (CURLOPT_TIMEOUT_MS, max(1, timeouts.totalMilliseconds)),
+            (CURLOPT_LOW_SPEED_LIMIT, max(1, timeouts.lowSpeedBytesPerSecond)),
+            (CURLOPT_LOW_SPEED_TIME, max(1, timeouts.lowSpeedSeconds)),
+            (CURLOPT_NOBODY, request.method == .head ? 1 : 0),
+        ]
+        for (option, value) in options where ok {
+            ok = packd_easy_setopt_long(easy, option, value) == CURLE_OK
+        }
+        ok = ok && packd_easy_setopt_off(easy, CURLOPT_MAXFILESIZE_LARGE, curl_off_t(request.maxBodyBytes)) == CURLE_OK
+        ok = ok && packd_easy_setopt_pointer(easy, CURLOPT_PRIVATE, me) == CURLE_OK
+        ok = ok && packd_easy_setopt_write_callback(easy) { data, size, count, userdata in
+            guard let data, let userdata else { return 0 }
+            return Unmanaged<Transfer>.fromOpaque(userdata).takeUnretainedValue()
+                .received(UnsafeRawBufferPointer(start: data, count: size * count))
+        } == CURLE_OK
+        ok = ok && packd_easy_setopt_pointer(easy, CURLOPT_WRITEDATA, me) == CURLE_OK
+        ok = ok && packd_easy_setopt_header_callback(easy) { data, size, count, userdata in
+            guard let data, let userdata else { return 0 }
+            return Unmanaged<Transfer>.fromOpaque(userdata).takeUnretainedValue()
+                .receivedHeader(UnsafeRawBufferPointer(start: data, count: size * count))
+        } == CURLE_OK
+        ok = ok && packd_easy_setopt_pointer(easy, CURLOPT_HEADERDATA, me) == CURLE_OK
+        ok = ok && packd_easy_setopt_opensocket_callback(easy) { clientp, purpose, address in
+            guard let clientp, let address else { return CURL_SOCKET_BAD }
+            return Unmanaged<Transfer>.fromOpaque(clientp).takeUnretainedValue().openSocket(purpose, address)
+        } == CURLE_OK
+        ok = ok && packd_easy_setopt_pointer(easy, CURLOPT_OPENSOCKETDATA, me) == CURLE_OK
+        guard ok, let list = requestHeaders(ruleHeaders: wire.headers) else { return false }
+        headerList = list
+        return packd_easy_setopt_slist(easy, CURLOPT_HTTPHEADER, list) == CURLE_OK
+    }
+
+    /// Frees what `configure` allocated; the easy handle goes back to the pool.
+    func detach() {
+        if let headerList { curl_slist_free_all(headerList) }
+        headerList = nil
+        easy = nil
+    }
+
+    private func requestHeaders(ruleHeaders: [UpstreamRule.Field]) -> UnsafeMutablePointer<curl_slist>? {
+        // Sent by hand, without CURLOPT_ACCEPT_ENCODING, so curl passes the gzip body through
+        // untouched and the store can keep it compressed.
+        var lines = ["Accept-Encoding: gzip"]
+        if let etag = request.ifNoneMatch { lines.append("If-None-Match: \(etag)") }
+        if let since = request.ifModifiedSince { lines.append("If-Modified-Since: \(HTTPDate.format(since))") }
+        lines += request.headers.map { "\($0.name): \($0.value)" }
+        lines += ruleHeaders.map { "\($0.name): \($0.value)" }
+        var list: UnsafeMutablePointer<curl_slist>?
+        for line in lines {
+            guard let appended = curl_slist_append(list, line) else {
+                if let list { curl_slist_free_all(list) }
+                return nil
+            }
+            list = appended
+        }
+        return list
+    }
+
+    private func received(_ bytes: UnsafeRawBufferPointer) -> Int {
+        guard body.count <= request.maxBodyBytes - bytes.count else {
+            exceededLimit = true
+            return 0
+        }
+        body.append(contentsOf: bytes)
+        return bytes.count
+    }
+
+    private func receivedHeader(_ line: UnsafeRawBufferPointer) -> Int {
+        headerBytes += line.count
+        guard headerBytes <= Self.maxHeaderBytes else {
+            exceededLimit = true
+            return 0
+        }
+        if line.starts(with: "HTTP/".utf8) {
+            // A new response (after 100 Continue, say): forget the previous one's headers.
+            headers.removeAll()
+            return line.count
+        }
+        headers.parse(line: line)
+        if body.isEmpty, let length = contentLength(line), length > 0 {
+            body.reserveCapacity(min(length, request.maxBodyBytes))
+        }
+        return line.count
+    }
+
+    /// The declared length, to size the buffer once; curl itself rejects one above the limit.
+    private func contentLength(_ line: UnsafeRawBufferPointer) -> Int? {
+        let prefix = "content-length:"
+        guard line.count > prefix.utf8.count, line.count < 64 else { return nil }
+        let text = String(decoding: line, as: UTF8.self).lowercased()
+        guard text.hasPrefix(prefix) else { return nil }
+        let digits = text.dropFirst(prefix.utf8.count).filter { $0 != " " && $0 != "\t" && $0 != "\r" && $0 != "\n" }
+        return Int(digits)
+    }
+
+    /// CURLOPT_OPENSOCKETFUNCTION: the one place that sees the resolved address before any packet
+    /// leaves, for the first hop, every redirect hop and every reconnect alike.
+    private func openSocket(_ purpose: curlsocktype, _ address: UnsafeMutablePointer<curl_sockaddr>) -> curl_socket_t {
+        guard purpose == CURLSOCKTYPE_IPCXN,
+              let offset = MemoryLayout<curl_sockaddr>.offset(of: \curl_sockaddr.addr) else { return CURL_SOCKET_BAD }
+        let sockaddrPointer = (UnsafeMutableRawPointer(address) + offset).assumingMemoryBound(to: sockaddr.self)
+        guard let ip = IPAddress(sockaddr: sockaddrPointer, length: Int(address.pointee.addrlen)),
+              policy.permits(ip, host: wireHost) else {
+            refusedAddress = true
+            return CURL_SOCKET_BAD
+        }
+        return socket(address.pointee.family, address.pointee.socktype | Int32(SOCK_CLOEXEC.rawValue), address.pointee.protocol)
+    }
+}

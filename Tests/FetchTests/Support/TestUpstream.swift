@@ -1,0 +1,215 @@
+import Foundation
+import Glibc
+
+/// A deliberately misbehaving HTTP/1.1 upstream on 127.0.0.1 for tests: plain POSIX sockets, a
+/// thread per connection, keep-alive, and a script deciding each reply — a normal response, a
+/// reset, a truncated body, a slow drip, or no answer at all. It records what it was asked, so
+/// tests can assert what reached the upstream (credentials, conditional headers, concurrency).
+final class TestUpstream: @unchecked Sendable {
+    struct Request: Sendable {
+        let method: String
+        let target: String
+        /// Lower-cased names.
+        let headers: [String: String]
+        let receivedAt: ContinuousClock.Instant
+    }
+
+    indirect enum Reply: Sendable {
+        case respond(status: Int, headers: [(String, String)] = [], body: [UInt8] = [])
+        /// Closes with an RST (SO_LINGER 0) instead of answering.
+        case reset
+        /// Declares `declared` bytes, sends `body`, closes.
+        case truncate(declared: Int, body: [UInt8])
+        /// Sends the response in `chunk`-byte pieces with `interval` between them.
+        case drip(body: [UInt8], chunk: Int, interval: Duration)
+        /// Reads the request and never answers.
+        case hang
+        case delayed(Duration, Reply)
+    }
+
+    let port: Int
+    private let listener: Int32
+    private let handler: @Sendable (Request) -> Reply
+    private let lock = NSLock()
+    private var stopping = false
+    private var connections: Set<Int32> = []
+    private var log: [Request] = []
+    private var inFlight = 0
+    private var maxInFlight = 0
+    private var accepted = 0
+    private let threads = DispatchGroup()
+
+    init(_ handler: @escaping @Sendable (Request) -> Reply) throws {
+        self.handler = handler
+        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        self.listener = listener
+        guard listener >= 0 else { throw POSIXError(.EMFILE) }
+        var yes: Int32 = 1
+        setsockopt(listener, SOL_SOCKET, SO_REUSEADDR, &yes, socklen_t(MemoryLayout<Int32>.size))
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = 0
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer in
+                bind(listener, pointer, length) == 0 && listen(listener, 256) == 0
+                    && getsockname(listener, pointer, &length) == 0
+            }
+        }
+        guard bound else {
+            Glibc.close(listener)
+            throw POSIXError(.EADDRINUSE)
+        }
+        port = Int(UInt16(bigEndian: address.sin_port))
+        threads.enter()
+        Thread { [self] in acceptLoop() }.start()
+    }
+
+    func url(_ path: String) -> String { "http://127.0.0.1:\(port)\(path)" }
+
+    var requests: [Request] { lock.withLock { log } }
+    var maxConcurrentRequests: Int { lock.withLock { maxInFlight } }
+    var connectionsAccepted: Int { lock.withLock { accepted } }
+
+    /// Closes every socket and joins every thread.
+    func stop() {
+        let open: Set<Int32> = lock.withLock {
+            stopping = true
+            return connections
+        }
+        shutdown(listener, Int32(SHUT_RDWR))
+        for fd in open { shutdown(fd, Int32(SHUT_RDWR)) }
+        _ = threads.wait(timeout: .now() + 30)
+        Glibc.close(listener)
+    }
+
+    private var isStopping: Bool { lock.withLock { stopping } }
+
+    private func acceptLoop() {
+        defer { threads.leave() }
+        while !isStopping {
+            let fd = accept(listener, nil, nil)
+            if fd < 0 {
+                if errno == EINTR || errno == ECONNABORTED { continue }
+                return
+            }
+            let admitted = lock.withLock {
+                if stopping { return false }
+                connections.insert(fd)
+                accepted += 1
+                threads.enter()
+                return true
+            }
+            guard admitted else {
+                Glibc.close(fd)
+                return
+            }
+            Thread { [self] in
+                serve(fd)
+                lock.withLock { _ = connections.remove(fd) }
+                Glibc.close(fd)
+                threads.leave()
+            }.start()
+        }
+    }
+
+    private func serve(_ fd: Int32) {
+        var buffer: [UInt8] = []
+        while !isStopping {
+            guard let request = readRequest(fd, &buffer) else { return }
+            lock.withLock {
+                log.append(request)
+                inFlight += 1
+                maxInFlight = max(maxInFlight, inFlight)
+            }
+            let keepOpen = perform(handler(request), for: request, on: fd)
+            lock.withLock { inFlight -= 1 }
+            if !keepOpen { return }
+        }
+    }
+
+    /// Returns false when the connection must close afterwards.
+    private func perform(_ reply: Reply, for request: Request, on fd: Int32) -> Bool {
+        switch reply {
+        case let .respond(status, headers, body):
+            var head = "HTTP/1.1 \(status) Status\r\n"
+            for (name, value) in headers { head += "\(name): \(value)\r\n" }
+            if status != 304 { head += "Content-Length: \(body.count)\r\n" }
+            head += "\r\n"
+            return send(fd, Array(head.utf8) + (request.method == "HEAD" || status == 304 ? [] : body))
+        case .reset:
+            var linger = Glibc.linger(l_onoff: 1, l_linger: 0)
+            setsockopt(fd, SOL_SOCKET, SO_LINGER, &linger, socklen_t(MemoryLayout<Glibc.linger>.size))
+            return false
+        case let .truncate(declared, body):
+            let head = "HTTP/1.1 200 OK\r\nContent-Length: \(declared)\r\n\r\n"
+            _ = send(fd, Array(head.utf8) + body)
+            return false
+        case let .drip(body, chunk, interval):
+            var bytes = Array("HTTP/1.1 200 OK\r\nContent-Length: \(body.count)\r\n\r\n".utf8) + body
+            while !bytes.isEmpty, !isStopping {
+                guard send(fd, Array(bytes.prefix(max(1, chunk)))) else { return false }
+                bytes.removeFirst(min(max(1, chunk), bytes.count))
+                Thread.sleep(forTimeInterval: interval.seconds)
+            }
+            return true
+        case .hang:
+            var pollfd = Glibc.pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            while !isStopping {
+                // Wakes only to notice stop() or the client hanging up.
+                if poll(&pollfd, 1, 100) > 0 {
+                    var byte: UInt8 = 0
+                    if recv(fd, &byte, 1, Int32(MSG_PEEK)) <= 0 { return false }
+                }
+            }
+            return false
+        case let .delayed(delay, inner):
+            Thread.sleep(forTimeInterval: delay.seconds)
+            return perform(inner, for: request, on: fd)
+        }
+    }
+
+    private func send(_ fd: Int32, _ bytes: [UInt8]) -> Bool {
+        var offset = 0
+        while offset < bytes.count {
+            let sent = bytes[offset...].withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            if sent < 0, errno == EINTR { continue }
+            guard sent > 0 else { return false }
+            offset += sent
+        }
+        return true
+    }
+
+    private func readRequest(_ fd: Int32, _ buffer: inout [UInt8]) -> Request? {
+        let terminator: [UInt8] = [13, 10, 13, 10]
+        while true {
+            if let end = buffer.firstRange(of: terminator) {
+                let head = String(decoding: buffer[..<end.lowerBound], as: UTF8.self)
+                buffer.removeSubrange(..<end.upperBound)
+                var lines = head.components(separatedBy: "\r\n")
+                let parts = lines.removeFirst().split(separator: " ")
+                guard parts.count == 3 else { return nil }
+                var headers: [String: String] = [:]
+                for line in lines {
+                    guard let colon = line.firstIndex(of: ":") else { continue }
+                    headers[line[..<colon].lowercased()] = line[line.index(after: colon)...]
+                        .trimmingCharacters(in: .whitespaces)
+                }
+                return Request(method: String(parts[0]), target: String(parts[1]), headers: headers, receivedAt: .now)
+            }
+            guard buffer.count < 64 << 10 else { return nil }
+            var chunk = [UInt8](repeating: 0, count: 16 << 10)
+            let count = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+            if count < 0, errno == EINTR { continue }
+            guard count > 0 else { return nil }
+            buffer += chunk[..<count]
+        }
+    }
+}
+
+extension Duration {
+    var seconds: Double {
+        Double(components.seconds) + Double(components.attoseconds) / 1e18
+    }
+}

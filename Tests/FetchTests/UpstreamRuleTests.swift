@@ -1,0 +1,41 @@
+@testable import Fetch
+import Testing
+
+@Suite struct UpstreamRuleTests {
+    let rules = UpstreamRules([
+        UpstreamRule(prefix: "https://tiles.example/", headers: [.init("X-Api-Key", "hdr-secret-1")],
+                     queryItems: [.init("key", "q secret&2")]),
+        UpstreamRule(prefix: "https://tiles.example/private/", rewrittenPrefix: "http://mirror.internal:8080/p/"),
+    ])
+
+    @Test func credentialsAreAddedOnTheWireOnly() {
+        let wire = rules.wire(for: "https://tiles.example/3/1/2.pbf?v=1")
+        #expect(wire.url == "https://tiles.example/3/1/2.pbf?v=1&key=q%20secret%262")
+        #expect(wire.headers == [.init("X-Api-Key", "hdr-secret-1")])
+        #expect(rules.canonical(forWire: wire.url) == "https://tiles.example/3/1/2.pbf?v=1")
+        #expect(rules.wire(for: "https://other.example/a").url == "https://other.example/a")
+    }
+
+    @Test func longestPrefixWinsAndRewriteIsUndone() {
+        let wire = rules.wire(for: "https://tiles.example/private/a.json")
+        #expect(wire.url == "http://mirror.internal:8080/p/a.json")
+        #expect(wire.headers.isEmpty)
+        #expect(rules.canonical(forWire: wire.url) == "https://tiles.example/private/a.json")
+    }
+
+    @Test func injectedParametersAreStrippedWhereverTheyAppear() {
+        #expect(rules.canonical(forWire: "https://tiles.example/x?key=q%20secret%262") == "https://tiles.example/x")
+        #expect(rules.canonical(forWire: "https://tiles.example/x?a=1&key=zzz&b=2#f") == "https://tiles.example/x?a=1&b=2#f")
+    }
+
+    @Test func redactionRemovesRawAndEncodedSecrets() {
+        let text = "failed https://tiles.example/x?key=q%20secret%262 with hdr-secret-1 and q secret&2"
+        let redacted = rules.redact(text)
+        #expect(!redacted.contains("secret"))
+        #expect(redacted.contains("[redacted]"))
+    }
+
+    @Test func percentEncodingKeepsOnlyUnreserved() {
+        #expect(UpstreamRules.percentEncode("aZ09-._~ /?&=#%é") == "aZ09-._~%20%2F%3F%26%3D%23%25%C3%A9")
+    }
+}
