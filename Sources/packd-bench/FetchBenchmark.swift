@@ -30,11 +30,9 @@ struct FetchBenchmark: ParsableCommand {
             }
             try Data(bytes).write(to: root.appendingPathComponent("\(index).bin"))
         }
-        let (nginx, port) = try startNginx(directory: directory, root: root)
-        defer {
-            kill(nginx.processIdentifier, SIGTERM)
-            nginx.waitUntilExit()
-        }
+        let nginx = try NginxBaseline.start(in: directory, root: root, workers: 1, accessLog: false)
+        defer { nginx.stop() }
+        let port = nginx.port
         let urls = (0..<files).map { "http://127.0.0.1:\(port)/\($0).bin" }
 
         let curlSeconds = try runCurl(urls: urls, directory: directory)
@@ -97,43 +95,5 @@ struct FetchBenchmark: ParsableCommand {
         let elapsed = ContinuousClock.now - start
         guard process.terminationStatus == 0 else { throw ValidationError("curl failed with status \(process.terminationStatus)") }
         return Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
-    }
-
-    private func startNginx(directory: URL, root: URL) throws -> (Process, Int) {
-        let port = Int.random(in: 20_000...60_000)
-        let path = directory.path
-        let config = """
-        worker_processes 1;
-        daemon off;
-        pid \(path)/nginx.pid;
-        error_log \(path)/nginx-error.log warn;
-        user root;
-        events { worker_connections 4096; }
-        http {
-            access_log off;
-            client_body_temp_path \(path)/body;
-            proxy_temp_path \(path)/proxy;
-            fastcgi_temp_path \(path)/fastcgi;
-            uwsgi_temp_path \(path)/uwsgi;
-            scgi_temp_path \(path)/scgi;
-            keepalive_requests 1000000;
-            server { listen 127.0.0.1:\(port); root \(root.path); location / { } }
-        }
-        """
-        let configPath = directory.appendingPathComponent("nginx.conf")
-        try Data(config.utf8).write(to: configPath)
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/sbin/nginx")
-        process.arguments = ["-p", path, "-e", "\(path)/nginx-error.log", "-c", configPath.path]
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        let deadline = ContinuousClock.now + .seconds(10)
-        while ContinuousClock.now < deadline, process.isRunning {
-            // nginx writes its pid file once it has bound the listening socket.
-            if FileManager.default.fileExists(atPath: "\(path)/nginx.pid") { return (process, port) }
-            usleep(20_000)
-        }
-        throw ValidationError("nginx did not start; see \(path)/nginx-error.log")
     }
 }

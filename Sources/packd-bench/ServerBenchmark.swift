@@ -34,8 +34,12 @@ struct ServerBenchmark: ParsableCommand {
 
         let packd = try startPackd(in: directory)
         defer { stop(packd.process) }
-        let nginx = try startNginx(in: directory)
-        defer { stop(nginx.process) }
+        let root = directory.appendingPathComponent("www")
+        try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
+        try Data("ok".utf8).write(to: root.appendingPathComponent("ok.txt"))
+        // nginx writes an access log as packd does at info level, so both pay for one.
+        let nginx = try NginxBaseline.start(in: directory, root: root, workers: nginxWorkers, accessLog: true)
+        defer { nginx.stop() }
 
         print("wrk -t\(threads) -c\(connections) -d\(duration) --latency   (nginx workers: \(nginxWorkers), packd log level: \(logLevel))")
         var ratios: [Double] = []
@@ -67,7 +71,7 @@ struct ServerBenchmark: ParsableCommand {
             "serve", "--listen", "127.0.0.1:0", "--port-file", portFile, "--log-level", logLevel,
             "--database", directory.appendingPathComponent("bench.sqlite").path,
         ]
-        FileManager.default.createFile(atPath: directory.appendingPathComponent("packd.log").path, contents: nil)
+        _ = FileManager.default.createFile(atPath: directory.appendingPathComponent("packd.log").path, contents: nil)
         process.standardError = try FileHandle(forWritingTo: directory.appendingPathComponent("packd.log"))
         process.standardOutput = FileHandle.nullDevice
         try process.run()
@@ -75,50 +79,6 @@ struct ServerBenchmark: ParsableCommand {
             throw ValidationError("packd did not start (is it built next to packd-bench? run swift build -c release)")
         }
         return (process, port)
-    }
-
-    private func startNginx(in directory: URL) throws -> (process: Process, port: Int) {
-        let root = directory.appendingPathComponent("www")
-        try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
-        try Data("ok".utf8).write(to: root.appendingPathComponent("ok.txt"))
-        let port = try freePort()
-        let path = directory.path
-        let config = """
-        worker_processes \(nginxWorkers);
-        daemon off;
-        pid \(path)/nginx.pid;
-        error_log \(path)/nginx-error.log warn;
-        user root;
-        events { worker_connections 4096; }
-        http {
-            access_log \(path)/nginx-access.log;
-            client_body_temp_path \(path)/body;
-            proxy_temp_path \(path)/proxy;
-            fastcgi_temp_path \(path)/fastcgi;
-            uwsgi_temp_path \(path)/uwsgi;
-            scgi_temp_path \(path)/scgi;
-            keepalive_requests 1000000;
-            server {
-                listen 127.0.0.1:\(port);
-                root \(root.path);
-                location / { }
-            }
-        }
-        """
-        let configPath = directory.appendingPathComponent("nginx.conf")
-        try Data(config.utf8).write(to: configPath)
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/sbin/nginx")
-        process.arguments = ["-p", path, "-e", "\(path)/nginx-error.log", "-c", configPath.path]
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        let deadline = Date().addingTimeInterval(10)
-        while Date() < deadline && process.isRunning {
-            if canConnect(port: port) { return (process, port) }
-            usleep(20_000)
-        }
-        throw ValidationError("nginx did not start; see \(path)/nginx-error.log")
     }
 
     private func runWrk(name: String, url: String) throws -> Result {
@@ -176,33 +136,4 @@ struct ServerBenchmark: ParsableCommand {
         process.waitUntilExit()
     }
 
-    /// A port the kernel considers free right now (nginx cannot report the port it bound).
-    private func freePort() throws -> Int {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(fd) }
-        var address = loopback(port: 0)
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
-        }
-        guard bound else { throw ValidationError("cannot find a free port") }
-        return Int(UInt16(bigEndian: address.sin_port))
-    }
-
-    private func canConnect(port: Int) -> Bool {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(fd) }
-        var address = loopback(port: port)
-        return withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
-        }
-    }
-
-    private func loopback(port: Int) -> sockaddr_in {
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = in_port_t(UInt16(port).bigEndian)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        return address
-    }
 }

@@ -1,0 +1,87 @@
+import ArgumentParser
+import Foundation
+
+/// nginx serving a folder on 127.0.0.1: the known-fast baseline that packd's server and download
+/// benchmarks are measured beside, in the same run, so results read as ratios.
+struct NginxBaseline {
+    let process: Process
+    let port: Int
+
+    /// Starts nginx on a free loopback port and returns once it accepts connections.
+    static func start(in directory: URL, root: URL, workers: Int, accessLog: Bool) throws -> NginxBaseline {
+        let port = try freeLoopbackPort()
+        let path = directory.path
+        let config = """
+        worker_processes \(workers);
+        daemon off;
+        pid \(path)/nginx.pid;
+        error_log \(path)/nginx-error.log warn;
+        user root;
+        events { worker_connections 4096; }
+        http {
+            access_log \(accessLog ? "\(path)/nginx-access.log" : "off");
+            client_body_temp_path \(path)/body;
+            proxy_temp_path \(path)/proxy;
+            fastcgi_temp_path \(path)/fastcgi;
+            uwsgi_temp_path \(path)/uwsgi;
+            scgi_temp_path \(path)/scgi;
+            keepalive_requests 1000000;
+            server {
+                listen 127.0.0.1:\(port);
+                root \(root.path);
+                location / { }
+            }
+        }
+        """
+        let configPath = directory.appendingPathComponent("nginx.conf")
+        try Data(config.utf8).write(to: configPath)
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/sbin/nginx")
+        process.arguments = ["-p", path, "-e", "\(path)/nginx-error.log", "-c", configPath.path]
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        let deadline = Date().addingTimeInterval(10)
+        while Date() < deadline && process.isRunning {
+            if canConnect(port: port) { return NginxBaseline(process: process, port: port) }
+            usleep(20_000)
+        }
+        throw ValidationError("nginx did not start; see \(path)/nginx-error.log")
+    }
+
+    func stop() {
+        guard process.isRunning else { return }
+        kill(process.processIdentifier, SIGTERM)
+        process.waitUntilExit()
+    }
+
+    /// A port the kernel considers free right now (nginx cannot report the port it bound).
+    private static func freeLoopbackPort() throws -> Int {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var address = loopback(port: 0)
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
+        }
+        guard bound else { throw ValidationError("cannot find a free port") }
+        return Int(UInt16(bigEndian: address.sin_port))
+    }
+
+    private static func canConnect(port: Int) -> Bool {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var address = loopback(port: port)
+        return withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
+        }
+    }
+
+    private static func loopback(port: Int) -> sockaddr_in {
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        return address
+    }
+}
