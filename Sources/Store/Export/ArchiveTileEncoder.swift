@@ -11,6 +11,8 @@ final class ArchiveTileEncoder {
     private let deflate = Inflater(.raw)
     private let gzip = Inflater(.gzip)
     private let collectsLayers: Bool
+    /// The gzip member of the current tile, reused from tile to tile.
+    private var member: [UInt8] = []
     /// Fixed by the first tile: a tileset has one format.
     private(set) var format: TileFormat?
     private(set) var layers = VectorTileLayers()
@@ -55,7 +57,7 @@ final class ArchiveTileEncoder {
         if collectsLayers { collectLayers(plain, isGzip: isGzip, z: z) }
         if isGzip {
             try body(plain)
-        } else if compressed, let member = Gzip.rewrap(zlib: stored, inflated: plain) {
+        } else if compressed, Gzip.rewrap(zlib: stored, inflated: plain, into: &member) {
             try member.withUnsafeBytes(body)
         } else {
             try Gzip.compress(plain).withUnsafeBytes(body)
@@ -76,4 +78,14 @@ final class ArchiveTileEncoder {
             unreadableVectorTiles += 1
         }
     }
+}
+
+/// What the archive writer needs from the encoder once every tile went through it.
+struct EncodedTileSet: Sendable {
+    let format: TileFormat
+    let layers: VectorTileLayers
+}
+
+extension ArchiveTileEncoder {
+    var encodedTileSet: EncodedTileSet { EncodedTileSet(format: format ?? .mvt, layers: layers) }
 }
