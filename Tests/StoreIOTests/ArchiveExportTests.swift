@@ -111,6 +111,24 @@ import Testing
                 == [[.blob(pack.rasterTiles[PackFixture.key(1, 1, 1)]!)]])
     }
 
+    /// The archive is written on a second thread: its failure must still reach the caller.
+    @Test func anUnwritableDestinationFailsBothArchiveExports() throws {
+        let fixture = StoreIOFixture()
+        let pack = try PackFixture(fixture)
+        let reader = try Database(path: pack.path, mode: .readOnly)
+        let source = try PackTileSource.choose(pack: pack.pack, urlTemplate: PackFixture.vectorTemplate, in: reader)
+        let missing = fixture.path("no-such-directory/out")
+        #expect(throws: ExportError.self) {
+            try MBTilesExport.write(pack: pack.pack, source: source, name: "x", from: reader, to: missing + ".mbtiles")
+        }
+        #expect(throws: ExportError.self) {
+            try PMTilesExport.write(pack: pack.pack, source: source, name: "x", from: reader, to: missing + ".pmtiles")
+        }
+        // The reader's snapshot transaction was closed either way: a later export works.
+        let summary = try MBTilesExport.write(pack: pack.pack, source: source, name: "x", from: reader, to: fixture.path("ok.mbtiles"))
+        #expect(summary.tileCount == pack.vectorTiles.count)
+    }
+
     @Test func aCorruptStoredTileIsAnErrorNamingIt() throws {
         let fixture = StoreIOFixture()
         let database = try fixture.packdDatabase("bad.db")
