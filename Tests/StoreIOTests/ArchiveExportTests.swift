@@ -124,9 +124,12 @@ import Testing
         #expect(throws: ExportError.self) {
             try PMTilesExport.write(pack: pack.pack, source: source, name: "x", from: reader, to: missing + ".pmtiles")
         }
-        // The reader's snapshot transaction was closed either way: a later export works.
+        // The reader's snapshot transaction was closed either way: a later export works. The
+        // export maps the pack while it reads, then leaves the caller's connection as it was.
+        try reader.execute("PRAGMA mmap_size = 12345")
         let summary = try MBTilesExport.write(pack: pack.pack, source: source, name: "x", from: reader, to: fixture.path("ok.mbtiles"))
         #expect(summary.tileCount == pack.vectorTiles.count)
+        #expect(try reader.scalarInt("PRAGMA mmap_size") == 12345)
     }
 
     @Test func aCorruptStoredTileIsAnErrorNamingIt() throws {
