@@ -1,3 +1,9 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
 /// Encoded forms of tiles a pack stores again and again (the ocean, empty land at high zoom:
 /// often most tiles of a pack), so the export inflates and scans such a tile a few times, not
 /// thousands. A zlib row ends with the Adler-32 of its content, so (length, trailer) names a
@@ -32,7 +38,10 @@ struct RepeatedTileCache {
     mutating func lookUp(_ stored: UnsafeRawBufferPointer, z: Int64) -> (entry: Entry?, wantsEntry: Bool) {
         guard let key = Self.key(stored) else { return (nil, false) }
         if let entry = entries[key] {
-            let same = entry.stored.withUnsafeBytes { $0.elementsEqual(stored) }
+            // memcmp: the generic elementsEqual compares byte by byte, 1.5% of an export.
+            let same = entry.stored.count == stored.count && entry.stored.withUnsafeBytes {
+                memcmp($0.baseAddress!, stored.baseAddress!, stored.count) == 0
+            }
             return same && entry.zoom == z ? (entry, false) : (nil, same)
         }
         if seen.contains(key) { return (nil, true) }
