@@ -3,7 +3,8 @@ import Foundation
 /// Writes one tileset of a pack as MBTiles 1.3: `tiles` in TMS row order (y flipped), vector
 /// tiles gzip-compressed, and `metadata` with name, format, bounds, center, zooms and — for
 /// vector tiles — `json` holding `vector_layers`, which GDAL and tile servers require. Rows are
-/// streamed from the pack database into the new file; no tile is held longer than its insert.
+/// streamed from the pack database into the new file through `ExportPipeline` (encoding on the
+/// calling thread, SQLite inserts on a second one); at most a few 512 KiB batches are in flight.
 public enum MBTilesExport {
     static let schema = """
         CREATE TABLE metadata (name TEXT, value TEXT);

@@ -2,8 +2,9 @@ import Foundation
 
 /// Writes one tileset of a pack as a PMTiles v3 archive. PMTiles wants tiles in Hilbert order,
 /// which no index gives, so the export reads coordinates first (16 bytes a tile), sorts them, then
-/// reads each body by primary key and streams it to `PMTilesWriter`. Memory stays flat in tile
-/// bodies; only ids and directory entries scale with the tile count.
+/// reads each body by primary key, encodes it and hands it through `ExportPipeline` to a
+/// `PMTilesWriter` on a second thread. Memory stays flat in tile bodies (a few 512 KiB batches in
+/// flight); only ids and directory entries scale with the tile count.
 public enum PMTilesExport {
     public static func write(pack: Int64, source: PackTileSource, name: String, from database: Database,
                              to path: String) throws(ExportError) -> ArchiveExportSummary {
