@@ -111,6 +111,74 @@ import Testing
                 == [[.blob(pack.rasterTiles[PackFixture.key(1, 1, 1)]!)]])
     }
 
+    /// The archive is written on a second thread: its failure must still reach the caller.
+    @Test func anUnwritableDestinationFailsBothArchiveExports() throws {
+        let fixture = StoreIOFixture()
+        let pack = try PackFixture(fixture)
+        let reader = try Database(path: pack.path, mode: .readOnly)
+        let source = try PackTileSource.choose(pack: pack.pack, urlTemplate: PackFixture.vectorTemplate, in: reader)
+        let missing = fixture.path("no-such-directory/out")
+        #expect(throws: ExportError.self) {
+            try MBTilesExport.write(pack: pack.pack, source: source, name: "x", from: reader, to: missing + ".mbtiles")
+        }
+        #expect(throws: ExportError.self) {
+            try PMTilesExport.write(pack: pack.pack, source: source, name: "x", from: reader, to: missing + ".pmtiles")
+        }
+        // The reader's snapshot transaction was closed either way: a later export works. The
+        // export maps the pack while it reads, then leaves the caller's connection as it was.
+        try reader.execute("PRAGMA mmap_size = 12345")
+        let summary = try MBTilesExport.write(pack: pack.pack, source: source, name: "x", from: reader, to: fixture.path("ok.mbtiles"))
+        #expect(summary.tileCount == pack.vectorTiles.count)
+        #expect(try reader.scalarInt("PRAGMA mmap_size") == 12345)
+    }
+
+    /// Repeated rows are encoded once and reused: the reuse must still count each copy's zoom in
+    /// the layer ranges, each unreadable copy, and yield the same bytes as encoding afresh.
+    @Test func repeatedTilesKeepLayerZoomsAndUnreadableCounts() throws {
+        let fixture = StoreIOFixture()
+        let database = try fixture.packdDatabase("repeats.db")
+        let region = try fixture.addRegion(database, definition: "{}", name: "repeats")
+        let land = StoreIOFixture.vectorTile(layers: [("roads", ["class"])], salt: 1)
+        let ocean = StoreIOFixture.vectorTile(layers: [("water", ["name"])], salt: 2)
+        // Field 3 (a layer) of 127 zero bytes: valid zlib, a layer without a name.
+        let unreadable: [UInt8] = [0x1A, 0x7F] + [UInt8](repeating: 0, count: 127)
+        var expected: [String: [UInt8]] = [PackFixture.key(0, 0, 0): land]
+        try fixture.addTile(database, region: region, template: "t", z: 0, x: 0, y: 0, body: land)
+        for (z, body) in [(2, ocean), (3, ocean), (4, unreadable)] {
+            for x in 0..<4 {
+                try fixture.addTile(database, region: region, template: "t", z: Int64(z), x: Int64(x), y: 0, body: body)
+                expected[PackFixture.key(z, x, 0)] = body
+            }
+        }
+        #expect(StoreIOFixture.stored(unreadable).1 && StoreIOFixture.stored(ocean).1)
+        let reader = try Database(path: fixture.path("repeats.db"), mode: .readOnly)
+        let source = try PackTileSource.choose(pack: region, urlTemplate: nil, in: reader)
+        let output = fixture.path("repeats.mbtiles")
+        let summary = try MBTilesExport.write(pack: region, source: source, name: "r", from: reader, to: output)
+        #expect(summary.unreadableVectorTiles == 4)
+        #expect(summary.tileCount == 13)
+        let pmtiles = try PMTilesExport.write(pack: region, source: source, name: "r", from: reader, to: fixture.path("repeats.pmtiles"))
+        #expect(pmtiles.unreadableVectorTiles == 4)
+
+        let mbtiles = try Database(path: output, mode: .readOnly)
+        var seen = 0
+        try mbtiles.makeStatement("SELECT zoom_level, tile_column, tile_row, tile_data FROM tiles").forEachRow { row in
+            let z = Int(row.int64(at: 0)), x = Int(row.int64(at: 1)), y = (1 << z) - 1 - Int(row.int64(at: 2))
+            let data = try #require(row.blob(at: 3))
+            #expect(try StoreIOFixture.gunzip(data) == expected[PackFixture.key(z, x, y)])
+            seen += 1
+        }
+        #expect(seen == 13)
+        let json = try #require(try rows(mbtiles, "SELECT value FROM metadata WHERE name = 'json'").first?.first)
+        guard case .text(let text) = json else { Issue.record("no json metadata"); return }
+        let layers = try #require((try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any])?["vector_layers"] as? [[String: Any]])
+        let zooms = Dictionary(uniqueKeysWithValues: layers.compactMap { layer -> (String, [Int])? in
+            guard let id = layer["id"] as? String, let min = layer["minzoom"] as? Int, let max = layer["maxzoom"] as? Int else { return nil }
+            return (id, [min, max])
+        })
+        #expect(zooms == ["roads": [0, 0], "water": [2, 3]])
+    }
+
     @Test func aCorruptStoredTileIsAnErrorNamingIt() throws {
         let fixture = StoreIOFixture()
         let database = try fixture.packdDatabase("bad.db")

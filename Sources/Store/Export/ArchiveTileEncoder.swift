@@ -11,6 +11,9 @@ final class ArchiveTileEncoder {
     private let deflate = Inflater(.raw)
     private let gzip = Inflater(.gzip)
     private let collectsLayers: Bool
+    private var repeated = RepeatedTileCache()
+    /// The gzip member of the current tile, reused from tile to tile.
+    private var member: [UInt8] = []
     /// Fixed by the first tile: a tileset has one format.
     private(set) var format: TileFormat?
     private(set) var layers = VectorTileLayers()
@@ -27,6 +30,19 @@ final class ArchiveTileEncoder {
         guard compressed else {
             return try encode(plain: data, stored: data, compressed: false, z: z, body)
         }
+        // Only once the format is fixed: the first tile decides how every later one is encoded.
+        let lookup = format == nil ? (entry: nil, wantsEntry: false) : repeated.lookUp(data, z: z)
+        if let entry = lookup.entry {
+            if entry.unreadable { unreadableVectorTiles += 1 }
+            return try entry.encoded.withUnsafeBytes(body)
+        }
+        let unreadableBefore = unreadableVectorTiles
+        func keeping(_ bytes: UnsafeRawBufferPointer) throws {
+            if lookup.wantsEntry {
+                repeated.keep(stored: data, encoded: bytes, z: z, unreadable: unreadableVectorTiles > unreadableBefore)
+            }
+            try body(bytes)
+        }
         // The deflate payload alone is inflated: the gzip trailer needs a CRC-32 of the output
         // anyway, and skipping the Adler-32 check saves a pass over every tile. A header zlib
         // would reject (or a preset dictionary) takes the checked path and fails there.
@@ -38,7 +54,7 @@ final class ArchiveTileEncoder {
             throw ExportError.invalidTile(z: z, x: x, y: y, reason: "stored zlib data: \(error)")
         }
         try inflater.output.withUnsafeBytes { raw in
-            try encode(plain: UnsafeRawBufferPointer(rebasing: raw[0..<inflater.count]), stored: data, compressed: true, z: z, body)
+            try encode(plain: UnsafeRawBufferPointer(rebasing: raw[0..<inflater.count]), stored: data, compressed: true, z: z, keeping)
         }
     }
 
@@ -55,7 +71,7 @@ final class ArchiveTileEncoder {
         if collectsLayers { collectLayers(plain, isGzip: isGzip, z: z) }
         if isGzip {
             try body(plain)
-        } else if compressed, let member = Gzip.rewrap(zlib: stored, inflated: plain) {
+        } else if compressed, Gzip.rewrap(zlib: stored, inflated: plain, into: &member) {
             try member.withUnsafeBytes(body)
         } else {
             try Gzip.compress(plain).withUnsafeBytes(body)
@@ -76,4 +92,14 @@ final class ArchiveTileEncoder {
             unreadableVectorTiles += 1
         }
     }
+}
+
+/// What the archive writer needs from the encoder once every tile went through it.
+struct EncodedTileSet: Sendable {
+    let format: TileFormat
+    let layers: VectorTileLayers
+}
+
+extension ArchiveTileEncoder {
+    var encodedTileSet: EncodedTileSet { EncodedTileSet(format: format ?? .mvt, layers: layers) }
 }

@@ -20,6 +20,8 @@ final class ExportFile {
     private var descriptor: Int32
     /// Bytes appended so far (the next append's offset).
     private(set) var size: UInt64 = 0
+    private static let bufferCapacity = 1 << 20
+    private var pending: [UInt8] = []
 
     private init(path: String, descriptor: Int32) {
         self.path = path
@@ -44,7 +46,30 @@ final class ExportFile {
         return file
     }
 
+    /// Appends through a buffer: an archive is written one ~10 KB tile at a time, and a system
+    /// call per tile cost more than the copy. Reads, overwrites and `finish` flush it first.
     func append(_ bytes: UnsafeRawBufferPointer) throws(Failure) {
+        if pending.count + bytes.count > Self.bufferCapacity { try flush() }
+        if bytes.count >= Self.bufferCapacity {
+            try writeAll(bytes)
+        } else {
+            pending.append(contentsOf: bytes)
+        }
+        size += UInt64(bytes.count)
+    }
+
+    /// Writes out what `append` buffered.
+    func flush() throws(Failure) {
+        guard !pending.isEmpty else { return }
+        var failure: Failure?
+        pending.withUnsafeBytes { raw in
+            do throws(Failure) { try writeAll(raw) } catch { failure = error }
+        }
+        pending.removeAll(keepingCapacity: true)
+        if let failure { throw failure }
+    }
+
+    private func writeAll(_ bytes: UnsafeRawBufferPointer) throws(Failure) {
         var done = 0
         while done < bytes.count {
             let written = write(descriptor, bytes.baseAddress! + done, bytes.count - done)
@@ -54,7 +79,6 @@ final class ExportFile {
             }
             done += written
         }
-        size += UInt64(bytes.count)
     }
 
     func append(_ bytes: [UInt8]) throws(Failure) {
@@ -66,8 +90,28 @@ final class ExportFile {
         if let failure { throw failure }
     }
 
+    /// Whether the file holds exactly `bytes` at `offset`: the PMTiles writer confirms a
+    /// duplicate tile before pointing at it. Still-buffered bytes are compared in memory, so a
+    /// run of repeated tiles does not force a flush per tile.
+    func holds(_ bytes: UnsafeRawBufferPointer, at offset: UInt64) throws(Failure) -> Bool {
+        let end = offset.addingReportingOverflow(UInt64(bytes.count))
+        guard !end.overflow, end.partialValue <= size else { return false }
+        let flushed = size - UInt64(pending.count)
+        if offset >= flushed {
+            let start = Int(offset - flushed)
+            return pending.withUnsafeBytes { raw in
+                bytes.count == 0 || memcmp(raw.baseAddress! + start, bytes.baseAddress!, bytes.count) == 0
+            }
+        }
+        let stored = try read(at: offset, count: bytes.count)
+        return stored.withUnsafeBytes { raw in
+            raw.count == bytes.count && (bytes.count == 0 || memcmp(raw.baseAddress!, bytes.baseAddress!, bytes.count) == 0)
+        }
+    }
+
     /// Reads exactly `count` bytes at `offset` (fewer only at end of file).
     func read(at offset: UInt64, count: Int) throws(Failure) -> [UInt8] {
+        try flush()
         var bytes = [UInt8](repeating: 0, count: count)
         var done = 0
         while done < count {
@@ -87,6 +131,7 @@ final class ExportFile {
 
     /// Overwrites bytes at `offset` (inside what was already appended).
     func overwrite(_ bytes: [UInt8], at offset: UInt64) throws(Failure) {
+        try flush()
         var done = 0
         while done < bytes.count {
             let written = bytes.withUnsafeBytes { raw in
@@ -100,6 +145,7 @@ final class ExportFile {
         }
     }
 
+    /// Closes without flushing: an export that got this far without `flush` failed anyway.
     func close() {
         if descriptor >= 0 {
             #if canImport(Glibc)

@@ -47,19 +47,35 @@ enum Gzip {
     /// MapLibre's rows are zlib, MBTiles and PMTiles want gzip, and the compressed payload is the
     /// same.
     static func rewrap(zlib: UnsafeRawBufferPointer, inflated: UnsafeRawBufferPointer) -> [UInt8]? {
+        var member = [UInt8]()
+        return rewrap(zlib: zlib, inflated: inflated, into: &member) ? member : nil
+    }
+
+    /// `rewrap` into `member` (replacing its contents, keeping its capacity): an export rewraps
+    /// every tile, and one reused buffer spares an allocation per tile. False if `zlib` cannot
+    /// be rewrapped.
+    static func rewrap(zlib: UnsafeRawBufferPointer, inflated: UnsafeRawBufferPointer, into member: inout [UInt8]) -> Bool {
         // A zlib stream is CMF FLG, deflate data, Adler-32. A preset dictionary (FDICT) cannot be
         // expressed in gzip.
-        guard hasPlainZlibHeader(zlib) else { return nil }
+        guard hasPlainZlibHeader(zlib) else { return false }
         let payload = UnsafeRawBufferPointer(rebasing: zlib[2..<(zlib.count - 4)])
         let crc = ZlibCodec.crc32Of(inflated)
         let size = UInt32(truncatingIfNeeded: inflated.count)
-        var member = [UInt8]()
+        member.removeAll(keepingCapacity: true)
         member.reserveCapacity(header.count + payload.count + 8)
         member.append(contentsOf: header)
         member.append(contentsOf: payload)
         appendLittleEndian(crc, to: &member)
         appendLittleEndian(size, to: &member)
-        return member
+        return true
+    }
+
+    /// The CRC-32 of the uncompressed data a gzip member's trailer records (nil if `member` is
+    /// too short to be one). Unverified: callers use it as a hash, never as proof.
+    static func trailerCRC(_ member: UnsafeRawBufferPointer) -> UInt32? {
+        guard member.count >= header.count + 8 else { return nil }
+        let at = member.count - 8
+        return UInt32(member[at]) | UInt32(member[at + 1]) << 8 | UInt32(member[at + 2]) << 16 | UInt32(member[at + 3]) << 24
     }
 
     private static func appendLittleEndian(_ value: UInt32, to bytes: inout [UInt8]) {

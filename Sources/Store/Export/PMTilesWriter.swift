@@ -45,17 +45,21 @@ final class PMTilesWriter {
         }
     }
 
-    func append(tileID: UInt64, bytes: UnsafeRawBufferPointer) throws(Failure) {
+    /// Appends one tile. `checksum` is a CRC-32 identifying the content if the caller already
+    /// has one (a gzip member's trailer holds the CRC-32 of the tile it wraps); otherwise the
+    /// writer computes the CRC-32 of `bytes`. It only picks the candidate duplicate, which is then
+    /// confirmed byte for byte, so either choice gives the same archive.
+    func append(tileID: UInt64, bytes: UnsafeRawBufferPointer, checksum: UInt32? = nil) throws(Failure) {
         guard bytes.count <= Int(UInt32.max) else { throw .tileTooLarge(bytes.count) }
         if let last = entries.last, tileID < last.tileID + UInt64(last.runLength) {
             throw .outOfOrder(previous: last.tileID, next: tileID)
         }
         let length = UInt32(bytes.count)
-        let crc = ZlibCodec.crc32Of(bytes)
+        let crc = checksum ?? ZlibCodec.crc32Of(bytes)
         let key = ContentKey(length: bytes.count, crc: crc)
         addressedTiles += 1
         do {
-            if let offset = offsetsByContent[key], try output.read(at: dataOffset + offset, count: bytes.count).elementsEqual(bytes) {
+            if let offset = offsetsByContent[key], try output.holds(bytes, at: dataOffset + offset) {
                 if var last = entries.last, last.offset == offset, last.length == length,
                    tileID == last.tileID + UInt64(last.runLength), last.runLength < UInt32.max {
                     last.runLength += 1
