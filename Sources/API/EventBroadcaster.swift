@@ -147,7 +147,11 @@ public final class EventBroadcaster: @unchecked Sendable {
         }
         subscriberCount += 1
         onSubscriberCountChange?(subscriberCount)
-        stream.onWritable = { [weak subscriber] in subscriber?.drain() }
+        stream.onWritable = { [weak self, weak subscriber] in
+            guard let subscriber else { return }
+            subscriber.drain()
+            self?.endIfDone(subscriber)
+        }
         stream.onClose = { [weak self, weak subscriber] in
             guard let self, let subscriber else { return }
             remove(subscriber)
@@ -204,6 +208,19 @@ public final class EventBroadcaster: @unchecked Sendable {
             subscriber.stream.finish()
             remove(subscriber)
         }
+        // A removed pack's own streams have nothing more to say: they end after `pack_removed`.
+        if kind == .packRemoved, let subscribers = packSubscribers[packID] {
+            for subscriber in subscribers.values {
+                subscriber.endsWhenDrained = true
+                endIfDone(subscriber)
+            }
+        }
+    }
+
+    private func endIfDone(_ subscriber: EventSubscriber) {
+        guard subscriber.isDone else { return }
+        subscriber.stream.finish()
+        remove(subscriber)
     }
 
     /// Emits held progress whose interval has ended. The flush timer calls it; tests too.

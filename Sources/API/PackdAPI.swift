@@ -30,7 +30,7 @@ public final class PackdAPI {
     public func register(in router: inout Router) {
         packs.register(in: &router, using: routes)
         StorageRoutes(store: store, packs: packs, logger: logger).register(in: &router, using: routes)
-        ResourceRoutes(store: store, logger: logger).register(in: &router, using: routes)
+        ResourceRoutes(store: store, authenticator: routes.authenticator, logger: logger).register(in: &router, using: routes)
         EventRoutes(store: store, events: events, logger: logger).register(in: &router, using: routes)
         let metrics = routes.metrics
         routes.add(.get, "/metrics", role: .read, to: &router) { _, responder in

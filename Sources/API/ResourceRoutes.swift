@@ -12,13 +12,16 @@ import Store
 /// gzip, so they are always sent decompressed.
 public struct ResourceRoutes {
     public let store: StoreAccess
+    /// `fetch=true` needs the `write` role on a route that otherwise needs `read`.
+    let authenticator: APIKeyAuthenticator
     let logger: Logger
     /// The largest preloaded body.
     public static let maximumBodyBytes = 16 << 20
     static let maximumURLLength = 4096
 
-    public init(store: StoreAccess, logger: Logger = Logger(label: "packd.api")) {
+    public init(store: StoreAccess, authenticator: APIKeyAuthenticator, logger: Logger = Logger(label: "packd.api")) {
         self.store = store
+        self.authenticator = authenticator
         self.logger = logger
     }
 
@@ -56,7 +59,15 @@ public struct ResourceRoutes {
         } catch {
             return responder.respond(error)
         }
-        let fetch = request.queryValue("fetch") == "true"
+        let fetch: Bool
+        switch request.queryValue("fetch") {
+        case nil, "false": fetch = false
+        case "true": fetch = true
+        default: return responder.respond(Problem(.malformedRequest, detail: "query parameter fetch must be true or false"))
+        }
+        if fetch, case .failure(let problem) = authenticator.authenticate(request, requires: .write) {
+            return responder.respond(APIKeyAuthenticator.response(for: problem))
+        }
         store.read({ reader -> (resource: StoredResource, body: [UInt8]?)? in
             guard let resource = try reader.read(.resource(url: url, kind: ResourceMediaType.kind(of: url))) else { return nil }
             return (resource, try resource.body?.decoded())

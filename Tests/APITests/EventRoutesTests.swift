@@ -39,10 +39,16 @@ import Testing
 
         let removed = try StreamClient(port: reopened.port)
         try removed.get("/v1/events")
+        let packStream = try StreamClient(port: reopened.port)
+        try packStream.get("/v1/packs/\(id)/events")
+        #expect(try packStream.nextEvent()?.type == "progress")
         #expect(try reopened.send("DELETE", "/v1/packs/\(id)").status == 204)
         let gone = try #require(try removed.nextEvent())
         #expect(gone.type == "pack_removed")
         #expect((gone.id ?? 0) > firstIDs[1] + 1)
+        // The pack's own stream says so, then ends.
+        #expect(try packStream.nextEvent() == gone)
+        #expect(try packStream.nextEvent() == nil)
     }
 
     @Test func badLastEventIDAndUnknownPackAreRefused() throws {

@@ -209,6 +209,14 @@ import Testing
             #expect(try server.send("POST", "/v1/storage/reset", json: #"{"confirm": "reset"}"#,
                                     headers: ["Authorization": "Bearer \(RoutesFixture.writeKey)"]).status == 403)
             #expect(try server.send("GET", "/metrics", headers: ["Authorization": "Bearer \(RoutesFixture.readKey)"]).body.contains("packd_"))
+            // Read-through needs write; a plain read does not.
+            let resource = "/v1/resources?url=https%3A%2F%2Fexample.org%2Fa.png"
+            #expect(try server.send("GET", resource + "&fetch=true", headers: ["Authorization": "Bearer \(RoutesFixture.readKey)"]).status == 403)
+            #expect(try server.send("GET", resource, headers: ["Authorization": "Bearer \(RoutesFixture.readKey)"]).status == 404)
+            let engineless = try server.send("GET", resource + "&fetch=true", headers: ["Authorization": "Bearer \(RoutesFixture.writeKey)"])
+            #expect(engineless.status == 404)
+            #expect(engineless.json["detail"] as? String ?? "" != "")
+            #expect(try server.send("GET", "/v1/packs/999/events?access_token=\(RoutesFixture.readKey)", headers: [:]).status == 404)
         }
     }
 }
