@@ -18,7 +18,9 @@ struct PackDocument: Sendable {
 
     /// A strong tag of the representation: a client polling with `If-None-Match` gets `304`
     /// until state, progress or any other field changes.
-    var etag: String {
+    var etag: String { Self.etag(of: body) }
+
+    static func etag(of body: [UInt8]) -> String {
         "\"" + SHA256.hash(body).prefix(12).map { String(format: "%02x", $0) }.joined() + "\""
     }
 

@@ -136,7 +136,7 @@ public final class PackRoutes {
         guard entry.requestHash == requestHash else {
             return responder.respond(Problem(.idempotencyKeyReused, detail: "this Idempotency-Key was used with a different body"))
         }
-        var headers: HTTPHeaders = ["Content-Type": "application/json", "Idempotent-Replayed": "true"]
+        var headers: HTTPHeaders = ["Content-Type": "application/json", "Idempotent-Replayed": "true", "ETag": PackDocument.etag(of: entry.body)]
         if let packID = entry.packID { headers.set("Location", "/v1/packs/\(packID)") }
         responder.respond(HTTPResponse(status: HTTPStatus(Int(entry.status), entry.status == 201 ? "Created" : "OK"), headers: headers, body: entry.body))
     }

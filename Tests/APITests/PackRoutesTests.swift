@@ -109,6 +109,7 @@ import Testing
             #expect(again.header("Idempotent-Replayed") == "true")
             #expect(again.json["id"] as? Int == first.json["id"] as? Int)
             #expect(again.header("Location") == first.header("Location"))
+            #expect(again.header("ETag") == first.header("ETag"))
 
             let different = try server.send("POST", "/v1/packs", json: #"{"region": \#(RoutesFixture.templateRegion()), "name": "twice"}"#,
                                              headers: ["Idempotency-Key": "k-1"])
