@@ -33,10 +33,28 @@ public final class PackdAPI {
         ResourceRoutes(store: store, authenticator: routes.authenticator, logger: logger).register(in: &router, using: routes)
         EventRoutes(store: store, events: events, logger: logger).register(in: &router, using: routes)
         let metrics = routes.metrics
+        let store = store
+        let logger = logger
         routes.add(.get, "/metrics", role: .read, to: &router) { _, responder in
-            responder.respond(HTTPResponse(status: .ok, headers: ["Content-Type": "text/plain; version=0.0.4; charset=utf-8"],
-                                           body: metrics.exposition()))
+            // The packs gauge is counted at scrape time: one grouped query, never stale.
+            store.read({ reader in try Self.packCounts(reader) }) { result in
+                switch result {
+                case .failure(let error): logger.warning("counting packs for /metrics failed: \(error)")
+                case .success(let counts):
+                    for state in PackListQuery.states { metrics.setPacks(state: state, count: counts[state] ?? 0) }
+                }
+                responder.respond(HTTPResponse(status: .ok, headers: ["Content-Type": "text/plain; version=0.0.4; charset=utf-8"],
+                                               body: metrics.exposition()))
+            }
         }
+    }
+
+    static func packCounts(_ reader: StoreReader) throws -> [String: Int] {
+        var counts: [String: Int] = [:]
+        try reader.database.cachedStatement("SELECT state, count(*) FROM packd_packs GROUP BY state").forEachRow([]) {
+            counts[$0.string(at: 0) ?? ""] = Int($0.int64(at: 1))
+        }
+        return counts
     }
 
     /// Ends the event streams (before the server's shutdown grace period runs out).

@@ -209,7 +209,9 @@ import Testing
             #expect(try server.send("GET", "/v1/packs", headers: ["Authorization": "Bearer \(RoutesFixture.readKey)"]).status == 200)
             #expect(try server.send("POST", "/v1/storage/reset", json: #"{"confirm": "reset"}"#,
                                     headers: ["Authorization": "Bearer \(RoutesFixture.writeKey)"]).status == 403)
-            #expect(try server.send("GET", "/metrics", headers: ["Authorization": "Bearer \(RoutesFixture.readKey)"]).body.contains("packd_"))
+            let metrics = try server.send("GET", "/metrics", headers: ["Authorization": "Bearer \(RoutesFixture.readKey)"]).body
+            #expect(metrics.contains(#"packd_packs{state="queued"} 1"#), "\(metrics.split(separator: "\n").filter { $0.contains("packd_packs") })")
+            #expect(metrics.contains(#"route="/v1/packs",method="POST",status="403""#))
             // Read-through needs write; a plain read does not.
             let resource = "/v1/resources?url=https%3A%2F%2Fexample.org%2Fa.png"
             #expect(try server.send("GET", resource + "&fetch=true", headers: ["Authorization": "Bearer \(RoutesFixture.readKey)"]).status == 403)
