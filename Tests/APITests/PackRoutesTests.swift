@@ -119,6 +119,26 @@ import Testing
         }
     }
 
+    /// Two creations with one key pipelined in one write: the server parses both in the same
+    /// read, so the second runs while the first is still in the store and must get 409.
+    @Test func idempotencyKeyInFlightIsAConflict() throws {
+        try withServer { server in
+            let body = #"{"region": \#(RoutesFixture.templateRegion())}"#
+            func request(_ last: Bool) -> String {
+                "POST /v1/packs HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nIdempotency-Key: same\r\n"
+                    + (last ? "Connection: close\r\n" : "") + "Content-Length: \(body.utf8.count)\r\n\r\n" + body
+            }
+            let client = try StreamClient(port: server.port)
+            try client.send(request(false) + request(true))
+            try client.readHead()
+            #expect(client.status == 201)
+            let rest = try client.readRemainder()
+            #expect(rest.contains("HTTP/1.1 409 "), "\(rest)")
+            #expect(rest.contains("urn:packd:problem:idempotency-key-in-use"))
+            #expect((try server.send("GET", "/v1/packs").json["packs"] as? [Any])?.count == 1)
+        }
+    }
+
     @Test func etagPollingAnswers304UntilThePackChanges() throws {
         try withServer { server in
             let created = try server.send("POST", "/v1/packs", json: #"{"region": \#(RoutesFixture.templateRegion()), "start": false}"#)
