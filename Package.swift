@@ -38,7 +38,7 @@ let package = Package(
         .target(
             name: "API",
             dependencies: [
-                "Server", "Loop",
+                "Server", "Loop", "Store", "Plan", "Geo",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
@@ -53,6 +53,8 @@ let package = Package(
             dependencies: [
                 "Loop",
                 "Server",
+                "API",
+                "Store",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -75,7 +77,7 @@ let package = Package(
         .testTarget(
             name: "APITests",
             dependencies: [
-                "API", "Server", "Loop",
+                "API", "Server", "Loop", "Store",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),

@@ -119,13 +119,18 @@ public final class EventBroadcaster: @unchecked Sendable {
     /// otherwise with `snapshot()`'s payloads as `progress` events carrying the current
     /// `lastEventID` (so a reconnect from there misses nothing). The all-packs endpoint passes a
     /// snapshot that is empty when the client sent no `Last-Event-ID`.
-    public func subscribe(_ filter: EventFilter, responder: APIResponder, lastEventID: Int64?, snapshot: Snapshot) {
+    ///
+    /// `stored` are events read from the durable log (older than the ring holds), written first;
+    /// `lastEventID` is then the id of the last of them.
+    public func subscribe(_ filter: EventFilter, responder: APIResponder, lastEventID: Int64?, stored: [PackEvent] = [],
+                          snapshot: Snapshot) {
         let stream = responder.stream(status: .ok, headers: Self.responseHeaders)
         // HEAD gets the head only; a stream with no body to send would otherwise never end.
         if responder.responder.method == .head { stream.finish() }
         guard stream.isOpen else { return }
         let subscriber = EventSubscriber(filter: filter, stream: stream, queueLimit: configuration.subscriberQueueLimit)
         var initial: [UInt8] = []
+        for event in stored where filter.accepts(event) { initial.append(contentsOf: event.frame) }
         if let lastEventID, let missed = ring.events(after: lastEventID, matching: filter) {
             for event in missed { initial.append(contentsOf: event.frame) }
         } else {
@@ -142,11 +147,20 @@ public final class EventBroadcaster: @unchecked Sendable {
         }
         subscriberCount += 1
         onSubscriberCountChange?(subscriberCount)
-        stream.onWritable = { [weak subscriber] in subscriber?.drain() }
+        stream.onWritable = { [weak self, weak subscriber] in
+            guard let subscriber else { return }
+            subscriber.drain()
+            self?.endIfDone(subscriber)
+        }
         stream.onClose = { [weak self, weak subscriber] in
             guard let self, let subscriber else { return }
             remove(subscriber)
         }
+    }
+
+    /// Whether a stream resuming after `id` can be served from the ring alone.
+    public func canReplay(after id: Int64) -> Bool {
+        ring.events(after: id, matching: .allPacks) != nil
     }
 
     /// The request's `Last-Event-ID` (header, as `EventSource` sends it), or nil without one.
@@ -194,6 +208,19 @@ public final class EventBroadcaster: @unchecked Sendable {
             subscriber.stream.finish()
             remove(subscriber)
         }
+        // A removed pack's own streams have nothing more to say: they end after `pack_removed`.
+        if kind == .packRemoved, let subscribers = packSubscribers[packID] {
+            for subscriber in subscribers.values {
+                subscriber.endsWhenDrained = true
+                endIfDone(subscriber)
+            }
+        }
+    }
+
+    private func endIfDone(_ subscriber: EventSubscriber) {
+        guard subscriber.isDone else { return }
+        subscriber.stream.finish()
+        remove(subscriber)
     }
 
     /// Emits held progress whose interval has ended. The flush timer calls it; tests too.

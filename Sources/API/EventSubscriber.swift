@@ -27,6 +27,11 @@ final class EventSubscriber {
     private var queue: [Pending] = []
     private var head = 0
     private(set) var droppedProgress = 0
+    /// The stream's subject is gone (`pack_removed`): end it once the queue is written.
+    var endsWhenDrained = false
+
+    /// Nothing more will be written: the stream can be finished.
+    var isDone: Bool { endsWhenDrained && queuedCount == 0 }
 
     init(filter: EventFilter, stream: ResponseStream, queueLimit: Int) {
         self.filter = filter

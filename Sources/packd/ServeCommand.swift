@@ -46,6 +46,10 @@ struct ServeCommand: ParsableCommand {
         var handlerTimeout: String?
         @Option(help: "How long shutdown waits for responses in flight, e.g. 10s (PACKD_SHUTDOWN_GRACE).")
         var shutdownGrace: String?
+        @Option(help: "File of role:key API keys, one a line (PACKD_API_KEYS_FILE; keys also from PACKD_API_KEYS). Without keys only loopback addresses may be used.")
+        var apiKeysFile: String?
+        @Option(help: "Origins allowed by CORS: * or a comma-separated list of http(s) origins (PACKD_CORS_ORIGINS; default none).")
+        var corsOrigins: String?
         @Flag(help: .hidden)
         var debugRoutes = false
     }

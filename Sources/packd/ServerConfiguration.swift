@@ -1,3 +1,4 @@
+import API
 import Foundation
 import Logging
 import Server
@@ -25,6 +26,8 @@ struct ServerConfiguration {
     var portFile: String?
     var limits: ServerLimits
     var debugRoutes: Bool
+    var authenticator: APIKeyAuthenticator
+    var cors: CORSPolicy
 
     private static let defaultListen = ListenAddress.loopback(port: 8080)
 
@@ -69,6 +72,25 @@ struct ServerConfiguration {
         }
         openAPIPath = source.value(options.openapi, "OPENAPI")?.text
         portFile = source.value(options.portFile, "PORT_FILE")?.text
+        let keysFile = source.value(options.apiKeysFile, "API_KEYS_FILE")
+        do {
+            authenticator = try APIKeyAuthenticator.load(environment: environment, file: keysFile?.text)
+        } catch {
+            throw Invalid(setting: keysFile?.setting ?? "PACKD_API_KEYS", problem: error.description)
+        }
+        do {
+            try ListenAddressPolicy.check(listen, authenticator: authenticator)
+        } catch {
+            throw Invalid(setting: source.value(options.listen, "LISTEN")?.setting ?? "--listen", problem: error.description)
+        }
+        cors = .disabled
+        if let (text, setting) = source.value(options.corsOrigins, "CORS_ORIGINS") {
+            do {
+                cors = try CORSPolicy(parsing: text)
+            } catch {
+                throw Invalid(setting: setting, problem: error.description)
+            }
+        }
         debugRoutes = options.debugRoutes || ["1", "true", "yes"].contains(environment["PACKD_DEBUG_ROUTES"]?.lowercased() ?? "")
 
         var limits = ServerLimits()

@@ -1,10 +1,13 @@
+import API
 import ArgumentParser
 import Foundation
 import Logging
 import Loop
 import Server
+import Store
 
-/// The running server: logging, loop, routes, signals. Later issues add the store and job wiring here.
+/// The running server: logging, loop, database writer, routes, signals. The download scheduler
+/// (Jobs) will plug into `PackdAPI.packs`' hooks here.
 struct ServerProcess {
     let configuration: ServerConfiguration
 
@@ -28,10 +31,28 @@ struct ServerProcess {
         let logger = Logger(label: "packd")
 
         let loop = try EventLoop()
+        let writer: WriterThread
+        do {
+            // Opens, creating or migrating, the database before anything listens.
+            writer = try WriterThread(path: configuration.databasePath) { _ in }
+        } catch {
+            logger.critical("cannot open the database \(configuration.databasePath): \(error)")
+            throw ExitCode(1)
+        }
+        let metrics = PackdMetrics()
+        metrics.bootstrapSystem()
         var router = Router()
         OperationalRoutes(openAPI: OpenAPIDocument.load(configuredPath: configuration.openAPIPath, logger: logger))
             .register(in: &router)
         if configuration.debugRoutes { DebugRoutes(loop: loop).register(in: &router) }
+        let api = try PackdAPI(
+            store: StoreAccess(loop: loop, writer: writer, path: configuration.databasePath),
+            routes: APIRouteBuilder(authenticator: configuration.authenticator, cors: configuration.cors, metrics: metrics),
+            logger: Logger(label: "packd.api"))
+        api.register(in: &router)
+        if !configuration.authenticator.isEnabled {
+            logger.notice("no API keys configured: every request is allowed (loopback only)")
+        }
 
         let server = HTTPServer(loop: loop, router: router, limits: configuration.limits, logger: Logger(label: "packd.http"))
         let bound: ListenAddress
@@ -50,6 +71,8 @@ struct ServerProcess {
         let stop: (Int32) -> Void = { signal in
             guard !server.isShuttingDown else { return }
             logger.notice("signal \(signal): shutting down")
+            // Event streams never end by themselves; end them so shutdown need not wait them out.
+            api.close()
             server.shutdown {
                 for watcher in watchers { watcher.close() }
                 loop.stop()
@@ -59,6 +82,8 @@ struct ServerProcess {
         watchers.append(try SignalWatcher(loop: loop, signal: SIGINT, stop))
         Self.unblockShutdownSignals()
         loop.run()
+        // Responses are finished; commit what the writer holds before the loop's handles close.
+        writer.stop()
         loop.close()
         logger.notice("stopped")
     }

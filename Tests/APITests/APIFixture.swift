@@ -144,6 +144,13 @@ final class StreamClient {
         }
     }
 
+    /// Everything after the head read last, up to the end of the connection: the rest of the
+    /// body and any pipelined responses after it, undecoded.
+    func readRemainder() throws -> String {
+        while try receive() {}
+        return String(decoding: raw, as: UTF8.self)
+    }
+
     /// The whole body of a Content-Length or chunked response.
     func readBody() throws -> String {
         while !bodyEnded {

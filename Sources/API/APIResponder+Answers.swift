@@ -1,0 +1,25 @@
+import Foundation
+import Logging
+import Server
+
+extension APIResponder {
+    public func respond(_ problem: Problem, headers: HTTPHeaders = HTTPHeaders()) {
+        respond(.problem(problem, headers: headers))
+    }
+
+    /// A problem with members beyond RFC 9457's (`tile_count`, `tile_limit`).
+    func respond(_ problem: Problem, extra: [String: Any]) {
+        guard var object = (try? JSONSerialization.jsonObject(with: JSONEncoder().encode(problem))) as? [String: Any] else {
+            return respond(problem)
+        }
+        object.merge(extra) { $1 }
+        respond(HTTPResponse(status: HTTPStatus(problem.status, problem.title), headers: ["Content-Type": Problem.contentType],
+                             body: JSONBody.encode(object)))
+    }
+
+    /// A store failure: logged with its detail, answered as a bare 500 (no internals leak).
+    func respondInternalError(_ error: any Error, logger: Logger, _ what: String) {
+        logger.error("\(what) failed: \(error)")
+        respond(Problem(.internalError, detail: "\(what) failed; the server log has the details"))
+    }
+}

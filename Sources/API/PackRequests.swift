@@ -1,0 +1,179 @@
+import Foundation
+import Plan
+import Server
+
+/// The largest `context` accepted, decoded (openapi.yaml's `Context`).
+let maximumContextBytes = 64 * 1024
+
+/// `limits` of a pack, as posted and as stored (`packd_packs.limits`, this JSON).
+struct PackLimits: Codable, Sendable, Equatable {
+    var maxTiles: Int64?
+    var maxBytesPerSecond: Int64?
+
+    enum CodingKeys: String, CodingKey {
+        case maxTiles = "max_tiles"
+        case maxBytesPerSecond = "max_bytes_per_second"
+    }
+
+    var problems: [Problem.FieldError] {
+        var errors: [Problem.FieldError] = []
+        if let maxTiles, maxTiles < 1 { errors.append(.init(pointer: "/limits/max_tiles", detail: "must be at least 1")) }
+        if let maxBytesPerSecond, maxBytesPerSecond < 1 {
+            errors.append(.init(pointer: "/limits/max_bytes_per_second", detail: "must be at least 1"))
+        }
+        return errors
+    }
+
+    /// Both limits always present (`null` when unset), as the `Pack` schema shows them.
+    var jsonObject: [String: Any] {
+        ["max_tiles": maxTiles.map { $0 as Any } ?? NSNull(), "max_bytes_per_second": maxBytesPerSecond.map { $0 as Any } ?? NSNull()]
+    }
+}
+
+/// The body of `POST /v1/packs`, validated: every problem is collected so a client fixes its
+/// request in one round trip.
+struct PackCreateRequest {
+    /// Everything but `region`, decoded strictly (types, unknown fields).
+    private struct Fields: Codable {
+        var context: String?
+        var name: String?
+        var start: Bool?
+        var limits: PackLimits?
+    }
+
+    let region: RegionDefinition
+    let context: [UInt8]?
+    let name: String?
+    let start: Bool
+    let limits: PackLimits
+
+    init(body: [UInt8], contentType: String?) throws(Problem) {
+        let decoder = StrictJSONDecoder()
+        try decoder.checkContentType(contentType)
+        let object = try JSONBody.object(body, maxDepth: decoder.maxDepth)
+        var errors: [Problem.FieldError] = []
+        var rest = object
+        rest.removeValue(forKey: "region")
+        var fields = Fields()
+        do {
+            fields = try decoder.decode(Fields.self, from: Array(try JSONSerialization.data(withJSONObject: rest)))
+        } catch let problem as Problem {
+            errors += problem.errors ?? [.init(pointer: "", detail: problem.detail)]
+        } catch {
+            errors.append(.init(pointer: "", detail: "the body does not match the schema"))
+        }
+        var region: RegionDefinition?
+        if let regionJSON = object["region"], !(regionJSON is NSNull) {
+            do {
+                region = try RegionDefinition(json: regionJSON)
+            } catch {
+                errors += error.problems.map { .init(pointer: "/region" + $0.pointer, detail: $0.detail) }
+            }
+        } else {
+            errors.append(.init(pointer: "/region", detail: "required field is missing"))
+        }
+        var context: [UInt8]?
+        if let text = fields.context {
+            context = Self.decodeContext(text, pointer: "/context", into: &errors)
+        }
+        if let name = fields.name { errors += Self.nameProblems(name, pointer: "/name") }
+        errors += fields.limits?.problems ?? []
+        guard errors.isEmpty, let region else {
+            throw Problem(.validationFailed, detail: "the pack cannot be created as requested", errors: errors)
+        }
+        self.region = region
+        self.context = context
+        name = fields.name
+        start = fields.start ?? true
+        limits = fields.limits ?? PackLimits()
+    }
+
+    /// Base64 (RFC 4648 with padding) of at most `maximumContextBytes`, or a problem at `pointer`.
+    static func decodeContext(_ text: String, pointer: String, into errors: inout [Problem.FieldError]) -> [UInt8]? {
+        // 4 base64 characters per 3 bytes: anything longer cannot decode within the limit.
+        guard text.utf8.count <= (maximumContextBytes + 2) / 3 * 4 else {
+            errors.append(.init(pointer: pointer, detail: "must decode to at most \(maximumContextBytes) bytes"))
+            return nil
+        }
+        guard let data = Data(base64Encoded: text), data.count <= maximumContextBytes else {
+            errors.append(.init(pointer: pointer, detail: "must be base64 (RFC 4648, with padding)"))
+            return nil
+        }
+        return Array(data)
+    }
+
+    static func nameProblems(_ name: String, pointer: String) -> [Problem.FieldError] {
+        (1...256).contains(name.count) ? [] : [.init(pointer: pointer, detail: "must be 1 to 256 characters")]
+    }
+}
+
+/// The body of `PATCH /v1/packs/{id}`: `context` and/or `name`, where `null` clears the field.
+/// `nil` means absent, `.some(nil)` means clear.
+struct PackUpdateRequest {
+    let context: [UInt8]??
+    let name: String??
+
+    init(body: [UInt8], contentType: String?) throws(Problem) {
+        let decoder = StrictJSONDecoder()
+        try decoder.checkContentType(contentType)
+        let object = try JSONBody.object(body, maxDepth: decoder.maxDepth)
+        var errors: [Problem.FieldError] = []
+        for key in object.keys.sorted() where key != "context" && key != "name" {
+            errors.append(.init(pointer: "/" + JSONBody.escape(key), detail: "unknown field"))
+        }
+        if object.isEmpty { errors.append(.init(pointer: "", detail: "at least one of context or name is required")) }
+        var context: [UInt8]??
+        switch object["context"] {
+        case nil: context = nil
+        case is NSNull: context = .some(nil)
+        case let text as String: context = .some(PackCreateRequest.decodeContext(text, pointer: "/context", into: &errors))
+        default: errors.append(.init(pointer: "/context", detail: "expected a string or null"))
+        }
+        var name: String??
+        switch object["name"] {
+        case nil: name = nil
+        case is NSNull: name = .some(nil)
+        case let text as String:
+            errors += PackCreateRequest.nameProblems(text, pointer: "/name")
+            name = .some(text)
+        default: errors.append(.init(pointer: "/name", detail: "expected a string or null"))
+        }
+        guard errors.isEmpty else {
+            throw Problem(.validationFailed, detail: "the pack cannot be changed as requested", errors: errors)
+        }
+        self.context = context
+        self.name = name
+    }
+}
+
+/// Parsing a JSON object body before a schema applies.
+enum JSONBody {
+    /// The body as a JSON object: 400 when it is not JSON, 422 when it is JSON but no object.
+    static func object(_ body: [UInt8], maxDepth: Int) throws(Problem) -> [String: Any] {
+        guard !body.isEmpty else { throw Problem(.malformedRequest, detail: "the request needs a JSON body") }
+        guard StrictJSONDecoder.nestingDepth(body, limit: maxDepth) <= maxDepth else {
+            throw Problem(.malformedRequest, detail: "the JSON body is nested deeper than \(maxDepth) levels")
+        }
+        let value: Any
+        do {
+            value = try JSONSerialization.jsonObject(with: Data(body), options: [.fragmentsAllowed])
+        } catch {
+            throw Problem(.malformedRequest, detail: "the body is not valid JSON")
+        }
+        guard let object = value as? [String: Any] else {
+            throw Problem(.validationFailed, detail: "the body must be a JSON object",
+                          errors: [.init(pointer: "", detail: "expected an object")])
+        }
+        return object
+    }
+
+    /// A key as one JSON Pointer segment (RFC 6901).
+    static func escape(_ key: String) -> String {
+        key.replacingOccurrences(of: "~", with: "~0").replacingOccurrences(of: "/", with: "~1")
+    }
+
+    /// Sorted-key JSON bytes of a `JSONSerialization` value: stable bodies and ETags.
+    static func encode(_ value: Any) -> [UInt8] {
+        (try? JSONSerialization.data(withJSONObject: value, options: [.sortedKeys, .withoutEscapingSlashes])).map(Array.init) ?? Array("null".utf8)
+    }
+}

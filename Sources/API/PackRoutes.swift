@@ -1,0 +1,371 @@
+import Foundation
+import Geo
+import Logging
+import Plan
+import Server
+import Store
+
+/// `/v1/packs` and its per-pack actions: creation (validated, idempotent), listing, polling with
+/// ETags, renaming, removal, suspend/resume and the failure list. State only: downloading is the
+/// scheduler's, which hears of state changes through `onPackQueued`/`onPackSuspended`/
+/// `onPackRemoved`. Loop thread only.
+public final class PackRoutes {
+    public let store: StoreAccess
+    public let events: EventBroadcaster
+    let logger: Logger
+
+    /// Called with a pack's id when it becomes `queued` (created with `start`, or resumed). The
+    /// download scheduler (Jobs) sets it to pick the pack up; nil until then. Loop thread.
+    public var onPackQueued: ((Int64) -> Void)?
+    /// Called when a `queued`/`active` pack becomes `inactive`: the scheduler cancels its transfers.
+    public var onPackSuspended: ((Int64) -> Void)?
+    /// Called after a pack was removed (also by a storage reset): the scheduler forgets it.
+    public var onPackRemoved: ((Int64) -> Void)?
+
+    /// `Idempotency-Key`s (scoped) of creations still running: a retry meanwhile gets 409.
+    private var creationsInFlight: Set<String> = []
+    /// How long an `Idempotency-Key` is honoured.
+    static let idempotencyRetention: Int64 = 86_400
+    static let pageLimit = 500
+
+    public init(store: StoreAccess, events: EventBroadcaster, logger: Logger = Logger(label: "packd.api")) {
+        self.store = store
+        self.events = events
+        self.logger = logger
+    }
+
+    public func register(in router: inout Router, using routes: APIRouteBuilder) {
+        routes.add(.post, "/v1/packs", role: .write, to: &router) { [unowned self] in create($0, $1) }
+        routes.add(.get, "/v1/packs", role: .read, to: &router) { [unowned self] in list($0, $1) }
+        routes.add(.get, "/v1/packs/{id}", role: .read, to: &router) { [unowned self] in get($0, $1) }
+        routes.add(.patch, "/v1/packs/{id}", role: .write, to: &router) { [unowned self] in update($0, $1) }
+        routes.add(.delete, "/v1/packs/{id}", role: .write, to: &router) { [unowned self] in remove($0, $1) }
+        routes.add(.post, "/v1/packs/{id}/suspend", role: .write, to: &router) { [unowned self] in changeState($0, $1, to: .suspend) }
+        routes.add(.post, "/v1/packs/{id}/resume", role: .write, to: &router) { [unowned self] in changeState($0, $1, to: .resume) }
+        routes.add(.get, "/v1/packs/{id}/errors", role: .read, to: &router) { [unowned self] in failures($0, $1) }
+    }
+
+    // MARK: Create
+
+    /// What the pool found before a creation: an earlier answer for the key, and the tile count.
+    private struct CreationCheck: Sendable {
+        var replay: IdempotencyEntry?
+        var tileCount: Int?
+        var exceeded: (count: Int, limit: Int64)?
+    }
+
+    private func create(_ request: HTTPRequest, _ responder: APIResponder) {
+        let body: PackCreateRequest
+        do {
+            body = try PackCreateRequest(body: request.body, contentType: request.headers["Content-Type"])
+        } catch {
+            return responder.respond(error)
+        }
+        var keyInScope: String?
+        if let key = request.headers["Idempotency-Key"] {
+            guard (1...255).contains(key.utf8.count) else {
+                return responder.respond(Problem(.malformedRequest, detail: "Idempotency-Key must be 1 to 255 characters"))
+            }
+            // Keys are per API key: the same key from two clients names two requests.
+            let scope = SHA256.hash(Array((request.headers["Authorization"] ?? "").utf8)).prefix(8).map { String(format: "%02x", $0) }.joined()
+            keyInScope = scope + ":" + key
+            guard !creationsInFlight.contains(scope + ":" + key) else {
+                return responder.respond(Problem(.idempotencyKeyInUse, detail: "a request with this Idempotency-Key is still being processed"))
+            }
+        }
+        let scopedKey = keyInScope
+        let requestHash = SHA256.hash(request.body).map { String(format: "%02x", $0) }.joined()
+        if let scopedKey { creationsInFlight.insert(scopedKey) }
+        let finish: (HTTPResponse) -> Void = { [self] response in
+            if let scopedKey { creationsInFlight.remove(scopedKey) }
+            responder.respond(response)
+        }
+        let region = body.region
+        let maxTiles = body.limits.maxTiles
+        store.read({ reader in
+            var check = CreationCheck()
+            if let scopedKey, let entry = try reader.idempotencyEntry(scopedKey),
+               entry.createdAt >= Self.now() - Self.idempotencyRetention {
+                check.replay = entry
+                return check
+            }
+            let globalLimit = try reader.database.scalarInt("SELECT value FROM packd_meta WHERE key = 'tile_limit'")
+            Self.countTiles(region, limits: [maxTiles, globalLimit].compactMap { $0 }, into: &check)
+            return check
+        }) { [self] result in
+            switch result {
+            case .failure(let error):
+                if let scopedKey { creationsInFlight.remove(scopedKey) }
+                responder.respondInternalError(error, logger: logger, "reading the store")
+            case .success(let check):
+                if let entry = check.replay {
+                    if let scopedKey { creationsInFlight.remove(scopedKey) }
+                    return replay(entry, requestHash: requestHash, responder)
+                }
+                if let exceeded = check.exceeded {
+                    if let scopedKey { creationsInFlight.remove(scopedKey) }
+                    return responder.respond(
+                        Problem(.tileLimitExceeded, detail: "the region covers \(exceeded.count > exceeded.limit ? "" : "more than ")\(exceeded.count) tiles; the limit is \(exceeded.limit)"),
+                        extra: ["tile_count": exceeded.count, "tile_limit": exceeded.limit])
+                }
+                insert(body, tileCount: check.tileCount, idempotency: scopedKey.map { ($0, requestHash) }, finish: finish)
+            }
+        }
+    }
+
+    /// Counts a template region's tiles against the smallest of `limits` (a style region's count
+    /// needs its documents: the download engine checks it). Bounds counts are closed-form, so an
+    /// exceeding bounds region reports its exact count; a geometry reports `limit + 1` ("more than").
+    private static func countTiles(_ region: RegionDefinition, limits: [Int64], into check: inout CreationCheck) {
+        guard case .tiles = region.content else { return }
+        let lower = Int(region.minZoom.rounded(.down))
+        let zooms = lower...max(lower, Int((region.maxZoom ?? region.minZoom).rounded(.down)))
+        // Without a limit the count is only for `expected_resources`; stop at a sane ceiling.
+        let limit = limits.min()
+        let ceiling = Int(clamping: limit ?? 10_000_000)
+        if let count = WebMercator.tileCount(region: region.area, zooms: zooms, limit: ceiling) {
+            check.tileCount = count
+        } else if let limit {
+            let exact: Int
+            if case .bounds = region.area { exact = WebMercator.tileCount(region: region.area, zooms: zooms) } else { exact = ceiling.saturatingIncrement }
+            check.exceeded = (exact, limit)
+        }
+    }
+
+    private func replay(_ entry: IdempotencyEntry, requestHash: String, _ responder: APIResponder) {
+        guard entry.requestHash == requestHash else {
+            return responder.respond(Problem(.idempotencyKeyReused, detail: "this Idempotency-Key was used with a different body"))
+        }
+        var headers: HTTPHeaders = ["Content-Type": "application/json", "Idempotent-Replayed": "true", "ETag": PackDocument.etag(of: entry.body)]
+        if let packID = entry.packID { headers.set("Location", "/v1/packs/\(packID)") }
+        responder.respond(HTTPResponse(status: HTTPStatus(Int(entry.status), entry.status == 201 ? "Created" : "OK"), headers: headers, body: entry.body))
+    }
+
+    private func insert(_ body: PackCreateRequest, tileCount: Int?, idempotency: (key: String, hash: String)?, finish: @escaping (HTTPResponse) -> Void) {
+        let limitsJSON = (try? JSONEncoder().encode(body.limits)).map { String(decoding: $0, as: UTF8.self) }
+        let template = PackRecord(
+            name: body.name ?? "", state: body.start ? "queued" : "inactive", context: body.context,
+            definition: body.region.mapLibreJSON, limitsJSON: limitsJSON,
+            expectedResources: Int64(tileCount ?? 0), expectedTiles: Int64(tileCount ?? 0), expectedIsPrecise: tileCount != nil)
+        store.write({ database in
+            let now = Self.now()
+            var record = template
+            record.id = try database.createPack(record, now: now)
+            record.createdAt = now
+            record.updatedAt = now
+            let document = PackDocument(pack: record, progress: PackProgress())
+            if let idempotency {
+                try database.storeIdempotencyKey(idempotency.key, requestHash: idempotency.hash, packID: record.id, status: 201,
+                                                 body: document.body, now: now, retention: Self.idempotencyRetention)
+            }
+            return document
+        }) { [self] result in
+            switch result {
+            case .failure(let error):
+                logger.error("creating a pack failed: \(error)")
+                finish(.problem(Problem(.internalError, detail: "creating the pack failed; the server log has the details")))
+            case .success(let document):
+                finish(HTTPResponse(status: .created, headers: [
+                    "Content-Type": "application/json", "Location": "/v1/packs/\(document.packID)", "ETag": document.etag,
+                ], body: document.body))
+                if document.state == "queued" { onPackQueued?(document.packID) }
+            }
+        }
+    }
+
+    // MARK: Read
+
+    private func list(_ request: HTTPRequest, _ responder: APIResponder) {
+        let query: PackListQuery
+        do {
+            query = try PackListQuery(request)
+        } catch {
+            return responder.respond(error)
+        }
+        store.read({ reader in
+            let packs = try reader.packs(after: query.after, state: query.state, nameContains: query.nameContains, limit: query.limit + 1)
+            let documents = try packs.prefix(query.limit).map { pack in
+                PackDocument.object(pack: pack, progress: try reader.progress(pack.id) ?? PackProgress())
+            }
+            let next: Any = packs.count > query.limit ? query.nextPath(after: packs[query.limit - 1].id) : NSNull()
+            return JSONBody.encode(["packs": documents, "next": next] as [String: Any])
+        }) { [self] result in
+            switch result {
+            case .failure(let error): responder.respondInternalError(error, logger: logger, "listing packs")
+            case .success(let body): responder.respond(.json(bytes: body))
+            }
+        }
+    }
+
+    private func get(_ request: HTTPRequest, _ responder: APIResponder) {
+        guard let packID = Self.packID(request, responder) else { return }
+        respondWithPack(packID, request: request, responder)
+    }
+
+    /// Answers with the pack as it is now (200 with ETag, or 304 when `If-None-Match` matches).
+    private func respondWithPack(_ packID: Int64, request: HTTPRequest, status: HTTPStatus = .ok, _ responder: APIResponder) {
+        store.read({ reader in try Self.document(packID, reader) }) { [self] result in
+            switch result {
+            case .failure(let error): responder.respondInternalError(error, logger: logger, "reading the pack")
+            case .success(nil): responder.respond(Self.notFound(packID))
+            case .success(let document?):
+                let etag = document.etag
+                if status == .ok, let tags = request.headers["If-None-Match"], Self.matches(tags, etag) {
+                    return responder.respond(HTTPResponse(status: .notModified, headers: ["ETag": etag]))
+                }
+                responder.respond(HTTPResponse(status: status, headers: ["Content-Type": "application/json", "ETag": etag], body: document.body))
+            }
+        }
+    }
+
+    static func document(_ packID: Int64, _ reader: StoreReader) throws -> PackDocument? {
+        guard let pack = try reader.pack(packID) else { return nil }
+        return PackDocument(pack: pack, progress: try reader.progress(packID) ?? PackProgress())
+    }
+
+    /// RFC 9110 §13.1.2: `*` or any listed tag (weak comparison).
+    static func matches(_ header: String, _ etag: String) -> Bool {
+        header.split(separator: ",").contains { candidate in
+            let tag = candidate.trimmingCharacters(in: .whitespaces)
+            return tag == "*" || tag == etag || tag == "W/" + etag
+        }
+    }
+
+    private func failures(_ request: HTTPRequest, _ responder: APIResponder) {
+        guard let packID = Self.packID(request, responder) else { return }
+        let limit: Int
+        if let text = request.queryValue("limit") {
+            guard let value = Int(text), (1...1000).contains(value) else {
+                return responder.respond(Problem(.malformedRequest, detail: "query parameter limit must be an integer from 1 to 1000"))
+            }
+            limit = value
+        } else {
+            limit = 100
+        }
+        store.read({ reader -> [UInt8]? in
+            guard try reader.pack(packID) != nil else { return nil }
+            let total = try reader.progress(packID)?.failedResources ?? 0
+            let errors = try reader.failures(packID: packID, limit: limit).map { failure -> [String: Any] in
+                [
+                    "url": failure.url, "status": failure.status.map { $0 as Any } ?? NSNull(),
+                    "error": failure.status == nil ? failure.message as Any : NSNull(),
+                    "attempts": max(1, failure.attempts), "last_attempt_at": PackDocument.timestamp(failure.at),
+                ]
+            }
+            return JSONBody.encode(["errors": errors, "total": max(total, Int64(errors.count))] as [String: Any])
+        }) { [self] result in
+            switch result {
+            case .failure(let error): responder.respondInternalError(error, logger: logger, "reading the pack's errors")
+            case .success(nil): responder.respond(Self.notFound(packID))
+            case .success(let body?): responder.respond(.json(bytes: body))
+            }
+        }
+    }
+
+    // MARK: Change
+
+    private func update(_ request: HTTPRequest, _ responder: APIResponder) {
+        guard let packID = Self.packID(request, responder) else { return }
+        let change: PackUpdateRequest
+        do {
+            change = try PackUpdateRequest(body: request.body, contentType: request.headers["Content-Type"])
+        } catch {
+            return responder.respond(error)
+        }
+        let name = change.name.map { $0 ?? "" }
+        let context = change.context
+        store.write({ database in
+            try database.updatePack(packID, name: name, context: context, now: Self.now())
+        }) { [self] result in
+            if case .failure(let error) = result {
+                return responder.respondInternalError(error, logger: logger, "updating the pack")
+            }
+            // An unknown id changed nothing; the read answers 404 for it.
+            respondWithPack(packID, request: request, status: .ok, responder)
+        }
+    }
+
+    private func remove(_ request: HTTPRequest, _ responder: APIResponder) {
+        guard let packID = Self.packID(request, responder) else { return }
+        onPackSuspended?(packID)
+        store.write({ database in try database.removePack(packID) }) { [self] result in
+            switch result {
+            case .failure(let error): responder.respondInternalError(error, logger: logger, "removing the pack")
+            case .success(false): responder.respond(Self.notFound(packID))
+            case .success(true):
+                responder.respond(HTTPResponse(status: .noContent))
+                packRemoved(packID)
+            }
+        }
+    }
+
+    /// Publishes `pack_removed` and tells the scheduler (a DELETE or a storage reset).
+    func packRemoved(_ packID: Int64) {
+        events.publish(.packRemoved, packID: packID, payload: JSONBody.encode(["pack_id": packID]))
+        onPackRemoved?(packID)
+    }
+
+    enum StateChange {
+        case suspend, resume
+    }
+
+    private func changeState(_ request: HTTPRequest, _ responder: APIResponder, to change: StateChange) {
+        guard let packID = Self.packID(request, responder) else { return }
+        store.write({ database -> (previous: String, current: String)? in
+            try database.database.transaction {
+                guard let previous = try database.database.scalarString(
+                    "SELECT state FROM packd_packs WHERE region_id = ?1", [.integer(packID)]) else { return nil }
+                let next: String
+                switch (change, previous) {
+                case (.suspend, "queued"), (.suspend, "active"): next = "inactive"
+                case (.resume, "inactive"), (.resume, "failed"): next = "queued"
+                default: return (previous, previous)
+                }
+                if previous == "failed" { try database.clearFailures(packID: packID) }
+                try database.setPackState(packID, state: next, errorJSON: nil, now: Self.now())
+                return (previous, next)
+            }
+        }) { [self] result in
+            switch result {
+            case .failure(let error): responder.respondInternalError(error, logger: logger, "changing the pack's state")
+            case .success(nil): responder.respond(Self.notFound(packID))
+            case .success(let states?):
+                if states.previous != states.current {
+                    publishState(packID, state: states.current, previous: states.previous)
+                    if states.current == "queued" { onPackQueued?(packID) } else { onPackSuspended?(packID) }
+                }
+                respondWithPack(packID, request: request, status: .ok, responder)
+            }
+        }
+    }
+
+    /// A `state` event: never coalesced; the broadcaster's log hook makes it durable.
+    public func publishState(_ packID: Int64, state: String, previous: String, errorJSON: String? = nil) {
+        let error: Any = errorJSON.flatMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) } ?? NSNull()
+        events.publish(.state, packID: packID, payload: JSONBody.encode([
+            "pack_id": packID, "state": state, "previous_state": previous, "error": error,
+        ] as [String: Any]))
+    }
+
+    // MARK: Shared
+
+    /// The `{id}` parameter as a pack id; a segment that is not one gets 404 as an unknown id does.
+    static func packID(_ request: HTTPRequest, _ responder: APIResponder) -> Int64? {
+        guard let text = request.parameters["id"], text.utf8.count <= 16, text.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }),
+              let id = Int64(text), id >= 1, id <= 9_007_199_254_740_991 else {
+            responder.respond(Problem(.notFound, detail: "no such pack"))
+            return nil
+        }
+        return id
+    }
+
+    static func notFound(_ packID: Int64) -> Problem {
+        Problem(.notFound, detail: "no pack has id \(packID)")
+    }
+
+    static func now() -> Int64 { Int64(Date().timeIntervalSince1970) }
+}
+
+extension Int {
+    fileprivate var saturatingIncrement: Int { self == .max ? .max : self + 1 }
+}

@@ -1,0 +1,64 @@
+import Logging
+import Server
+import Store
+
+/// The Store-backed API as one unit: the pack, storage, resource and event routes behind the
+/// route wrappers, the broadcaster whose events are logged durably, and `/metrics`. `packd
+/// serve` and the tests build the same thing, so the tests exercise the real wiring.
+public final class PackdAPI {
+    public let store: StoreAccess
+    public let events: EventBroadcaster
+    public let packs: PackRoutes
+    public let routes: APIRouteBuilder
+    let logger: Logger
+
+    /// Loop thread only (the broadcaster is loop-owned). Event ids continue after the largest one
+    /// the database ever handed out.
+    public init(store: StoreAccess, routes: APIRouteBuilder, eventConfiguration: EventBroadcaster.Configuration = .init(),
+                logger: Logger = Logger(label: "packd.api")) throws {
+        self.store = store
+        self.routes = routes
+        self.logger = logger
+        let lastEventID = try store.readNow { try EventLog.lastEventID($0) }
+        events = EventBroadcaster(loop: store.loop, lastEventID: lastEventID, configuration: eventConfiguration)
+        EventLog.attach(events, to: store, logger: logger)
+        let metrics = routes.metrics
+        events.onSubscriberCountChange = { metrics.sseSubscribers.set(Int64($0)) }
+        packs = PackRoutes(store: store, events: events, logger: logger)
+    }
+
+    public func register(in router: inout Router) {
+        packs.register(in: &router, using: routes)
+        StorageRoutes(store: store, packs: packs, logger: logger).register(in: &router, using: routes)
+        ResourceRoutes(store: store, authenticator: routes.authenticator, logger: logger).register(in: &router, using: routes)
+        EventRoutes(store: store, events: events, logger: logger).register(in: &router, using: routes)
+        let metrics = routes.metrics
+        let store = store
+        let logger = logger
+        routes.add(.get, "/metrics", role: .read, to: &router) { _, responder in
+            // The packs gauge is counted at scrape time: one grouped query, never stale.
+            store.read({ reader in try Self.packCounts(reader) }) { result in
+                switch result {
+                case .failure(let error): logger.warning("counting packs for /metrics failed: \(error)")
+                case .success(let counts):
+                    for state in PackListQuery.states { metrics.setPacks(state: state, count: counts[state] ?? 0) }
+                }
+                responder.respond(HTTPResponse(status: .ok, headers: ["Content-Type": "text/plain; version=0.0.4; charset=utf-8"],
+                                               body: metrics.exposition()))
+            }
+        }
+    }
+
+    static func packCounts(_ reader: StoreReader) throws -> [String: Int] {
+        var counts: [String: Int] = [:]
+        try reader.database.cachedStatement("SELECT state, count(*) FROM packd_packs GROUP BY state").forEachRow([]) {
+            counts[$0.string(at: 0) ?? ""] = Int($0.int64(at: 1))
+        }
+        return counts
+    }
+
+    /// Ends the event streams (before the server's shutdown grace period runs out).
+    public func close() {
+        events.close()
+    }
+}

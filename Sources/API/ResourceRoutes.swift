@@ -1,0 +1,201 @@
+import Foundation
+import Logging
+import Server
+import Store
+
+/// `/v1/resources?url=`: preloading a resource into the ambient cache (MapLibre's
+/// `preloadData`) and reading what is stored for a URL.
+///
+/// The offline schema has no content-type column, so the type served is derived from the URL
+/// (`ResourceMediaType`). `fetch=true` (read-through) needs the download engine, which does not
+/// exist yet: a miss is answered 404 saying so. Stored bodies are zlib (MapLibre's format), not
+/// gzip, so they are always sent decompressed.
+public struct ResourceRoutes {
+    public let store: StoreAccess
+    /// `fetch=true` needs the `write` role on a route that otherwise needs `read`.
+    let authenticator: APIKeyAuthenticator
+    let logger: Logger
+    /// The largest preloaded body.
+    public static let maximumBodyBytes = 16 << 20
+    static let maximumURLLength = 4096
+
+    public init(store: StoreAccess, authenticator: APIKeyAuthenticator, logger: Logger = Logger(label: "packd.api")) {
+        self.store = store
+        self.authenticator = authenticator
+        self.logger = logger
+    }
+
+    public func register(in router: inout Router, using routes: APIRouteBuilder) {
+        routes.add(.get, "/v1/resources", role: .read, to: &router) { request, responder in get(request, responder) }
+        routes.add(.put, "/v1/resources", role: .write, options: RouteOptions(maxBodyBytes: Self.maximumBodyBytes), to: &router) {
+            request, responder in preload(request, responder)
+        }
+    }
+
+    /// The `url` query parameter, checked as openapi.yaml says (http(s), a host, no user info).
+    static func resourceURL(_ request: HTTPRequest) throws(Problem) -> String {
+        guard let url = request.queryValue("url"), !url.isEmpty else {
+            throw Problem(.malformedRequest, detail: "query parameter url is required")
+        }
+        guard url.utf8.count <= maximumURLLength else {
+            throw Problem(.malformedRequest, detail: "query parameter url is longer than \(maximumURLLength) bytes")
+        }
+        let lower = url.lowercased()
+        let rest: Substring
+        if lower.hasPrefix("https://") { rest = url.dropFirst(8) } else if lower.hasPrefix("http://") { rest = url.dropFirst(7) } else {
+            throw Problem(.malformedRequest, detail: "query parameter url must be an http or https URL")
+        }
+        let authority = rest.prefix { $0 != "/" && $0 != "?" && $0 != "#" }
+        guard !authority.isEmpty, !authority.contains("@"), !url.unicodeScalars.contains(where: { $0.value < 0x21 }) else {
+            throw Problem(.malformedRequest, detail: "query parameter url needs a host and no user info or spaces")
+        }
+        return url
+    }
+
+    private func get(_ request: HTTPRequest, _ responder: APIResponder) {
+        let url: String
+        do {
+            url = try Self.resourceURL(request)
+        } catch {
+            return responder.respond(error)
+        }
+        let fetch: Bool
+        switch request.queryValue("fetch") {
+        case nil, "false": fetch = false
+        case "true": fetch = true
+        default: return responder.respond(Problem(.malformedRequest, detail: "query parameter fetch must be true or false"))
+        }
+        if fetch, case .failure(let problem) = authenticator.authenticate(request, requires: .write) {
+            return responder.respond(APIKeyAuthenticator.response(for: problem))
+        }
+        store.read({ reader -> (resource: StoredResource, body: [UInt8]?)? in
+            guard let resource = try reader.read(.resource(url: url, kind: ResourceMediaType.kind(of: url))) else { return nil }
+            return (resource, try resource.body?.decoded())
+        }) { result in
+            switch result {
+            case .failure(let error): responder.respondInternalError(error, logger: logger, "reading the resource")
+            case .success(nil):
+                responder.respond(Problem(.notFound, detail: fetch
+                    ? "nothing is stored for this url; fetching it needs the download engine, which this server does not have yet"
+                    : "nothing is stored for this url"))
+            case .success(let found?):
+                var headers = HTTPHeaders()
+                let cache = found.resource.cache
+                if let etag = cache.etag { headers.set("ETag", etag) }
+                if let modified = cache.modified { headers.set("Last-Modified", HTTPDate.format(modified)) }
+                if let expires = cache.expires { headers.set("Expires", HTTPDate.format(expires)) }
+                if let tags = request.headers["If-None-Match"], let etag = cache.etag, PackRoutes.matches(tags, etag) {
+                    return responder.respond(HTTPResponse(status: .notModified, headers: headers))
+                }
+                guard let body = found.body else { return responder.respond(HTTPResponse(status: .noContent, headers: headers)) }
+                headers.set("Content-Type", ResourceMediaType.contentType(of: url))
+                responder.respond(HTTPResponse(status: .ok, headers: headers, body: body))
+            }
+        }
+    }
+
+    private func preload(_ request: HTTPRequest, _ responder: APIResponder) {
+        let url: String
+        let cache: HTTPCacheHeaders
+        do {
+            url = try Self.resourceURL(request)
+            cache = try Self.cacheHeaders(request)
+        } catch {
+            if let errors = error.errors {
+                return responder.respond(Problem(.validationFailed, detail: error.detail),
+                                         extra: ["errors": errors.map { ["parameter": $0.pointer, "detail": $0.detail] }])
+            }
+            return responder.respond(error)
+        }
+        let body = request.body
+        let key = ResourceKey.resource(url: url, kind: ResourceMediaType.kind(of: url))
+        // Compression happens on the pool, never on the loop or the writer.
+        store.read({ reader -> (StoredBody, existed: Bool) in
+            (try StoredBody.encoding(body), try reader.read(key) != nil)
+        }) { result in
+            switch result {
+            case .failure(let error): responder.respondInternalError(error, logger: logger, "encoding the resource")
+            case .success(let (stored, existed)):
+                store.write({ database -> Bool in
+                    if database.maximumAmbientCacheSize == 0, try database.database.scalarInt("""
+                        SELECT count(*) FROM region_resources JOIN resources ON resources.id = resource_id WHERE url = ?1
+                        """, [.text(url)]) == 0 {
+                        return false
+                    }
+                    let outcome = database.apply([ResourceWrite(key: key, content: .body(stored), cache: cache)], now: PackRoutes.now())
+                    if let error = outcome.error { throw error }
+                    return true
+                }) { result in
+                    switch result {
+                    case .failure(let error): responder.respondInternalError(error, logger: logger, "storing the resource")
+                    case .success(false):
+                        responder.respond(Problem(.conflict, detail: "the ambient cache is disabled and no pack holds this url"))
+                    case .success(true): responder.respond(HTTPResponse(status: existed ? .noContent : .created))
+                    }
+                }
+            }
+        }
+    }
+
+    /// The caching headers of a preload; a present but invalid one is a 422 naming it (the
+    /// problem's `errors[].pointer` carries the header name until `parameter` is rendered).
+    static func cacheHeaders(_ request: HTTPRequest) throws(Problem) -> HTTPCacheHeaders {
+        var cache = HTTPCacheHeaders()
+        var errors: [Problem.FieldError] = []
+        for (name, limit) in [("Last-Modified", 64), ("Expires", 64)] {
+            guard let value = request.headers[name] else { continue }
+            if value.utf8.count <= limit, let seconds = HTTPCacheHeaders.parseHTTPDate(value) {
+                if name == "Expires" { cache.expires = seconds } else { cache.modified = seconds }
+            } else {
+                errors.append(.init(pointer: name, detail: "must be an HTTP date"))
+            }
+        }
+        if let etag = request.headers["ETag"] {
+            if (1...256).contains(etag.utf8.count) { cache.etag = etag } else { errors.append(.init(pointer: "ETag", detail: "must be 1 to 256 bytes")) }
+        }
+        if let control = request.headers["Cache-Control"] {
+            if control.utf8.count <= 256 {
+                cache.mustRevalidate = control.lowercased().split(separator: ",").contains { $0.trimmingCharacters(in: .whitespaces) == "must-revalidate" }
+            } else {
+                errors.append(.init(pointer: "Cache-Control", detail: "must be at most 256 bytes"))
+            }
+        }
+        guard errors.isEmpty else { throw Problem(.validationFailed, detail: "a caching header is not valid", errors: errors) }
+        return cache
+    }
+}
+
+/// The offline schema stores no media type, so both the row's `kind` and the served
+/// `Content-Type` are derived from the URL's path, as MapLibre's resource kinds suggest.
+enum ResourceMediaType {
+    static func kind(of url: String) -> OfflineSchema.Kind {
+        let path = url.lowercased().prefix { $0 != "?" && $0 != "#" }
+        if path.hasSuffix(".pbf") { return .glyphs }
+        if path.contains("sprite") { return path.hasSuffix(".json") ? .spriteJSON : .spriteImage }
+        if path.hasSuffix(".json") { return .style }
+        return .image
+    }
+
+    static func contentType(of url: String) -> String {
+        switch kind(of: url) {
+        case .glyphs: "application/x-protobuf"
+        case .style, .source, .spriteJSON: "application/json"
+        case .spriteImage: "image/png"
+        case .tile, .image: "application/octet-stream"
+        }
+    }
+}
+
+/// IMF-fixdate (RFC 9110 §5.6.7) of Unix seconds.
+enum HTTPDate {
+    private static let days = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"]
+    private static let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
+
+    static func format(_ seconds: Int64) -> String {
+        let clamped = min(max(seconds, 0), 253_402_300_799)
+        let components = Calendar(identifier: .gregorian).dateComponents(in: TimeZone(identifier: "GMT")!, from: Date(timeIntervalSince1970: TimeInterval(clamped)))
+        let day = days[Int((clamped / 86_400) % 7)]
+        func two(_ value: Int?) -> String { String(format: "%02d", value ?? 0) }
+        return "\(day), \(two(components.day)) \(months[(components.month ?? 1) - 1]) \(components.year ?? 1970) \(two(components.hour)):\(two(components.minute)):\(two(components.second)) GMT"
+    }
+}

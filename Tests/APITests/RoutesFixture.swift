@@ -1,0 +1,123 @@
+import API
+import Foundation
+import Logging
+import Loop
+import Prometheus
+import Server
+import Store
+
+/// packd's Store-backed API in process: a real database in a temp directory, the writer thread,
+/// and the server on an ephemeral 127.0.0.1 port. Replies are recorded as JSON lines for
+/// `scripts/check-responses.py` when `PACKD_RECORD_RESPONSES` names a file.
+final class RoutesFixture: @unchecked Sendable {
+    static let readKey = "read-key-0123456789abcdef"
+    static let writeKey = "write-key-0123456789abcdef"
+    static let adminKey = "admin-key-0123456789abcdef"
+
+    let directory: URL
+    let path: String
+    let writer: WriterThread
+    let server: APIFixture
+    nonisolated(unsafe) var api: PackdAPI!
+
+    /// `withKeys`: the three keys above are configured; without, every request is allowed.
+    /// `directory`: reopen an earlier fixture's database.
+    init(withKeys: Bool = false, reopening directory: URL? = nil, limits: ServerLimits = ServerLimits()) throws {
+        self.directory = directory ?? FileManager.default.temporaryDirectory.appendingPathComponent("packd-routes-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: self.directory, withIntermediateDirectories: true)
+        path = self.directory.appendingPathComponent("packd.sqlite").path
+        writer = try WriterThread(path: path, configuration: .init(maximumBatchDelay: .milliseconds(5))) { _ in }
+        let authenticator = withKeys
+            ? try APIKeyAuthenticator(parsing: "read:\(Self.readKey)\nwrite:\(Self.writeKey)\nadmin:\(Self.adminKey)", source: "test")
+            : APIKeyAuthenticator()
+        let routes = APIRouteBuilder(authenticator: authenticator, cors: .disabled, metrics: PackdMetrics())
+        nonisolated(unsafe) var built: PackdAPI?
+        let writer = writer
+        let path = path
+        server = try APIFixture(limits: limits) { router, loop in
+            let logger = Logger(label: "routes-test") { _ in SwiftLogNoOpLogHandler() }
+            let api = try! PackdAPI(store: StoreAccess(loop: loop, writer: writer, path: path), routes: routes, logger: logger)
+            api.register(in: &router)
+            built = api
+        }
+        api = built
+    }
+
+    var port: Int { server.port }
+
+    /// Stops server and writer; the database stays for `reopening`.
+    func stop() {
+        nonisolated(unsafe) let api = api
+        server.onLoop { api?.close() }
+        server.stop()
+        writer.stop()
+    }
+
+    func removeFiles() {
+        try? FileManager.default.removeItem(at: directory)
+    }
+
+    struct Reply {
+        var status: Int
+        var headers: [(String, String)]
+        var body: String
+
+        func header(_ name: String) -> String? {
+            headers.first { $0.0.lowercased() == name.lowercased() }?.1
+        }
+
+        var json: [String: Any] {
+            (try? JSONSerialization.jsonObject(with: Data(body.utf8))) as? [String: Any] ?? [:]
+        }
+    }
+
+    /// One request on its own connection. JSON bodies get `Content-Type: application/json`
+    /// unless `headers` sets one.
+    @discardableResult
+    func send(_ method: String, _ target: String, json: String? = nil, body: [UInt8]? = nil,
+              headers: [String: String] = [:]) throws -> Reply {
+        let client = try StreamClient(port: port)
+        let payload = body ?? json.map { Array($0.utf8) } ?? []
+        var head = "\(method) \(target) HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n"
+        var fields = headers
+        if json != nil, fields.keys.allSatisfy({ $0.lowercased() != "content-type" }) { fields["Content-Type"] = "application/json" }
+        for (name, value) in fields { head += "\(name): \(value)\r\n" }
+        if !payload.isEmpty || method == "POST" || method == "PUT" || method == "PATCH" { head += "Content-Length: \(payload.count)\r\n" }
+        try client.send(head + "\r\n" + String(decoding: payload, as: UTF8.self))
+        try client.readHead()
+        let text = client.status == 304 || client.status == 204 || method == "HEAD" ? "" : try client.readBody()
+        let reply = Reply(status: client.status, headers: client.headers, body: text)
+        ResponseRecorder.record(method: method, target: target, reply: reply)
+        return reply
+    }
+
+    /// A region whose tile count is known at creation: 1 tile at z0, 4 at z1.
+    static func templateRegion(maxZoom: Int = 1, bounds: String = "[-180, -85, 180, 85]") -> String {
+        #"{"tiles": ["https://tiles.example.org/{z}/{x}/{y}.png"], "bounds": \#(bounds), "min_zoom": 0, "max_zoom": \#(maxZoom)}"#
+    }
+}
+
+/// Appends replies to `PACKD_RECORD_RESPONSES` for the openapi check (one JSON object a line).
+enum ResponseRecorder {
+    private static let lock = NSLock()
+
+    static func record(method: String, target: String, reply: RoutesFixture.Reply) {
+        guard let path = ProcessInfo.processInfo.environment["PACKD_RECORD_RESPONSES"] else { return }
+        let line: [String: Any] = [
+            "method": method, "target": target, "status": reply.status,
+            "headers": Dictionary(reply.headers.map { ($0.0.lowercased(), $0.1) }) { first, _ in first },
+            "body": reply.body,
+        ]
+        guard var data = try? JSONSerialization.data(withJSONObject: line, options: [.sortedKeys]) else { return }
+        data.append(0x0A)
+        lock.lock()
+        defer { lock.unlock() }
+        if let handle = FileHandle(forWritingAtPath: path) {
+            handle.seekToEndOfFile()
+            handle.write(data)
+            try? handle.close()
+        } else {
+            FileManager.default.createFile(atPath: path, contents: data)
+        }
+    }
+}
