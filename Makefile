@@ -39,9 +39,13 @@ release: deps
 run: release
 	$$($(SWIFT) build -c release --show-bin-path)/packd serve --listen $(PACKD_LISTEN) --database $(PACKD_DB)
 
-## The test command CI runs: system libraries, the OpenAPI document's validity, then every test.
+## The test command CI runs: system libraries, the OpenAPI document's validity, every test, then
+## the responses the API tests recorded checked against openapi.yaml.
 test: deps check-openapi
-	$(SWIFT) test
+	@python3 -c "import openapi_schema_validator, yaml" 2>/dev/null || python3 -m pip install -q openapi-schema-validator pyyaml
+	rm -f .build/responses.jsonl
+	PACKD_RECORD_RESPONSES=$(CURDIR)/.build/responses.jsonl $(SWIFT) test
+	python3 scripts/check-responses.py openapi.yaml .build/responses.jsonl
 
 ## openapi.yaml must be valid OpenAPI 3.1 (openapi-spec-validator from PyPI, installed if missing).
 check-openapi:
