@@ -62,11 +62,7 @@ struct PackDocument: Sendable {
     static func region(_ definition: String) -> Any {
         guard let json = try? JSONSerialization.jsonObject(with: Data(definition.utf8)),
               let region = try? RegionDefinition(mapLibreJSON: json) else { return [String: Any]() }
-        var object = region.jsonObject
-        // openapi.yaml's TilesRegion has no `include_ideographs` (no glyphs without a style), but
-        // Plan writes it for every region; drop it here until Plan stops (reported to the lead).
-        if case .tiles = region.content { object.removeValue(forKey: "include_ideographs") }
-        return object
+        return region.jsonObject
     }
 
     static func limits(_ json: String?) -> PackLimits {

@@ -47,7 +47,9 @@ struct RegionDecoder {
         let pixelRatio = pixelRatio(object)
         var includeIdeographs = true
         if let value = object["include_ideographs"] {
-            if let bool = JSONScalar.bool(value) {
+            if format == .api, case .tiles? = content {
+                report("/include_ideographs", "only a style region downloads glyphs; a tiles region has none")
+            } else if let bool = JSONScalar.bool(value) {
                 includeIdeographs = bool
             } else {
                 report("/include_ideographs", "must be true or false")

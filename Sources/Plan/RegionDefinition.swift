@@ -92,10 +92,12 @@ public struct RegionDefinition: Hashable, Sendable {
     }
 
     private var commonFields: [String: Any] {
-        var object: [String: Any] = ["min_zoom": minZoom, "pixel_ratio": pixelRatio, "include_ideographs": includeIdeographs]
+        var object: [String: Any] = ["min_zoom": minZoom, "pixel_ratio": pixelRatio]
         if let maxZoom { object["max_zoom"] = maxZoom }
         switch content {
-        case .style(let url): object["style_url"] = url
+        case .style(let url):
+            object["style_url"] = url
+            object["include_ideographs"] = includeIdeographs
         case .tiles(let source): object.merge(Self.templateFields(source)) { $1 }
         }
         return object

@@ -30,11 +30,11 @@ public final class StoreReader {
     }
 
     /// Packs in creation (id) order after `afterID`, optionally of one state and whose name
-    /// contains `nameContains` (case-sensitive, literal: no LIKE wildcards); `limit` ≤ 500.
+    /// contains `nameContains` ignoring ASCII case (literal: no LIKE wildcards); `limit` ≤ 500.
     public func packs(after afterID: Int64 = 0, state: String? = nil, nameContains: String? = nil,
                       limit: Int = 100) throws -> [PackRecord] {
         let statement = try database.cachedStatement(PackRecord.selectSQL + """
-             WHERE p.region_id > ?1 AND (?2 IS NULL OR p.state = ?2) AND (?3 IS NULL OR instr(p.name, ?3) > 0)
+             WHERE p.region_id > ?1 AND (?2 IS NULL OR p.state = ?2) AND (?3 IS NULL OR instr(lower(p.name), lower(?3)) > 0)
             ORDER BY p.region_id LIMIT ?4
             """)
         var result: [PackRecord] = []

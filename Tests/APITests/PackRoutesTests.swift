@@ -177,7 +177,7 @@ import Testing
             #expect(pages == 3)
             #expect(names == (0..<7).map { "pack \($0 % 2 == 0 ? "even" : "odd") \($0)" })
 
-            let filtered = try server.send("GET", "/v1/packs?q=odd&limit=2")
+            let filtered = try server.send("GET", "/v1/packs?q=ODD&limit=2")
             #expect((filtered.json["packs"] as? [[String: Any]])?.compactMap { $0["name"] as? String } == ["pack odd 1", "pack odd 3"])
             let rest = try server.send("GET", try #require(filtered.json["next"] as? String))
             #expect((rest.json["packs"] as? [[String: Any]])?.compactMap { $0["name"] as? String } == ["pack odd 5"])

@@ -144,7 +144,11 @@ import Testing
         let object = region.jsonObject
         #expect(object["scheme"] as? String == "xyz" && object["tile_size"] as? Int == 256)
         #expect(object["min_zoom"] as? Double == 0 && object["pixel_ratio"] as? Double == 1)
-        #expect(object["include_ideographs"] as? Bool == true && object["subdomains"] == nil)
+        // Glyphs come only from a style: a tiles region neither takes nor shows `include_ideographs`.
+        #expect(object["include_ideographs"] == nil && object["subdomains"] == nil)
+        #expect(try problems("""
+            {"tiles": ["https://e.com/{z}/{x}/{y}.png"], "bounds": [1, 2, 3, 4], "max_zoom": 6, "include_ideographs": false}
+            """).map(\.pointer) == ["/include_ideographs"])
         #expect(object["bounds"] as? [Double] == [1, 2, 3, 4])
     }
 
