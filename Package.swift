@@ -47,6 +47,8 @@ let package = Package(
         .target(name: "Geo"),
         .target(name: "Plan", dependencies: ["Geo"]),
         .target(name: "Fetch", dependencies: ["Loop", "CCurl", "CUV"]),
+        // The download engine: one pack's state machine and the scheduler of packs.
+        .target(name: "Jobs", dependencies: ["Loop", "Fetch", "Store", "Plan", "Geo"]),
 
         .executableTarget(
             name: "packd",
