@@ -96,7 +96,10 @@ let package = Package(
         .testTarget(name: "StoreIOTests", dependencies: ["Store", "CZlib"]),
         .testTarget(name: "GeoTests", dependencies: ["Geo"]),
         .testTarget(name: "PlanTests", dependencies: ["Plan", "Geo"]),
-        .testTarget(name: "FetchTests", dependencies: ["Fetch", "Loop", "CZlib"]),
+        // The in-process upstream and fetch harness shared by the network tests.
+        .target(name: "PackdTestSupport", dependencies: ["Fetch", "Loop", "CZlib"], path: "Tests/PackdTestSupport"),
+        .testTarget(name: "FetchTests", dependencies: ["Fetch", "Loop", "CZlib", "PackdTestSupport"]),
+        .testTarget(name: "JobsTests", dependencies: ["Jobs", "Fetch", "Loop", "Store", "Plan", "Geo", "PackdTestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

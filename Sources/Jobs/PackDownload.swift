@@ -98,7 +98,8 @@ public final class PackDownload {
     private func fetchDocument(_ resource: PlannedResource,
                                add: @escaping (inout PlanBuilder, Data) throws(PlanError) -> Void) {
         busy += 1
-        fetch(resource, attempt: 1) { [unowned self] resolution in
+        fetch(resource, attempt: 1) { [weak self] resolution in
+            guard let self else { return }
             busy -= 1
             guard !ended else { return }
             switch resolution {
@@ -155,7 +156,8 @@ public final class PackDownload {
         bands = TileBands(pyramids: plan.pyramids, limit: settings.lookupBatchTiles)
         lookingUp = true
         let lookup = lookup
-        loop.runOnThreadPool({ lookup.storedURLs(packID: packID) }, then: { [unowned self] stored in
+        loop.runOnThreadPool({ lookup.storedURLs(packID: packID) }, then: { [weak self] stored in
+            guard let self else { return }
             lookingUp = false
             guard !ended else { return }
             downloading = true
@@ -201,7 +203,8 @@ public final class PackDownload {
         loop.runOnThreadPool({
             lookup.storedTiles(packID: packID, urlTemplate: template, pixelRatio: ratio, z: zoom,
                                xRange: xRange, yRange: yRange)
-        }, then: { [unowned self] stored in
+        }, then: { [weak self] stored in
+            guard let self else { return }
             lookingUp = false
             guard !ended else { return }
             for span in band.spans {
@@ -219,8 +222,8 @@ public final class PackDownload {
             store(resource, document)
             return
         }
-        fetch(resource, attempt: 1) { [unowned self] resolution in
-            guard !ended else { return }
+        fetch(resource, attempt: 1) { [weak self] resolution in
+            guard let self, !ended else { return }
             switch resolution {
             case .body(let response):
                 store(resource, response)
@@ -254,8 +257,8 @@ public final class PackDownload {
             write.content = .body(stored)
             writer.submit(write)
             return true
-        }, then: { [unowned self] submitted in
-            guard !ended else { return }
+        }, then: { [weak self] submitted in
+            guard let self, !ended else { return }
             if submitted {
                 resolved()
             } else {
@@ -310,8 +313,8 @@ public final class PackDownload {
     private func fetch(_ resource: PlannedResource, attempt: Int, then: @escaping (Resolution) -> Void) {
         let request = FetchRequest(url: resource.url, maxBodyBytes: settings.maxBodyBytes,
                                    owner: UInt64(bitPattern: packID))
-        fetcher.submit(request) { [unowned self] result in
-            guard !ended else { return then(.stopped) }
+        fetcher.submit(request) { [weak self] result in
+            guard let self, !ended else { return then(.stopped) }
             switch result {
             case .success(let response):
                 switch response.status {
@@ -356,7 +359,8 @@ public final class PackDownload {
         guard !ended, let due = retries.map(\.due).min() else { return }
         let delay = max(ContinuousClock.now.duration(to: due), .zero)
         let milliseconds = UInt64(delay.components.seconds) * 1000 + UInt64(delay.components.attoseconds / 1_000_000_000_000_000)
-        retryTimer.start(after: milliseconds) { [unowned self] in
+        retryTimer.start(after: milliseconds) { [weak self] in
+            guard let self else { return }
             let now = ContinuousClock.now
             let due = retries.filter { $0.due <= now }
             retries.removeAll { $0.due <= now }

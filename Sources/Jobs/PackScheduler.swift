@@ -42,8 +42,8 @@ public final class PackScheduler {
     /// Picks up the packs left `active` or `queued` (a restart), in creation order.
     public func start() {
         let reader = reader
-        loop.runOnThreadPool({ reader.resumableIDs() }, then: { [unowned self] ids in
-            guard !stopped else { return }
+        loop.runOnThreadPool({ reader.resumableIDs() }, then: { [weak self] ids in
+            guard let self, !stopped else { return }
             for id in ids { packQueued(id) }
         })
     }
@@ -95,8 +95,8 @@ public final class PackScheduler {
             let packID = queue.removeFirst()
             active[packID] = .some(nil)
             let reader = reader
-            loop.runOnThreadPool({ reader.definition(packID) }, then: { [unowned self] definition in
-                begin(packID, definition: definition)
+            loop.runOnThreadPool({ reader.definition(packID) }, then: { [weak self] definition in
+                self?.begin(packID, definition: definition)
             })
         }
     }
@@ -121,8 +121,8 @@ public final class PackScheduler {
         let download: PackDownload
         do {
             download = try PackDownload(packID: packID, region: region, loop: loop, fetcher: fetcher, writer: writer,
-                                        databasePath: databasePath, settings: settings) { [unowned self] outcome in
-                ended(packID, outcome)
+                                        databasePath: databasePath, settings: settings) { [weak self] outcome in
+                self?.ended(packID, outcome)
             }
         } catch {
             active[packID] = nil
