@@ -57,6 +57,8 @@ let package = Package(
                 "Server",
                 "API",
                 "Store",
+                "Fetch",
+                "Jobs",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
