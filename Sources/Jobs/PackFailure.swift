@@ -10,6 +10,11 @@ public struct PackFailure: Error, Sendable, Equatable {
         /// Everything else is stored; these few failed after their retries.
         case resourcesFailed = "resources_failed"
         case invalidDocument = "invalid_document"
+        /// The server-wide tile limit refused this pack's tiles.
+        case tileLimitExceeded = "tile_limit_exceeded"
+        /// The disk (or the configured maximum database size) is full.
+        case storageFull = "storage_full"
+        /// A batch with this pack's writes was rolled back for another reason.
         case storageError = "storage_error"
     }
 

@@ -74,11 +74,28 @@ public final class PackScheduler {
         packSuspended(packID)
     }
 
-    /// Forwards committed progress (call on the loop thread from the writer's `onCommit`).
+    /// Forwards committed progress and fails the packs whose writes the store refused (call on
+    /// the loop thread from the writer's `onCommit`): a refused write would otherwise end as a
+    /// `complete` pack missing resources.
     public func committed(_ outcome: BatchOutcome) {
         for (packID, progress) in outcome.progress.sorted(by: { $0.key < $1.key }) {
             onProgress?(packID, progress)
         }
+        for packID in outcome.tileLimitExceeded.sorted() {
+            fail(packID, PackFailure(.tileLimitExceeded, "the server's tile limit is reached"))
+        }
+        if let error = outcome.error {
+            let failure = error.isStorageFull
+                ? PackFailure(.storageFull, "the database is full")
+                : PackFailure(.storageError, "storing resources failed: \(error)")
+            for packID in outcome.failedPackIDs.sorted() { fail(packID, failure) }
+        }
+    }
+
+    private func fail(_ packID: Int64, _ failure: PackFailure) {
+        guard let slot = active[packID] else { return }
+        slot?.stop()
+        ended(packID, .failed(failure))
     }
 
     /// Stops every download; the packs stay `active`/`queued` in the database and continue on the

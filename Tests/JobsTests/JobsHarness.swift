@@ -74,8 +74,15 @@ final class JobsHarness: @unchecked Sendable {
     func publishedProgress(_ packID: Int64) -> PackProgress? { condition.withLock { progress[packID] } }
     func publishedError(_ packID: Int64) -> String? { condition.withLock { errors[packID] } }
 
+    private var closed = false
+
     /// Stops downloads, the fetcher, the loop and the writer, in the server's shutdown order.
+    /// Idempotent (tests close early to read the database, and again on exit).
     func close() {
+        guard !condition.withLock({ () -> Bool in
+            defer { closed = true }
+            return closed
+        }) else { return }
         try? thread.sync {
             self.scheduler.shutdown()
             self.fetcher.shutdown()

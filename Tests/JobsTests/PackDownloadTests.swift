@@ -26,16 +26,10 @@ import Testing
     }
 
     @Test func stylePackCompletesWithEveryBodyStoredExactly() throws {
-        let database = try TemporaryDatabase()
-        defer { database.remove() }
-        let upstream = try MapUpstream()
-        defer { upstream.stop() }
-        let harness = try JobsHarness(path: database.path)
-        let packID = try harness.createQueuedPack(region: Self.region(upstream))
-        try harness.onLoop { harness.scheduler.packQueued(packID) }
-
-        let states = harness.waitForState(packID, ["complete", "failed"])
-        #expect(states == ["active", "complete"], "\(harness.publishedError(packID) ?? "")")
+        let run = try DownloadRun()
+        defer { run.close() }
+        let (database, upstream, harness, packID) = (run.database, run.upstream, run.harness, run.packID)
+        #expect(run.finish() == ["active", "complete"], "\(harness.publishedError(packID) ?? "")")
         harness.close()
 
         let planned = try Self.planned(upstream)
@@ -68,17 +62,11 @@ import Testing
     /// Runs a pack whose style answers `status`; returns the states it went through and its error.
     static func runWithStyleStatus(_ status: Int) throws -> (states: [String], error: String?, requests: [String],
                                                                stored: PackRecord?) {
-        let database = try TemporaryDatabase()
-        defer { database.remove() }
-        let upstream = try MapUpstream(faults: .init(styleStatus: status))
-        defer { upstream.stop() }
-        let harness = try JobsHarness(path: database.path)
-        defer { harness.close() }
-        let packID = try harness.createQueuedPack(region: Self.region(upstream))
-        try harness.onLoop { harness.scheduler.packQueued(packID) }
-        let states = harness.waitForState(packID, ["complete", "failed"], deadline: .seconds(30))
-        return (states, harness.publishedError(packID), upstream.requests.map(\.target),
-                try StoreReader(path: database.path).pack(packID))
+        let run = try DownloadRun(faults: .init(styleStatus: status))
+        defer { run.close() }
+        let states = run.finish(deadline: .seconds(30))
+        return (states, run.harness.publishedError(run.packID), run.upstream.requests.map(\.target),
+                try StoreReader(path: run.database.path).pack(run.packID))
     }
 
     @Test func forbiddenStyleFailsAtOnceAsUnauthorized() throws {
@@ -97,16 +85,22 @@ import Testing
         #expect(run.requests == ["/style.json"])
     }
 
-    @Test func tenPercentServerErrorsStillComplete() throws {
-        let database = try TemporaryDatabase()
-        defer { database.remove() }
-        let upstream = try MapUpstream(faults: .init(failEvery: 10))
-        defer { upstream.stop() }
-        let harness = try JobsHarness(path: database.path)
-        let packID = try harness.createQueuedPack(region: Self.region(upstream, maxZoom: 5))
-        try harness.onLoop { harness.scheduler.packQueued(packID) }
+    @Test func tileLimitReachedFailsThePackInsteadOfCompletingIt() throws {
+        let run = try DownloadRun { harness in try harness.performAndWait { try $0.setTileLimit(20) } }
+        defer { run.close() }
+        let (database, harness, packID) = (run.database, run.harness, run.packID)
+        #expect(run.finish() == ["active", "failed"])
+        #expect(harness.publishedError(packID)?.contains(#""code":"tile_limit_exceeded""#) == true)
+        #expect(try harness.onLoop { harness.scheduler.activePackIDs }.isEmpty)
+        let progress = try #require(try StoreReader(path: database.path).progress(packID))
+        #expect(progress.completedTiles <= 20)
+    }
 
-        let states = harness.waitForState(packID, ["complete", "failed"])
+    @Test func tenPercentServerErrorsStillComplete() throws {
+        let run = try DownloadRun(faults: .init(failEvery: 10), maxZoom: 5)
+        defer { run.close() }
+        let (database, upstream, harness, packID) = (run.database, run.upstream, run.harness, run.packID)
+        let states = run.finish()
         harness.close()
         #expect(states.last == "complete", "\(harness.publishedError(packID) ?? "")")
         let planned = try Self.planned(upstream, maxZoom: 5)
@@ -169,5 +163,36 @@ import Testing
         #expect(refetched.isEmpty, "stored tiles fetched again: \(refetched.prefix(5))")
         let progress = try #require(try StoreReader(path: database.path).progress(packID))
         #expect(progress.completedResources == Int64(try Self.planned(upstream).count))
+    }
+}
+
+/// One queued pack against its own upstream and database: the common set-up of these tests.
+final class DownloadRun {
+    let database: TemporaryDatabase
+    let upstream: MapUpstream
+    let harness: JobsHarness
+    let packID: Int64
+
+    init(faults: MapUpstream.Faults = .init(), maxZoom: Int = 7,
+         prepare: (JobsHarness) throws -> Void = { _ in }) throws {
+        database = try TemporaryDatabase()
+        upstream = try MapUpstream(faults: faults)
+        harness = try JobsHarness(path: database.path)
+        try prepare(harness)
+        packID = try harness.createQueuedPack(region: PackDownloadTests.region(upstream, maxZoom: maxZoom))
+        let harness = harness
+        let packID = packID
+        try harness.onLoop { harness.scheduler.packQueued(packID) }
+    }
+
+    /// Waits for `complete` or `failed`; returns the states published on the way.
+    func finish(deadline: Duration = .seconds(120)) -> [String] {
+        harness.waitForState(packID, ["complete", "failed"], deadline: deadline)
+    }
+
+    func close() {
+        harness.close()
+        upstream.stop()
+        database.remove()
     }
 }
