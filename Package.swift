@@ -101,7 +101,8 @@ let package = Package(
         // The in-process upstream and fetch harness shared by the network tests.
         .target(name: "PackdTestSupport", dependencies: ["Fetch", "Loop", "CZlib"], path: "Tests/PackdTestSupport"),
         .testTarget(name: "FetchTests", dependencies: ["Fetch", "Loop", "CZlib", "PackdTestSupport"]),
-        .testTarget(name: "JobsTests", dependencies: ["Jobs", "Fetch", "Loop", "Store", "Plan", "Geo", "PackdTestSupport"]),
+        // Depends on `packd` so the end-to-end test finds the built server next to the test bundle.
+        .testTarget(name: "JobsTests", dependencies: ["Jobs", "Fetch", "Loop", "Store", "Plan", "Geo", "PackdTestSupport", "packd"]),
     ],
     swiftLanguageModes: [.v6]
 )
