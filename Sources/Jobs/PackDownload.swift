@@ -51,6 +51,8 @@ public final class PackDownload {
     private var busy = 0
     private var retries: [PendingRetry] = []
     private let retryTimer: LoopTimer
+    /// Known once the documents are in (before any fixed resource or tile is fetched).
+    public private(set) var expected: ExpectedCounts?
     private var expectedResources = 0
     private var failedResources = 0
     private var downloading = false
@@ -146,11 +148,11 @@ public final class PackDownload {
         let plan = builder.plan
         expectedResources = plan.expectedResources
         let packID = packID
-        let expectedTiles = Int64(clamping: plan.expectedTiles)
-        let expected = Int64(clamping: plan.expectedResources)
-        let precise = plan.isPrecise
+        let counts = ExpectedCounts(resources: Int64(clamping: plan.expectedResources),
+                                    tiles: Int64(clamping: plan.expectedTiles), precise: plan.isPrecise)
+        expected = counts
         writer.perform({ database in
-            try database.setExpected(packID, resources: expected, tiles: expectedTiles, precise: precise,
+            try database.setExpected(packID, resources: counts.resources, tiles: counts.tiles, precise: counts.precise,
                                      now: Self.now())
         }, completion: { _ in })
         bands = TileBands(pyramids: plan.pyramids, limit: settings.lookupBatchTiles)

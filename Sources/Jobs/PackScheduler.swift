@@ -12,8 +12,8 @@ import Store
 public final class PackScheduler {
     /// A committed state change: pack, new state, previous state, error JSON.
     public var onStateChange: ((Int64, String, String, String?) -> Void)?
-    /// Progress as committed by the writer.
-    public var onProgress: ((Int64, PackProgress) -> Void)?
+    /// Progress as committed by the writer, with the pack's expected counts when its download knows them.
+    public var onProgress: ((Int64, PackProgress, ExpectedCounts?) -> Void)?
 
     private let loop: EventLoop
     private let fetcher: Fetcher
@@ -79,7 +79,7 @@ public final class PackScheduler {
     /// `complete` pack missing resources.
     public func committed(_ outcome: BatchOutcome) {
         for (packID, progress) in outcome.progress.sorted(by: { $0.key < $1.key }) {
-            onProgress?(packID, progress)
+            onProgress?(packID, progress, active[packID]??.expected)
         }
         for packID in outcome.tileLimitExceeded.sorted() {
             fail(packID, PackFailure(.tileLimitExceeded, "the server's tile limit is reached"))

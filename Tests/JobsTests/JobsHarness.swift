@@ -18,6 +18,7 @@ final class JobsHarness: @unchecked Sendable {
     private var states: [Int64: [String]] = [:]
     private var progress: [Int64: PackProgress] = [:]
     private var errors: [Int64: String] = [:]
+    private var expected: [Int64: ExpectedCounts] = [:]
 
     init(path: String, settings: DownloadSettings = JobsHarness.fastRetries, maxActive: Int = 2) throws {
         self.path = path
@@ -34,7 +35,12 @@ final class JobsHarness: @unchecked Sendable {
             scheduler.onStateChange = { [self] packID, state, _, error in
                 record { states[packID, default: []].append(state); errors[packID] = error }
             }
-            scheduler.onProgress = { [self] packID, value in record { progress[packID] = value } }
+            scheduler.onProgress = { [self] packID, value, counts in
+                record {
+                    progress[packID] = value
+                    if let counts { expected[packID] = counts }
+                }
+            }
             relay.scheduler = scheduler
             self.scheduler = scheduler
         }
@@ -72,6 +78,7 @@ final class JobsHarness: @unchecked Sendable {
     }
 
     func publishedProgress(_ packID: Int64) -> PackProgress? { condition.withLock { progress[packID] } }
+    func publishedExpected(_ packID: Int64) -> ExpectedCounts? { condition.withLock { expected[packID] } }
     func publishedError(_ packID: Int64) -> String? { condition.withLock { errors[packID] } }
 
     private var closed = false

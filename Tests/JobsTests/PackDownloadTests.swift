@@ -53,6 +53,8 @@ import Testing
         #expect(progress.completedResources == Int64(planned.count))
         #expect(progress.completedTiles == Int64(tiles.count))
         #expect(harness.publishedProgress(packID) == progress)
+        #expect(harness.publishedExpected(packID) == ExpectedCounts(
+            resources: Int64(planned.count), tiles: Int64(tiles.count), precise: true))
         // Each resource fetched once (the style and TileJSON are not fetched a second time to be stored).
         let paths = upstream.requests.map(\.target)
         #expect(paths.count == planned.count)
