@@ -39,6 +39,8 @@ public final class PackDownload {
     private let settings: DownloadSettings
     private let lookup: StoredResourceLookup
     private let onEnd: (Outcome) -> Void
+    /// The pack's own `max_tiles` limit: checked against the exact count before any tile is fetched.
+    private let maxTiles: Int64?
     private var builder: PlanBuilder
     /// Style and TileJSON responses, stored with the fixed resources instead of being refetched.
     private var documents: [String: FetchResponse] = [:]
@@ -59,7 +61,7 @@ public final class PackDownload {
     private var ended = false
 
     public init(packID: Int64, region: RegionDefinition, loop: EventLoop, fetcher: Fetcher, writer: WriterThread,
-                databasePath: String, settings: DownloadSettings = DownloadSettings(),
+                databasePath: String, maxTiles: Int64? = nil, settings: DownloadSettings = DownloadSettings(),
                 onEnd: @escaping (Outcome) -> Void) throws {
         self.packID = packID
         self.loop = loop
@@ -67,6 +69,7 @@ public final class PackDownload {
         self.writer = writer
         self.settings = settings
         self.onEnd = onEnd
+        self.maxTiles = maxTiles
         lookup = try StoredResourceLookup(path: databasePath)
         builder = PlanBuilder(region: region)
         retryTimer = LoopTimer(loop: loop)
@@ -151,6 +154,10 @@ public final class PackDownload {
         let counts = ExpectedCounts(resources: Int64(clamping: plan.expectedResources),
                                     tiles: Int64(clamping: plan.expectedTiles), precise: plan.isPrecise)
         expected = counts
+        if let maxTiles, counts.tiles > maxTiles {
+            end(.failed(PackFailure(.tileLimitExceeded, "the region needs \(counts.tiles) tiles, the pack's limit is \(maxTiles)")))
+            return
+        }
         writer.perform({ database in
             try database.setExpected(packID, resources: counts.resources, tiles: counts.tiles, precise: counts.precise,
                                      now: Self.now())

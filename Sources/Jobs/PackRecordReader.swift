@@ -10,9 +10,9 @@ final class PackRecordReader: @unchecked Sendable {
         reader = try StoreReader(path: path)
     }
 
-    /// The stored MapLibre region definition of a pack; nil if the pack is gone.
-    func definition(_ packID: Int64) -> String? {
-        lock.withLock { (try? reader.pack(packID))??.definition }
+    /// The stored record of a pack; nil if the pack is gone.
+    func record(_ packID: Int64) -> PackRecord? {
+        lock.withLock { (try? reader.pack(packID)) ?? nil }
     }
 
     /// Packs to continue after a restart: `active` first (they were running), then `queued`, each

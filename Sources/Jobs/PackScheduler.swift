@@ -112,22 +112,22 @@ public final class PackScheduler {
             let packID = queue.removeFirst()
             active[packID] = .some(nil)
             let reader = reader
-            loop.runOnThreadPool({ reader.definition(packID) }, then: { [weak self] definition in
-                self?.begin(packID, definition: definition)
+            loop.runOnThreadPool({ reader.record(packID) }, then: { [weak self] record in
+                self?.begin(packID, record: record)
             })
         }
     }
 
-    private func begin(_ packID: Int64, definition: String?) {
+    private func begin(_ packID: Int64, record: PackRecord?) {
         // Suspended or removed while the record was read.
         guard !stopped, let slot = active[packID], slot == nil else { return }
-        guard let definition else {
+        guard let record else {
             active[packID] = nil
             return fillSlots()
         }
         let region: RegionDefinition
         do {
-            let json = try JSONSerialization.jsonObject(with: Data(definition.utf8))
+            let json = try JSONSerialization.jsonObject(with: Data(record.definition.utf8))
             region = try RegionDefinition(mapLibreJSON: json)
         } catch {
             active[packID] = nil
@@ -138,7 +138,8 @@ public final class PackScheduler {
         let download: PackDownload
         do {
             download = try PackDownload(packID: packID, region: region, loop: loop, fetcher: fetcher, writer: writer,
-                                        databasePath: databasePath, settings: settings) { [weak self] outcome in
+                                        databasePath: databasePath, maxTiles: Self.maxTiles(record.limitsJSON),
+                                        settings: settings) { [weak self] outcome in
                 self?.ended(packID, outcome)
             }
         } catch {
@@ -159,6 +160,14 @@ public final class PackScheduler {
             transition(PackTransition(packID: packID, from: ["active"], to: "failed", errorJSON: failure.json))
         }
         fillSlots()
+    }
+
+    /// `max_tiles` of the pack's stored `limits` (`{"max_tiles": n, ...}`), nil when unset or unreadable.
+    static func maxTiles(_ limitsJSON: String?) -> Int64? {
+        guard let limitsJSON,
+              let object = try? JSONSerialization.jsonObject(with: Data(limitsJSON.utf8)) as? [String: Any],
+              let value = object["max_tiles"] as? NSNumber else { return nil }
+        return value.int64Value
     }
 
     /// Applies `change` on the writer (after everything submitted before it), then publishes it.

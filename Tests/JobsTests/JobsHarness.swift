@@ -49,9 +49,10 @@ final class JobsHarness: @unchecked Sendable {
     static let fastRetries = DownloadSettings(maxInFlight: 8, initialBackoff: .milliseconds(5), maxBackoff: .milliseconds(50))
 
     /// Creates a pack in `queued` (as the API does for `start: true`) and returns its id.
-    func createQueuedPack(region json: [String: Any]) throws -> Int64 {
+    func createQueuedPack(region json: [String: Any], limitsJSON: String? = nil) throws -> Int64 {
         let region = try RegionDefinition(json: json)
-        let record = PackRecord(name: "test", state: "queued", definition: region.mapLibreJSON, createdAt: 0, updatedAt: 0)
+        let record = PackRecord(name: "test", state: "queued", definition: region.mapLibreJSON, createdAt: 0, updatedAt: 0,
+                                limitsJSON: limitsJSON)
         return try performAndWait { try $0.createPack(record, now: 0) }
     }
 

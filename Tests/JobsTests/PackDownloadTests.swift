@@ -98,6 +98,15 @@ import Testing
         #expect(progress.completedTiles <= 20)
     }
 
+    @Test func styleRegionOverItsMaxTilesFailsBeforeAnyTileIsFetched() throws {
+        let run = try DownloadRun(limitsJSON: #"{"max_tiles": 10, "max_bytes_per_second": null}"#)
+        defer { run.close() }
+        #expect(run.finish() == ["active", "failed"])
+        let error = try #require(run.harness.publishedError(run.packID))
+        #expect(error.contains(#""code":"tile_limit_exceeded""#) && error.contains("limit is 10"))
+        #expect(run.upstream.requests.map(\.target) == ["/style.json", "/tiles.json"])
+    }
+
     @Test func tenPercentServerErrorsStillComplete() throws {
         let run = try DownloadRun(faults: .init(failEvery: 10), maxZoom: 5)
         defer { run.close() }
@@ -175,13 +184,14 @@ final class DownloadRun {
     let harness: JobsHarness
     let packID: Int64
 
-    init(faults: MapUpstream.Faults = .init(), maxZoom: Int = 7,
+    init(faults: MapUpstream.Faults = .init(), maxZoom: Int = 7, limitsJSON: String? = nil,
          prepare: (JobsHarness) throws -> Void = { _ in }) throws {
         database = try TemporaryDatabase()
         upstream = try MapUpstream(faults: faults)
         harness = try JobsHarness(path: database.path)
         try prepare(harness)
-        packID = try harness.createQueuedPack(region: PackDownloadTests.region(upstream, maxZoom: maxZoom))
+        packID = try harness.createQueuedPack(region: PackDownloadTests.region(upstream, maxZoom: maxZoom),
+                                              limitsJSON: limitsJSON)
         let harness = harness
         let packID = packID
         try harness.onLoop { harness.scheduler.packQueued(packID) }
