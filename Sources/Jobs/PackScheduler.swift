@@ -143,7 +143,10 @@ public final class PackScheduler {
                 self?.ended(packID, outcome)
             }
         } catch {
+            // No read connection: fail visibly rather than leave the pack `queued` with nothing running.
             active[packID] = nil
+            transition(PackTransition(packID: packID, from: ["queued", "active"], to: "failed", errorJSON: PackFailure(
+                .storageError, "cannot open the database to resume the download: \(error)").json))
             return fillSlots()
         }
         active[packID] = download
