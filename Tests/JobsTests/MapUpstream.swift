@@ -9,6 +9,8 @@ final class MapUpstream: @unchecked Sendable {
     struct Faults {
         /// Status answered for the style instead of the document.
         var styleStatus: Int?
+        /// Status answered for every tile instead of its body.
+        var tileStatus: Int?
         /// Every n-th request (counted over the whole server) answers 500.
         var failEvery: Int?
         /// Delay before each tile answer (keeps a download mid-way long enough to suspend it).
@@ -63,6 +65,9 @@ final class MapUpstream: @unchecked Sendable {
             return .respond(status: 500)
         }
         if path == "/style.json", let status = faults.0.styleStatus {
+            return .respond(status: status)
+        }
+        if path.hasPrefix("/tiles/"), let status = faults.0.tileStatus {
             return .respond(status: status)
         }
         guard let body = body(for: path) else { return .respond(status: 404) }

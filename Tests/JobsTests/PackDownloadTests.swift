@@ -107,6 +107,17 @@ import Testing
         #expect(run.upstream.requests.map(\.target) == ["/style.json", "/tiles.json"])
     }
 
+    @Test func unauthorizedTileFailsThePackAtOnce() throws {
+        let run = try DownloadRun(faults: .init(tileStatus: 401))
+        defer { run.close() }
+        #expect(run.finish(deadline: .seconds(30)) == ["active", "failed"])
+        let error = try #require(run.harness.publishedError(run.packID))
+        #expect(error.contains(#""code":"upstream_unauthorized""#) && error.contains(#""status":401"#))
+        // Stopped at the first refusal: at most the transfers already in flight reached the upstream.
+        let tileRequests = run.upstream.requests.filter { $0.target.hasPrefix("/tiles/") }.count
+        #expect(tileRequests >= 1 && tileRequests <= JobsHarness.fastRetries.maxInFlight)
+    }
+
     @Test func tenPercentServerErrorsStillComplete() throws {
         let run = try DownloadRun(faults: .init(failEvery: 10), maxZoom: 5)
         defer { run.close() }
