@@ -47,6 +47,8 @@ let package = Package(
         .target(name: "Geo"),
         .target(name: "Plan", dependencies: ["Geo"]),
         .target(name: "Fetch", dependencies: ["Loop", "CCurl", "CUV"]),
+        // The download engine: one pack's state machine and the scheduler of packs.
+        .target(name: "Jobs", dependencies: ["Loop", "Fetch", "Store", "Plan", "Geo"]),
 
         .executableTarget(
             name: "packd",
@@ -55,6 +57,8 @@ let package = Package(
                 "Server",
                 "API",
                 "Store",
+                "Fetch",
+                "Jobs",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -94,7 +98,11 @@ let package = Package(
         .testTarget(name: "StoreIOTests", dependencies: ["Store", "CZlib"]),
         .testTarget(name: "GeoTests", dependencies: ["Geo"]),
         .testTarget(name: "PlanTests", dependencies: ["Plan", "Geo"]),
-        .testTarget(name: "FetchTests", dependencies: ["Fetch", "Loop", "CZlib"]),
+        // The in-process upstream and fetch harness shared by the network tests.
+        .target(name: "PackdTestSupport", dependencies: ["Fetch", "Loop", "CZlib"], path: "Tests/PackdTestSupport"),
+        .testTarget(name: "FetchTests", dependencies: ["Fetch", "Loop", "CZlib", "PackdTestSupport"]),
+        // Depends on `packd` so the end-to-end test finds the built server next to the test bundle.
+        .testTarget(name: "JobsTests", dependencies: ["Jobs", "Fetch", "Loop", "Store", "Plan", "Geo", "PackdTestSupport", "packd"]),
     ],
     swiftLanguageModes: [.v6]
 )

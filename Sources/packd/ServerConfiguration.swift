@@ -1,4 +1,5 @@
 import API
+import Fetch
 import Foundation
 import Logging
 import Server
@@ -28,6 +29,8 @@ struct ServerConfiguration {
     var debugRoutes: Bool
     var authenticator: APIKeyAuthenticator
     var cors: CORSPolicy
+    /// Which upstream addresses downloads may reach beyond the public internet.
+    var upstreamPolicy: AddressPolicy
 
     private static let defaultListen = ListenAddress.loopback(port: 8080)
 
@@ -91,6 +94,13 @@ struct ServerConfiguration {
                 throw Invalid(setting: setting, problem: error.description)
             }
         }
+        upstreamPolicy = AddressPolicy()
+        if let (text, setting) = source.value(options.allowUpstreamHosts, "ALLOW_UPSTREAM_HOSTS") {
+            guard let policy = Self.parseUpstreamPolicy(text) else {
+                throw Invalid(setting: setting, problem: "'\(text)' is not a comma-separated list of host names or CIDRs")
+            }
+            upstreamPolicy = policy
+        }
         debugRoutes = options.debugRoutes || ["1", "true", "yes"].contains(environment["PACKD_DEBUG_ROUTES"]?.lowercased() ?? "")
 
         var limits = ServerLimits()
@@ -120,6 +130,25 @@ struct ServerConfiguration {
         limits.handlerTimeout = try duration(options.handlerTimeout, "HANDLER_TIMEOUT") ?? limits.handlerTimeout
         limits.shutdownGracePeriod = try duration(options.shutdownGrace, "SHUTDOWN_GRACE") ?? limits.shutdownGracePeriod
         self.limits = limits
+    }
+
+    /// `tiles.internal, 10.0.0.0/8, ::1`: CIDRs and addresses become ranges, the rest host names
+    /// (letters, digits, `-` and `.`, at most 253 bytes). Nil when any entry is neither.
+    static func parseUpstreamPolicy(_ text: String) -> AddressPolicy? {
+        var policy = AddressPolicy()
+        let entries = text.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+        guard !entries.isEmpty, entries.count <= 1000 else { return nil }
+        for entry in entries {
+            if let range = AddressRange(entry) {
+                policy.allowedRanges.append(range)
+            } else if entry.utf8.count <= 253, !entry.hasPrefix("-"), entry.contains(where: \.isLetter),
+                      entry.unicodeScalars.allSatisfy({ $0.isASCII && (CharacterSet.alphanumerics.contains($0) || $0 == "-" || $0 == ".") }) {
+                policy.allowedHosts.insert(entry.lowercased())
+            } else {
+                return nil
+            }
+        }
+        return policy
     }
 
     /// `500ms`, `10s`, `2m`, `1h`, or a bare number of seconds (`2.5`); positive, at most a day.

@@ -1,13 +1,15 @@
 import API
 import ArgumentParser
+import Fetch
 import Foundation
+import Jobs
 import Logging
 import Loop
 import Server
 import Store
 
-/// The running server: logging, loop, database writer, routes, signals. The download scheduler
-/// (Jobs) will plug into `PackdAPI.packs`' hooks here.
+/// The running server: logging, loop, database writer, routes, the download scheduler plugged
+/// into `PackdAPI.packs`' hooks, signals.
 struct ServerProcess {
     let configuration: ServerConfiguration
 
@@ -31,10 +33,14 @@ struct ServerProcess {
         let logger = Logger(label: "packd")
 
         let loop = try EventLoop()
+        let commits = CommitRelay()
         let writer: WriterThread
         do {
             // Opens, creating or migrating, the database before anything listens.
-            writer = try WriterThread(path: configuration.databasePath) { _ in }
+            // Progress is published only once committed: the writer's commits reach the scheduler on the loop.
+            writer = try WriterThread(path: configuration.databasePath) { outcome in
+                loop.execute { commits.scheduler?.committed(outcome) }
+            }
         } catch {
             logger.critical("cannot open the database \(configuration.databasePath): \(error)")
             throw ExitCode(1)
@@ -50,6 +56,11 @@ struct ServerProcess {
             routes: APIRouteBuilder(authenticator: configuration.authenticator, cors: configuration.cors, metrics: metrics),
             logger: Logger(label: "packd.api"))
         api.register(in: &router)
+        let fetcher = try Fetcher(loop: loop, configuration: FetchConfiguration(addressPolicy: configuration.upstreamPolicy))
+        let scheduler = try PackScheduler(loop: loop, fetcher: fetcher, writer: writer,
+                                          databasePath: configuration.databasePath)
+        DownloadEvents(api: api).connect(scheduler)
+        commits.scheduler = scheduler
         if !configuration.authenticator.isEnabled {
             logger.notice("no API keys configured: every request is allowed (loopback only)")
         }
@@ -62,6 +73,7 @@ struct ServerProcess {
             logger.critical("cannot listen on \(configuration.listen): \(error)")
             throw ExitCode(1)
         }
+        scheduler.start()
         logger.notice("listening on \(bound)", metadata: ["database": "\(configuration.databasePath)"])
         if let portFile = configuration.portFile {
             try Data("\(bound.port)\n".utf8).write(to: URL(fileURLWithPath: portFile), options: .atomic)
@@ -74,6 +86,10 @@ struct ServerProcess {
             // Event streams never end by themselves; end them so shutdown need not wait them out.
             api.close()
             server.shutdown {
+                // Downloads stop with their packs still `active`/`queued` in the database, so the
+                // next start continues them; then nothing is left to call the fetcher.
+                scheduler.shutdown()
+                fetcher.shutdown()
                 for watcher in watchers { watcher.close() }
                 loop.stop()
             }
@@ -87,6 +103,11 @@ struct ServerProcess {
         loop.close()
         logger.notice("stopped")
     }
+}
+
+/// Lets the writer's commit callback, created before the scheduler, reach it. Loop thread only.
+private final class CommitRelay: @unchecked Sendable {
+    var scheduler: PackScheduler?
 }
 
 extension ServerProcess {

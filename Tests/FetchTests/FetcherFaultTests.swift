@@ -1,4 +1,5 @@
 import Fetch
+import PackdTestSupport
 import Foundation
 import Testing
 

@@ -5,16 +5,16 @@ import Glibc
 /// thread per connection, keep-alive, and a script deciding each reply — a normal response, a
 /// reset, a truncated body, a slow drip, or no answer at all. It records what it was asked, so
 /// tests can assert what reached the upstream (credentials, conditional headers, concurrency).
-final class TestUpstream: @unchecked Sendable {
-    struct Request: Sendable {
-        let method: String
-        let target: String
+public final class TestUpstream: @unchecked Sendable {
+    public struct Request: Sendable {
+        public let method: String
+        public let target: String
         /// Lower-cased names.
-        let headers: [String: String]
-        let receivedAt: ContinuousClock.Instant
+        public let headers: [String: String]
+        public let receivedAt: ContinuousClock.Instant
     }
 
-    indirect enum Reply: Sendable {
+    public indirect enum Reply: Sendable {
         case respond(status: Int, headers: [(String, String)] = [], body: [UInt8] = [])
         /// Closes with an RST (SO_LINGER 0) instead of answering.
         case reset
@@ -27,7 +27,7 @@ final class TestUpstream: @unchecked Sendable {
         case delayed(Duration, Reply)
     }
 
-    let port: Int
+    public let port: Int
     private let listener: Int32
     private let handler: @Sendable (Request) -> Reply
     private let lock = NSLock()
@@ -39,7 +39,7 @@ final class TestUpstream: @unchecked Sendable {
     private var accepted = 0
     private let threads = DispatchGroup()
 
-    init(_ handler: @escaping @Sendable (Request) -> Reply) throws {
+    public init(_ handler: @escaping @Sendable (Request) -> Reply) throws {
         self.handler = handler
         let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         self.listener = listener
@@ -66,14 +66,14 @@ final class TestUpstream: @unchecked Sendable {
         Thread { [self] in acceptLoop() }.start()
     }
 
-    func url(_ path: String) -> String { "http://127.0.0.1:\(port)\(path)" }
+    public func url(_ path: String) -> String { "http://127.0.0.1:\(port)\(path)" }
 
-    var requests: [Request] { lock.withLock { log } }
-    var maxConcurrentRequests: Int { lock.withLock { maxInFlight } }
-    var connectionsAccepted: Int { lock.withLock { accepted } }
+    public var requests: [Request] { lock.withLock { log } }
+    public var maxConcurrentRequests: Int { lock.withLock { maxInFlight } }
+    public var connectionsAccepted: Int { lock.withLock { accepted } }
 
     /// Closes every socket and joins every thread.
-    func stop() {
+    public func stop() {
         let open: Set<Int32> = lock.withLock {
             stopping = true
             return connections
@@ -209,7 +209,7 @@ final class TestUpstream: @unchecked Sendable {
 }
 
 extension Duration {
-    var seconds: Double {
+    public var seconds: Double {
         Double(components.seconds) + Double(components.attoseconds) / 1e18
     }
 }

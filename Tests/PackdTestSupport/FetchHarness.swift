@@ -5,18 +5,18 @@ import Loop
 
 /// A `Fetcher` on a loop thread, with blocking helpers so tests read top to bottom. Every wait has
 /// a generous deadline instead of a sleep.
-final class FetchHarness: @unchecked Sendable {
-    let thread: LoopThread
-    let fetcher: Fetcher
+public final class FetchHarness: @unchecked Sendable {
+    public let thread: LoopThread
+    public let fetcher: Fetcher
 
-    init(_ configuration: FetchConfiguration = FetchConfiguration(addressPolicy: .loopbackForTests)) throws {
+    public init(_ configuration: FetchConfiguration = FetchConfiguration(addressPolicy: .loopbackForTests)) throws {
         let thread = try LoopThread(name: "fetch-test")
         self.thread = thread
         fetcher = try thread.sync { try Fetcher(loop: thread.loop, configuration: configuration) }
     }
 
     /// Submits all requests at once and waits for every completion, returned in request order.
-    func fetchAll(_ requests: [FetchRequest], deadline: Duration = .seconds(60)) throws -> [Result<FetchResponse, FetchError>] {
+    public func fetchAll(_ requests: [FetchRequest], deadline: Duration = .seconds(60)) throws -> [Result<FetchResponse, FetchError>] {
         let results = ResultBox(count: requests.count)
         try thread.sync {
             for (index, request) in requests.enumerated() {
@@ -27,30 +27,32 @@ final class FetchHarness: @unchecked Sendable {
         return results.values
     }
 
-    func fetch(_ request: FetchRequest, deadline: Duration = .seconds(60)) throws -> Result<FetchResponse, FetchError> {
+    public func fetch(_ request: FetchRequest, deadline: Duration = .seconds(60)) throws -> Result<FetchResponse, FetchError> {
         try fetchAll([request], deadline: deadline)[0]
     }
 
-    func close() {
+    public func close() {
         try? thread.sync { self.fetcher.shutdown() }
         thread.shutdown()
     }
 }
 
-struct HarnessTimeout: Error {}
+public struct HarnessTimeout: Error {
+    public init() {}
+}
 
 /// Completions collected from the loop thread, awaited from the test thread.
-final class ResultBox: @unchecked Sendable {
+public final class ResultBox: @unchecked Sendable {
     private let condition = NSCondition()
     private var slots: [Result<FetchResponse, FetchError>?]
     private var remaining: Int
 
-    init(count: Int) {
+    public init(count: Int) {
         slots = Array(repeating: nil, count: count)
         remaining = count
     }
 
-    func set(_ index: Int, _ result: Result<FetchResponse, FetchError>) {
+    public func set(_ index: Int, _ result: Result<FetchResponse, FetchError>) {
         condition.lock()
         precondition(slots[index] == nil, "completion ran twice")
         slots[index] = result
@@ -59,7 +61,7 @@ final class ResultBox: @unchecked Sendable {
         condition.unlock()
     }
 
-    func wait(deadline: Duration) -> Bool {
+    public func wait(deadline: Duration) -> Bool {
         let limit = Date() + deadline.seconds
         condition.lock()
         defer { condition.unlock() }
@@ -69,7 +71,7 @@ final class ResultBox: @unchecked Sendable {
         return true
     }
 
-    var values: [Result<FetchResponse, FetchError>] {
+    public var values: [Result<FetchResponse, FetchError>] {
         condition.lock()
         defer { condition.unlock() }
         return slots.map { $0 ?? .failure(.cancelled) }
@@ -77,22 +79,22 @@ final class ResultBox: @unchecked Sendable {
 }
 
 extension AddressPolicy {
-    static let loopbackForTests = AddressPolicy(allowedRanges: AddressRange("127.0.0.1/32").map { [$0] } ?? [])
+    public static let loopbackForTests = AddressPolicy(allowedRanges: AddressRange("127.0.0.1/32").map { [$0] } ?? [])
 }
 
 extension Result where Success == FetchResponse, Failure == FetchError {
-    var response: FetchResponse? {
+    public var response: FetchResponse? {
         if case let .success(response) = self { return response }
         return nil
     }
-    var error: FetchError? {
+    public var error: FetchError? {
         if case let .failure(error) = self { return error }
         return nil
     }
 }
 
 /// Deterministic, path-dependent bytes, so a body mixed up with another's is caught.
-func testBody(seed: Int, size: Int) -> [UInt8] {
+public func testBody(seed: Int, size: Int) -> [UInt8] {
     var state = UInt64(truncatingIfNeeded: seed) &* 0x9E37_79B9_7F4A_7C15 | 1
     return (0..<size).map { _ in
         state ^= state << 13
@@ -102,7 +104,7 @@ func testBody(seed: Int, size: Int) -> [UInt8] {
     }
 }
 
-func gzip(_ input: [UInt8]) -> [UInt8] {
+public func gzip(_ input: [UInt8]) -> [UInt8] {
     var stream = z_stream()
     guard packd_deflateInit2(&stream, Z_BEST_SPEED, Z_DEFLATED, 31, 8, Z_DEFAULT_STRATEGY) == Z_OK else { return [] }
     defer { deflateEnd(&stream) }

@@ -1,0 +1,408 @@
+import Fetch
+import Foundation
+import Geo
+import Loop
+import Plan
+import Store
+
+/// One pack's download, on the loop thread: the style, its TileJSONs (retried like any resource),
+/// the exact expected counts, the fixed resources, then the tiles zoom by zoom, band by band,
+/// skipping what the pack already stored, with at most `maxInFlight` resources under way.
+/// Bodies go to the writer; the end is reported only after the writer has committed them.
+public final class PackDownload {
+    /// How a download ended. A stopped download (suspend, delete, shutdown) reports nothing.
+    public enum Outcome: Sendable, Equatable {
+        case complete
+        case failed(PackFailure)
+    }
+
+    /// What one resource came to after its retries.
+    private enum Resolution {
+        case body(FetchResponse)
+        case noContent
+        case unauthorized(status: Int)
+        case failed(status: Int?, message: String, attempts: Int)
+        case stopped
+    }
+
+    private struct PendingRetry {
+        let due: ContinuousClock.Instant
+        let resource: PlannedResource
+        let attempt: Int
+        let then: (Resolution) -> Void
+    }
+
+    public let packID: Int64
+    private let loop: EventLoop
+    private let fetcher: Fetcher
+    private let writer: WriterThread
+    private let settings: DownloadSettings
+    private let lookup: StoredResourceLookup
+    private let onEnd: (Outcome) -> Void
+    /// The pack's own `max_tiles` limit: checked against the exact count before any tile is fetched.
+    private let maxTiles: Int64?
+    private var builder: PlanBuilder
+    /// Style and TileJSON responses, stored with the fixed resources instead of being refetched.
+    private var documents: [String: FetchResponse] = [:]
+    private var pending: [PlannedResource] = []
+    private var pendingIndex = 0
+    private var bands: TileBands?
+    private var bandsExhausted = false
+    private var lookingUp = false
+    /// Resources started and not yet resolved (in a transfer, waiting for a retry, or encoding).
+    private var busy = 0
+    private var retries: [PendingRetry] = []
+    private let retryTimer: LoopTimer
+    /// Known once the documents are in (before any fixed resource or tile is fetched).
+    public private(set) var expected: ExpectedCounts?
+    private var expectedResources = 0
+    private var failedResources = 0
+    private var downloading = false
+    private var ended = false
+
+    public init(packID: Int64, region: RegionDefinition, loop: EventLoop, fetcher: Fetcher, writer: WriterThread,
+                databasePath: String, maxTiles: Int64? = nil, settings: DownloadSettings = DownloadSettings(),
+                onEnd: @escaping (Outcome) -> Void) throws {
+        self.packID = packID
+        self.loop = loop
+        self.fetcher = fetcher
+        self.writer = writer
+        self.settings = settings
+        self.onEnd = onEnd
+        self.maxTiles = maxTiles
+        lookup = try StoredResourceLookup(path: databasePath)
+        builder = PlanBuilder(region: region)
+        retryTimer = LoopTimer(loop: loop)
+    }
+
+    /// Starts with the style (or straight with the tiles for a template region).
+    public func start() {
+        guard let styleURL = builder.region.styleURL else {
+            beginResources()
+            return
+        }
+        fetchDocument(PlannedResource(kind: .style, url: styleURL)) { (builder: inout PlanBuilder, data: Data) throws(PlanError) in
+            try builder.addStyle(data)
+        }
+    }
+
+    /// Cancels every transfer and retry; the pack's state is the caller's business.
+    public func stop() {
+        guard !ended else { return }
+        ended = true
+        retries.removeAll()
+        retryTimer.close()
+        fetcher.cancelAll(owner: UInt64(bitPattern: packID))
+    }
+
+    /// Transfers and retries still under way (for tests and metrics).
+    public var resourcesUnderWay: Int { busy }
+
+    // MARK: Documents
+
+    private func fetchDocument(_ resource: PlannedResource,
+                               add: @escaping (inout PlanBuilder, Data) throws(PlanError) -> Void) {
+        busy += 1
+        fetch(resource, attempt: 1) { [weak self] resolution in
+            guard let self else { return }
+            busy -= 1
+            guard !ended else { return }
+            switch resolution {
+            case .body(let response):
+                do throws(PlanError) {
+                    try add(&builder, Data(response.body))
+                } catch {
+                    end(.failed(PackFailure(.invalidDocument, error.description, url: resource.url)))
+                    return
+                }
+                documents[resource.url] = response
+                fetchMissingTileJSONs()
+            case .noContent:
+                end(.failed(PackFailure(.styleUnavailable, "the upstream has no content here", url: resource.url,
+                                        status: 404)))
+            case .unauthorized(let status):
+                end(.failed(PackFailure(.upstreamUnauthorized, "the upstream refused the request",
+                                        url: resource.url, status: status)))
+            case .failed(let status, let message, _):
+                end(.failed(PackFailure(.styleUnavailable, message, url: resource.url, status: status)))
+            case .stopped:
+                break
+            }
+        }
+    }
+
+    private func fetchMissingTileJSONs() {
+        guard busy == 0 else { return }
+        let missing = builder.missingTileJSONURLs
+        guard !missing.isEmpty else {
+            beginResources()
+            return
+        }
+        for url in missing {
+            fetchDocument(PlannedResource(kind: .source, url: url)) { (builder: inout PlanBuilder, data: Data) throws(PlanError) in
+                try builder.addTileJSON(data, url: url)
+            }
+        }
+    }
+
+    // MARK: Resources
+
+    private func beginResources() {
+        let plan = builder.plan
+        expectedResources = plan.expectedResources
+        let packID = packID
+        let counts = ExpectedCounts(resources: Int64(clamping: plan.expectedResources),
+                                    tiles: Int64(clamping: plan.expectedTiles), precise: plan.isPrecise)
+        expected = counts
+        if let maxTiles, counts.tiles > maxTiles {
+            end(.failed(PackFailure(.tileLimitExceeded, "the region needs \(counts.tiles) tiles, the pack's limit is \(maxTiles)")))
+            return
+        }
+        writer.perform({ database in
+            try database.setExpected(packID, resources: counts.resources, tiles: counts.tiles, precise: counts.precise,
+                                     now: Self.now())
+        }, completion: { _ in })
+        bands = TileBands(pyramids: plan.pyramids, limit: settings.lookupBatchTiles)
+        lookingUp = true
+        let lookup = lookup
+        loop.runOnThreadPool({ lookup.storedURLs(packID: packID) }, then: { [weak self] stored in
+            guard let self else { return }
+            lookingUp = false
+            guard !ended else { return }
+            downloading = true
+            // The documents are stored again (cheap, already here); other stored fixed ones are skipped.
+            pending = plan.fixed.filter { documents[$0.url] != nil || !stored.contains($0.url) }
+            pump()
+        })
+    }
+
+    private func pump() {
+        guard !ended, downloading else { return }
+        while busy < settings.maxInFlight, pendingIndex < pending.count {
+            let resource = pending[pendingIndex]
+            pendingIndex += 1
+            download(resource)
+        }
+        if pendingIndex > 1024, pendingIndex * 2 > pending.count {
+            pending.removeFirst(pendingIndex)
+            pendingIndex = 0
+        }
+        if pending.count - pendingIndex < settings.maxInFlight, !lookingUp, !bandsExhausted {
+            lookUpNextBand()
+        }
+        if busy == 0, pendingIndex == pending.count, bandsExhausted, !lookingUp {
+            finish()
+        }
+    }
+
+    private func lookUpNextBand() {
+        guard let band = bands?.next() else {
+            bandsExhausted = true
+            bands = nil
+            return
+        }
+        lookingUp = true
+        let lookup = lookup
+        let packID = packID
+        let template = band.pyramid.template.template
+        let ratio = Int64(band.pyramid.template.storedPixelRatio(for: band.pyramid.pixelRatio))
+        let zoom = Int64(band.zoom)
+        let xRange = band.xRange
+        let yRange = band.yRange
+        loop.runOnThreadPool({
+            lookup.storedTiles(packID: packID, urlTemplate: template, pixelRatio: ratio, z: zoom,
+                               xRange: xRange, yRange: yRange)
+        }, then: { [weak self] stored in
+            guard let self else { return }
+            lookingUp = false
+            guard !ended else { return }
+            for span in band.spans {
+                for x in span.xRange where stored?.contains(x: Int64(x), y: Int64(span.y)) != true {
+                    pending.append(band.pyramid.resource(for: TileID(z: band.zoom, x: x, y: span.y)))
+                }
+            }
+            pump()
+        })
+    }
+
+    private func download(_ resource: PlannedResource) {
+        busy += 1
+        if let document = documents.removeValue(forKey: resource.url) {
+            store(resource, document)
+            return
+        }
+        fetch(resource, attempt: 1) { [weak self] resolution in
+            guard let self, !ended else { return }
+            switch resolution {
+            case .body(let response):
+                store(resource, response)
+            case .noContent:
+                if resource.kind == .tile {
+                    writer.submit(ResourceWrite(key: Self.key(of: resource), content: .noContent, packID: packID))
+                    resolved()
+                } else {
+                    recordFailure(resource, status: 404, message: "the upstream has no content here", attempts: 1)
+                }
+            case .unauthorized(let status):
+                end(.failed(PackFailure(.upstreamUnauthorized, "the upstream refused the request",
+                                        url: resource.url, status: status)))
+            case .failed(let status, let message, let attempts):
+                recordFailure(resource, status: status, message: message, attempts: attempts)
+            case .stopped:
+                break
+            }
+        }
+    }
+
+    /// Encodes the body on the thread pool (deflate is the costly part of a write) and submits it.
+    private func store(_ resource: PlannedResource, _ response: FetchResponse) {
+        let write = ResourceWrite(key: Self.key(of: resource), content: .noContent,
+                                  cache: Self.cacheHeaders(response.headers), packID: packID)
+        let body = response.body
+        let writer = writer
+        loop.runOnThreadPool({ () -> Bool in
+            guard let stored = try? StoredBody.encoding(body) else { return false }
+            var write = write
+            write.content = .body(stored)
+            writer.submit(write)
+            return true
+        }, then: { [weak self] submitted in
+            guard let self, !ended else { return }
+            if submitted {
+                resolved()
+            } else {
+                recordFailure(resource, status: response.status, message: "the body could not be decoded", attempts: 1)
+            }
+        })
+    }
+
+    private func recordFailure(_ resource: PlannedResource, status: Int?, message: String, attempts: Int) {
+        failedResources += 1
+        let packID = packID
+        writer.perform({ database in
+            try database.recordFailure(packID: packID, url: resource.url, status: status.map(Int64.init),
+                                       message: message, attempts: Int64(attempts), now: Self.now())
+        }, completion: { _ in })
+        if failedResources > settings.failureBudget(expectedResources: expectedResources) {
+            end(.failed(PackFailure(.tooManyFailures, "\(failedResources) resources failed", url: resource.url,
+                                    status: status)))
+            return
+        }
+        resolved()
+    }
+
+    private func resolved() {
+        busy -= 1
+        pump()
+    }
+
+    /// Everything is resolved: waits for the writer to commit it, then reports.
+    private func finish() {
+        downloading = false
+        let owned = LoopOwned(value: self)
+        let loop = loop
+        writer.flush {
+            loop.execute {
+                let download = owned.value
+                guard !download.ended else { return }
+                download.end(download.failedResources == 0 ? .complete : .failed(PackFailure(
+                    .resourcesFailed, "\(download.failedResources) resources failed after retries; resume retries them")))
+            }
+        }
+    }
+
+    private func end(_ outcome: Outcome) {
+        guard !ended else { return }
+        stop()
+        onEnd(outcome)
+    }
+
+    // MARK: Fetching with retries
+
+    private func fetch(_ resource: PlannedResource, attempt: Int, then: @escaping (Resolution) -> Void) {
+        let request = FetchRequest(url: resource.url, maxBodyBytes: settings.maxBodyBytes,
+                                   owner: UInt64(bitPattern: packID))
+        fetcher.submit(request) { [weak self] result in
+            guard let self, !ended else { return then(.stopped) }
+            switch result {
+            case .success(let response):
+                switch response.status {
+                case 200..<300 where response.status != 204:
+                    then(.body(response))
+                case 204, 404:
+                    then(.noContent)
+                case 401, 403:
+                    then(.unauthorized(status: response.status))
+                case 408, 429, 500..<600:
+                    if response.status == 429 || response.status == 503, let delay = Self.retryAfter(response) {
+                        fetcher.pauseHost(of: resource.url, until: .now + delay)
+                    }
+                    retry(resource, attempt: attempt, status: response.status, message: "HTTP \(response.status)",
+                          then: then)
+                default:
+                    then(.failed(status: response.status, message: "HTTP \(response.status)", attempts: attempt))
+                }
+            case .failure(.cancelled), .failure(.shutdown):
+                then(.stopped)
+            case .failure(let error):
+                if error.isTransient {
+                    retry(resource, attempt: attempt, status: nil, message: error.description, then: then)
+                } else {
+                    then(.failed(status: nil, message: error.description, attempts: attempt))
+                }
+            }
+        }
+    }
+
+    private func retry(_ resource: PlannedResource, attempt: Int, status: Int?, message: String,
+                       then: @escaping (Resolution) -> Void) {
+        guard attempt < settings.maxAttempts else {
+            return then(.failed(status: status, message: message, attempts: attempt))
+        }
+        retries.append(PendingRetry(due: .now + settings.backoff(afterAttempt: attempt), resource: resource,
+                                    attempt: attempt + 1, then: then))
+        armRetryTimer()
+    }
+
+    private func armRetryTimer() {
+        guard !ended, let due = retries.map(\.due).min() else { return }
+        let delay = max(ContinuousClock.now.duration(to: due), .zero)
+        let milliseconds = UInt64(delay.components.seconds) * 1000 + UInt64(delay.components.attoseconds / 1_000_000_000_000_000)
+        retryTimer.start(after: milliseconds) { [weak self] in
+            guard let self else { return }
+            let now = ContinuousClock.now
+            let due = retries.filter { $0.due <= now }
+            retries.removeAll { $0.due <= now }
+            for entry in due { fetch(entry.resource, attempt: entry.attempt, then: entry.then) }
+            armRetryTimer()
+        }
+    }
+
+    // MARK: Mapping
+
+    static func key(of resource: PlannedResource) -> ResourceKey {
+        if let tile = resource.tile {
+            return .tile(TileKey(urlTemplate: tile.urlTemplate, pixelRatio: Int64(tile.pixelRatio), z: Int64(tile.z),
+                                 x: Int64(tile.x), y: Int64(tile.y)))
+        }
+        return .resource(url: resource.url, kind: OfflineSchema.Kind(rawValue: Int64(resource.kind.rawValue)) ?? .image)
+    }
+
+    static func cacheHeaders(_ headers: ResponseHeaders) -> HTTPCacheHeaders {
+        var fields: [(name: String, value: String)] = []
+        if let value = headers.cacheControl { fields.append(("cache-control", value)) }
+        if let value = headers.expires { fields.append(("expires", value)) }
+        if let value = headers.etag { fields.append(("etag", value)) }
+        if let value = headers.lastModified { fields.append(("last-modified", value)) }
+        return HTTPCacheHeaders(headers: fields, now: now())
+    }
+
+    /// `Retry-After` in seconds (the HTTP-date form is rare upstream), bounded to an hour.
+    static func retryAfter(_ response: FetchResponse) -> Duration? {
+        guard let text = response.headers.retryAfter?.trimmingCharacters(in: .whitespaces),
+              let seconds = Int(text), seconds >= 0 else { return nil }
+        return .seconds(min(seconds, 3600))
+    }
+
+    static func now() -> Int64 { Int64(Date().timeIntervalSince1970) }
+}

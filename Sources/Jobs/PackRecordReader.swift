@@ -1,0 +1,33 @@
+import Foundation
+import Store
+
+/// The scheduler's read connection, used from the thread pool only (serialised by the lock).
+final class PackRecordReader: @unchecked Sendable {
+    private let lock = NSLock()
+    private let reader: StoreReader
+
+    init(path: String) throws {
+        reader = try StoreReader(path: path)
+    }
+
+    /// The stored record of a pack; nil if the pack is gone.
+    func record(_ packID: Int64) -> PackRecord? {
+        lock.withLock { (try? reader.pack(packID)) ?? nil }
+    }
+
+    /// Packs to continue after a restart: `active` first (they were running), then `queued`, each
+    /// in creation order.
+    func resumableIDs() -> [Int64] {
+        lock.withLock {
+            var ids: [Int64] = []
+            for state in ["active", "queued"] {
+                var after: Int64 = 0
+                while let page = try? reader.packs(after: after, state: state, limit: 500), let last = page.last {
+                    ids += page.map(\.id)
+                    after = last.id
+                }
+            }
+            return ids
+        }
+    }
+}

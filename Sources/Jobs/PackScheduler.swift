@@ -1,0 +1,187 @@
+import Fetch
+import Foundation
+import Loop
+import Plan
+import Store
+
+/// Runs queued packs, at most `maxActive` at a time, in creation order. The queue is the
+/// database: `queued` and `active` packs are picked up again on `start()` after a restart.
+/// The API tells it of changes (`packQueued`, `packSuspended`, `packRemoved`); it tells the API
+/// of state changes and committed progress through `onStateChange` and `onProgress`, so Jobs does
+/// not depend on the API. Loop thread only.
+public final class PackScheduler {
+    /// A committed state change: pack, new state, previous state, error JSON.
+    public var onStateChange: ((Int64, String, String, String?) -> Void)?
+    /// Progress as committed by the writer, with the pack's expected counts when its download knows them.
+    public var onProgress: ((Int64, PackProgress, ExpectedCounts?) -> Void)?
+
+    private let loop: EventLoop
+    private let fetcher: Fetcher
+    private let writer: WriterThread
+    private let databasePath: String
+    private let maxActive: Int
+    private let settings: DownloadSettings
+    private let reader: PackRecordReader
+    /// Waiting packs, ascending id (= creation order).
+    private var queue: [Int64] = []
+    /// Packs holding a slot: nil while their record is being read.
+    private var active: [Int64: PackDownload?] = [:]
+    private var stopped = false
+
+    public init(loop: EventLoop, fetcher: Fetcher, writer: WriterThread, databasePath: String, maxActive: Int = 2,
+                settings: DownloadSettings = DownloadSettings()) throws {
+        self.loop = loop
+        self.fetcher = fetcher
+        self.writer = writer
+        self.databasePath = databasePath
+        self.maxActive = max(1, maxActive)
+        self.settings = settings
+        reader = try PackRecordReader(path: databasePath)
+    }
+
+    /// Picks up the packs left `active` or `queued` (a restart), in creation order.
+    public func start() {
+        let reader = reader
+        loop.runOnThreadPool({ reader.resumableIDs() }, then: { [weak self] ids in
+            guard let self, !stopped else { return }
+            for id in ids { packQueued(id) }
+        })
+    }
+
+    /// Packs holding a download slot.
+    public var activePackIDs: [Int64] { active.keys.sorted() }
+
+    /// The pack is `queued` in the database (created with `start`, or resumed).
+    public func packQueued(_ packID: Int64) {
+        guard !stopped, active[packID] == nil, !queue.contains(packID) else { return }
+        queue.append(packID)
+        queue.sort()
+        fillSlots()
+    }
+
+    /// The pack left `queued`/`active` (suspended): its transfers stop now.
+    public func packSuspended(_ packID: Int64) {
+        queue.removeAll { $0 == packID }
+        if let slot = active.removeValue(forKey: packID) {
+            slot?.stop()
+            fetcher.cancelAll(owner: UInt64(bitPattern: packID))
+            fillSlots()
+        }
+    }
+
+    /// The pack is deleted: the same as a suspend, for the scheduler.
+    public func packRemoved(_ packID: Int64) {
+        packSuspended(packID)
+    }
+
+    /// Forwards committed progress and fails the packs whose writes the store refused (call on
+    /// the loop thread from the writer's `onCommit`): a refused write would otherwise end as a
+    /// `complete` pack missing resources.
+    public func committed(_ outcome: BatchOutcome) {
+        for (packID, progress) in outcome.progress.sorted(by: { $0.key < $1.key }) {
+            onProgress?(packID, progress, active[packID]??.expected)
+        }
+        for packID in outcome.tileLimitExceeded.sorted() {
+            fail(packID, PackFailure(.tileLimitExceeded, "the server's tile limit is reached"))
+        }
+        if let error = outcome.error {
+            let failure = error.isStorageFull
+                ? PackFailure(.storageFull, "the database is full")
+                : PackFailure(.storageError, "storing resources failed: \(error)")
+            for packID in outcome.failedPackIDs.sorted() { fail(packID, failure) }
+        }
+    }
+
+    private func fail(_ packID: Int64, _ failure: PackFailure) {
+        guard let slot = active[packID] else { return }
+        slot?.stop()
+        ended(packID, .failed(failure))
+    }
+
+    /// Stops every download; the packs stay `active`/`queued` in the database and continue on the
+    /// next `start()`. Call before `fetcher.shutdown()`.
+    public func shutdown() {
+        stopped = true
+        queue.removeAll()
+        for slot in active.values { slot?.stop() }
+        active.removeAll()
+    }
+
+    private func fillSlots() {
+        while !stopped, active.count < maxActive, !queue.isEmpty {
+            let packID = queue.removeFirst()
+            active[packID] = .some(nil)
+            let reader = reader
+            loop.runOnThreadPool({ reader.record(packID) }, then: { [weak self] record in
+                self?.begin(packID, record: record)
+            })
+        }
+    }
+
+    private func begin(_ packID: Int64, record: PackRecord?) {
+        // Suspended or removed while the record was read.
+        guard !stopped, let slot = active[packID], slot == nil else { return }
+        guard let record else {
+            active[packID] = nil
+            return fillSlots()
+        }
+        let region: RegionDefinition
+        do {
+            let json = try JSONSerialization.jsonObject(with: Data(record.definition.utf8))
+            region = try RegionDefinition(mapLibreJSON: json)
+        } catch {
+            active[packID] = nil
+            transition(PackTransition(packID: packID, from: ["queued", "active"], to: "failed", errorJSON: PackFailure(
+                .invalidDocument, "the stored region definition is unreadable: \(error)").json))
+            return fillSlots()
+        }
+        let download: PackDownload
+        do {
+            download = try PackDownload(packID: packID, region: region, loop: loop, fetcher: fetcher, writer: writer,
+                                        databasePath: databasePath, maxTiles: Self.maxTiles(record.limitsJSON),
+                                        settings: settings) { [weak self] outcome in
+                self?.ended(packID, outcome)
+            }
+        } catch {
+            // No read connection: fail visibly rather than leave the pack `queued` with nothing running.
+            active[packID] = nil
+            transition(PackTransition(packID: packID, from: ["queued", "active"], to: "failed", errorJSON: PackFailure(
+                .storageError, "cannot open the database to resume the download: \(error)").json))
+            return fillSlots()
+        }
+        active[packID] = download
+        transition(PackTransition(packID: packID, from: ["queued"], to: "active", errorJSON: nil))
+        download.start()
+    }
+
+    private func ended(_ packID: Int64, _ outcome: PackDownload.Outcome) {
+        guard active.removeValue(forKey: packID) != nil else { return }
+        switch outcome {
+        case .complete:
+            transition(PackTransition(packID: packID, from: ["active"], to: "complete", errorJSON: nil))
+        case .failed(let failure):
+            transition(PackTransition(packID: packID, from: ["active"], to: "failed", errorJSON: failure.json))
+        }
+        fillSlots()
+    }
+
+    /// `max_tiles` of the pack's stored `limits` (`{"max_tiles": n, ...}`), nil when unset or unreadable.
+    static func maxTiles(_ limitsJSON: String?) -> Int64? {
+        guard let limitsJSON,
+              let object = try? JSONSerialization.jsonObject(with: Data(limitsJSON.utf8)) as? [String: Any],
+              let value = object["max_tiles"] as? NSNumber else { return nil }
+        return value.int64Value
+    }
+
+    /// Applies `change` on the writer (after everything submitted before it), then publishes it.
+    private func transition(_ change: PackTransition) {
+        let owned = LoopOwned(value: self)
+        let loop = loop
+        writer.perform({ database in try change.apply(database) }, completion: { result in
+            guard case .success(let previous?) = result else { return }
+            loop.execute {
+                owned.value.onStateChange?(change.packID, change.to, previous, change.errorJSON)
+            }
+        })
+    }
+}

@@ -1,0 +1,25 @@
+import Foundation
+import Store
+
+/// The download's own read connection, used from the thread pool only (one query at a time per
+/// pack, serialised by the lock), to skip what a pack already stored before a restart.
+final class StoredResourceLookup: @unchecked Sendable {
+    private let lock = NSLock()
+    private let reader: StoreReader
+
+    init(path: String) throws {
+        reader = try StoreReader(path: path)
+    }
+
+    func storedTiles(packID: Int64, urlTemplate: String, pixelRatio: Int64, z: Int64,
+                     xRange: ClosedRange<Int64>, yRange: ClosedRange<Int64>) -> TileBitmap? {
+        lock.withLock {
+            try? reader.storedTiles(packID: packID, urlTemplate: urlTemplate, pixelRatio: pixelRatio, z: z,
+                                    xRange: xRange, yRange: yRange)
+        }
+    }
+
+    func storedURLs(packID: Int64) -> Set<String> {
+        lock.withLock { (try? reader.storedResourceURLs(packID: packID)) ?? [] }
+    }
+}

@@ -1,0 +1,96 @@
+import Geo
+import Plan
+import Store
+
+/// A few rows of one zoom of one pyramid: small enough for one `TileBitmap` query.
+struct TileBand {
+    let pyramid: TilePyramid
+    let zoom: Int
+    let spans: [TileSpan]
+
+    var xRange: ClosedRange<Int64> {
+        let low = spans.map(\.xRange.lowerBound).min() ?? 0
+        let high = spans.map(\.xRange.upperBound).max() ?? 0
+        return Int64(low)...Int64(high)
+    }
+
+    var yRange: ClosedRange<Int64> {
+        Int64(spans.first?.y ?? 0)...Int64(spans.last?.y ?? 0)
+    }
+}
+
+/// Walks every pyramid's covers zoom by zoom, span by span, cutting them into bands of at most
+/// `limit` tiles whose bounding window also stays under `TileBitmap.maximumTiles`. Lazy: memory
+/// is one band, whatever the region's size.
+struct TileBands: IteratorProtocol {
+    private let pyramids: [TilePyramid]
+    private let limit: Int
+    private var pyramidIndex = 0
+    private var zoomIndex = 0
+    private var spans: TileSpans.Iterator?
+    /// The remainder of a span wider than `limit`, cut on the next call.
+    private var carry: TileSpan?
+    /// A span that did not fit the previous band; it starts the next one.
+    private var pushedBack: TileSpan?
+
+    init(pyramids: [TilePyramid], limit: Int) {
+        self.pyramids = pyramids
+        self.limit = max(1, min(limit, TileBitmap.maximumTiles))
+    }
+
+    mutating func next() -> TileBand? {
+        while pyramidIndex < pyramids.count {
+            let pyramid = pyramids[pyramidIndex]
+            guard zoomIndex < pyramid.zooms.count else {
+                pyramidIndex += 1
+                zoomIndex = 0
+                continue
+            }
+            let zoom = pyramid.zooms[zoomIndex]
+            if spans == nil { spans = pyramid.cover(zoom: zoom).spans.makeIterator() }
+            var band: [TileSpan] = []
+            var tiles = 0
+            var low = Int.max
+            var high = Int.min
+            while let span = nextSpan() {
+                let newLow = min(low, span.xRange.lowerBound)
+                let newHigh = max(high, span.xRange.upperBound)
+                let rows = (band.first.map { span.y - $0.y } ?? 0) + 1
+                let window = (newHigh - newLow + 1).multipliedReportingOverflow(by: rows)
+                if !band.isEmpty && (tiles + span.count > limit || window.overflow || window.partialValue > limit) {
+                    pushedBack = span
+                    break
+                }
+                band.append(span)
+                tiles += span.count
+                low = newLow
+                high = newHigh
+            }
+            if !band.isEmpty { return TileBand(pyramid: pyramid, zoom: zoom, spans: band) }
+            spans = nil
+            zoomIndex += 1
+        }
+        return nil
+    }
+
+    /// The next span, cut to at most `limit` tiles.
+    private mutating func nextSpan() -> TileSpan? {
+        if let span = pushedBack {
+            pushedBack = nil
+            return span
+        }
+        let span: TileSpan
+        if let carried = carry {
+            carry = nil
+            span = carried
+        } else if let following = spans?.next() {
+            span = following
+        } else {
+            return nil
+        }
+        guard span.count > limit else { return span }
+        let cut = span.xRange.lowerBound + limit - 1
+        carry = TileSpan(y: span.y, xRange: (cut + 1)...span.xRange.upperBound)
+        return TileSpan(y: span.y, xRange: span.xRange.lowerBound...cut)
+    }
+}

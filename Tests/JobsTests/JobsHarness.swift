@@ -1,0 +1,160 @@
+import Fetch
+import Foundation
+import Jobs
+import Loop
+import PackdTestSupport
+import Plan
+import Store
+
+/// A scheduler, fetcher and writer on a real SQLite file, with blocking helpers that wait for a
+/// condition (a state, a progress count) under a generous deadline — never a sleep.
+final class JobsHarness: @unchecked Sendable {
+    let path: String
+    let thread: LoopThread
+    let writer: WriterThread
+    private(set) var fetcher: Fetcher!
+    private(set) var scheduler: PackScheduler!
+    private let condition = NSCondition()
+    private var states: [Int64: [String]] = [:]
+    private var progress: [Int64: PackProgress] = [:]
+    private var errors: [Int64: String] = [:]
+    private var expected: [Int64: ExpectedCounts] = [:]
+
+    init(path: String, settings: DownloadSettings = JobsHarness.fastRetries, maxActive: Int = 2) throws {
+        self.path = path
+        let thread = try LoopThread(name: "jobs-test")
+        self.thread = thread
+        let relay = CommitRelay()
+        writer = try WriterThread(path: path) { outcome in
+            thread.loop.execute { relay.scheduler?.committed(outcome) }
+        }
+        try thread.sync {
+            self.fetcher = try Fetcher(loop: thread.loop, configuration: FetchConfiguration(addressPolicy: .loopbackForTests))
+            let scheduler = try PackScheduler(loop: thread.loop, fetcher: self.fetcher, writer: self.writer,
+                                              databasePath: path, maxActive: maxActive, settings: settings)
+            scheduler.onStateChange = { [self] packID, state, _, error in
+                record { states[packID, default: []].append(state); errors[packID] = error }
+            }
+            scheduler.onProgress = { [self] packID, value, counts in
+                record {
+                    progress[packID] = value
+                    if let counts { expected[packID] = counts }
+                }
+            }
+            relay.scheduler = scheduler
+            self.scheduler = scheduler
+        }
+    }
+
+    static let fastRetries = DownloadSettings(maxInFlight: 8, initialBackoff: .milliseconds(5), maxBackoff: .milliseconds(50))
+
+    /// Creates a pack in `queued` (as the API does for `start: true`) and returns its id.
+    func createQueuedPack(region json: [String: Any], limitsJSON: String? = nil) throws -> Int64 {
+        let region = try RegionDefinition(json: json)
+        let record = PackRecord(name: "test", state: "queued", definition: region.mapLibreJSON, createdAt: 0, updatedAt: 0,
+                                limitsJSON: limitsJSON)
+        return try performAndWait { try $0.createPack(record, now: 0) }
+    }
+
+    func performAndWait<T: Sendable>(_ operation: @escaping @Sendable (OfflineDatabase) throws -> T) throws -> T {
+        let box = Box<Result<T, any Error>>()
+        writer.perform(operation) { box.set($0) }
+        guard let result = box.wait(deadline: .seconds(60)) else { throw HarnessTimeout() }
+        return try result.get()
+    }
+
+    func onLoop<T>(_ work: @escaping () throws -> T) throws -> T { try thread.sync(work) }
+
+    /// Waits until `packID` published one of `wanted`; returns the states it went through.
+    func waitForState(_ packID: Int64, _ wanted: Set<String>, deadline: Duration = .seconds(120)) -> [String] {
+        waitFor(deadline) { self.states[packID, default: []].contains(where: wanted.contains) }
+        return condition.withLock { states[packID, default: []] }
+    }
+
+    /// Waits until the committed progress of `packID` satisfies `predicate`.
+    @discardableResult
+    func waitForProgress(_ packID: Int64, deadline: Duration = .seconds(120),
+                         _ predicate: @escaping (PackProgress) -> Bool) -> Bool {
+        waitFor(deadline) { self.progress[packID].map(predicate) ?? false }
+    }
+
+    func publishedProgress(_ packID: Int64) -> PackProgress? { condition.withLock { progress[packID] } }
+    func publishedExpected(_ packID: Int64) -> ExpectedCounts? { condition.withLock { expected[packID] } }
+    func publishedError(_ packID: Int64) -> String? { condition.withLock { errors[packID] } }
+
+    private var closed = false
+
+    /// Stops downloads, the fetcher, the loop and the writer, in the server's shutdown order.
+    /// Idempotent (tests close early to read the database, and again on exit).
+    func close() {
+        guard !condition.withLock({ () -> Bool in
+            defer { closed = true }
+            return closed
+        }) else { return }
+        try? thread.sync {
+            self.scheduler.shutdown()
+            self.fetcher.shutdown()
+        }
+        thread.shutdown()
+        writer.stop()
+    }
+
+    @discardableResult
+    private func waitFor(_ deadline: Duration, _ done: () -> Bool) -> Bool {
+        let limit = Date().addingTimeInterval(Double(deadline.components.seconds))
+        condition.lock()
+        defer { condition.unlock() }
+        while !done() {
+            if !condition.wait(until: limit) { return done() }
+        }
+        return true
+    }
+
+    private func record(_ change: () -> Void) {
+        condition.lock()
+        change()
+        condition.broadcast()
+        condition.unlock()
+    }
+}
+
+/// Lets the writer's commit callback reach the scheduler created after the writer.
+private final class CommitRelay: @unchecked Sendable {
+    var scheduler: PackScheduler?
+}
+
+/// One value handed from another thread, awaited with a deadline.
+final class Box<T>: @unchecked Sendable {
+    private let condition = NSCondition()
+    private var value: T?
+
+    func set(_ value: T) {
+        condition.withLock {
+            self.value = value
+            condition.broadcast()
+        }
+    }
+
+    func wait(deadline: Duration) -> T? {
+        let limit = Date().addingTimeInterval(Double(deadline.components.seconds))
+        condition.lock()
+        defer { condition.unlock() }
+        while value == nil {
+            if !condition.wait(until: limit) { break }
+        }
+        return value
+    }
+}
+
+/// A fresh directory under the system temp dir, removed by `remove()`.
+struct TemporaryDatabase {
+    let directory: URL
+    var path: String { directory.appendingPathComponent("packd.db").path }
+
+    init() throws {
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("jobs-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+    }
+
+    func remove() { try? FileManager.default.removeItem(at: directory) }
+}

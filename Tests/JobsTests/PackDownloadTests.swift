@@ -1,0 +1,221 @@
+import Fetch
+import Foundation
+import Jobs
+import PackdTestSupport
+import Plan
+import Store
+import Testing
+
+/// Whole downloads against an in-process upstream, into a real SQLite file.
+@Suite struct PackDownloadTests {
+    static func region(_ upstream: MapUpstream, maxZoom: Int = 7) -> [String: Any] {
+        ["style_url": upstream.base + "/style.json", "bounds": [-20.0, -20.0, 20.0, 20.0], "min_zoom": 0,
+         "max_zoom": maxZoom]
+    }
+
+    /// Everything the pack must hold, planned from the same documents the upstream serves.
+    static func planned(_ upstream: MapUpstream, maxZoom: Int = 7) throws -> [PlannedResource] {
+        var builder = PlanBuilder(region: try RegionDefinition(json: region(upstream, maxZoom: maxZoom)))
+        try builder.addStyle(Data(upstream.style.utf8))
+        try builder.addTileJSON(Data(upstream.tileJSON.utf8), url: upstream.base + "/tiles.json")
+        return Array(builder.plan)
+    }
+
+    static func path(_ url: String, _ upstream: MapUpstream) -> String {
+        String(url.dropFirst(upstream.base.count))
+    }
+
+    @Test func stylePackCompletesWithEveryBodyStoredExactly() throws {
+        let run = try DownloadRun()
+        defer { run.close() }
+        let (database, upstream, harness, packID) = (run.database, run.upstream, run.harness, run.packID)
+        #expect(run.finish() == ["active", "complete"], "\(harness.publishedError(packID) ?? "")")
+        harness.close()
+
+        let planned = try Self.planned(upstream)
+        let tiles = planned.filter { $0.kind == .tile }
+        #expect(tiles.count > 100 && planned.count - tiles.count > 3)
+        let reader = try StoreReader(path: database.path)
+        for resource in planned {
+            let key: ResourceKey = resource.tile.map {
+                .tile(TileKey(urlTemplate: $0.urlTemplate, pixelRatio: Int64($0.pixelRatio), z: Int64($0.z),
+                              x: Int64($0.x), y: Int64($0.y)))
+            } ?? .resource(url: resource.url, kind: OfflineSchema.Kind(rawValue: Int64(resource.kind.rawValue))!)
+            let stored = try #require(try reader.read(key), "\(resource.url) not stored")
+            let expected = upstream.body(for: Self.path(resource.url, upstream))
+            #expect(try stored.body?.decoded() == expected, "\(resource.url)")
+        }
+        let record = try #require(try reader.pack(packID))
+        let progress = try #require(try reader.progress(packID))
+        #expect(record.expectedIsPrecise)
+        #expect(record.expectedResources == Int64(planned.count))
+        #expect(record.expectedTiles == Int64(tiles.count))
+        #expect(progress.completedResources == Int64(planned.count))
+        #expect(progress.completedTiles == Int64(tiles.count))
+        #expect(harness.publishedProgress(packID) == progress)
+        #expect(harness.publishedExpected(packID) == ExpectedCounts(
+            resources: Int64(planned.count), tiles: Int64(tiles.count), precise: true))
+        // Each resource fetched once (the style and TileJSON are not fetched a second time to be stored).
+        let paths = upstream.requests.map(\.target)
+        #expect(paths.count == planned.count)
+        #expect(Set(paths).count == paths.count)
+    }
+
+    /// Runs a pack whose style answers `status`; returns the states it went through and its error.
+    static func runWithStyleStatus(_ status: Int) throws -> (states: [String], error: String?, requests: [String],
+                                                               stored: PackRecord?) {
+        let run = try DownloadRun(faults: .init(styleStatus: status))
+        defer { run.close() }
+        let states = run.finish(deadline: .seconds(30))
+        return (states, run.harness.publishedError(run.packID), run.upstream.requests.map(\.target),
+                try StoreReader(path: run.database.path).pack(run.packID))
+    }
+
+    @Test func forbiddenStyleFailsAtOnceAsUnauthorized() throws {
+        let run = try Self.runWithStyleStatus(403)
+        #expect(run.states == ["active", "failed"])
+        let error = try #require(run.error)
+        #expect(error.contains(#""code":"upstream_unauthorized""#) && error.contains(#""status":403"#))
+        #expect(run.requests == ["/style.json"])
+        #expect(run.stored?.state == "failed" && run.stored?.errorJSON == error)
+    }
+
+    @Test func missingStyleFailsAsStyleUnavailable() throws {
+        let run = try Self.runWithStyleStatus(404)
+        #expect(run.states == ["active", "failed"])
+        #expect(run.error?.contains(#""code":"style_unavailable""#) == true)
+        #expect(run.requests == ["/style.json"])
+    }
+
+    @Test func tileLimitReachedFailsThePackInsteadOfCompletingIt() throws {
+        let run = try DownloadRun { harness in try harness.performAndWait { try $0.setTileLimit(20) } }
+        defer { run.close() }
+        let (database, harness, packID) = (run.database, run.harness, run.packID)
+        #expect(run.finish() == ["active", "failed"])
+        #expect(harness.publishedError(packID)?.contains(#""code":"tile_limit_exceeded""#) == true)
+        #expect(try harness.onLoop { harness.scheduler.activePackIDs }.isEmpty)
+        let progress = try #require(try StoreReader(path: database.path).progress(packID))
+        #expect(progress.completedTiles <= 20)
+    }
+
+    @Test func styleRegionOverItsMaxTilesFailsBeforeAnyTileIsFetched() throws {
+        let run = try DownloadRun(limitsJSON: #"{"max_tiles": 10, "max_bytes_per_second": null}"#)
+        defer { run.close() }
+        #expect(run.finish() == ["active", "failed"])
+        let error = try #require(run.harness.publishedError(run.packID))
+        #expect(error.contains(#""code":"tile_limit_exceeded""#) && error.contains("limit is 10"))
+        #expect(run.upstream.requests.map(\.target) == ["/style.json", "/tiles.json"])
+    }
+
+    @Test func unauthorizedTileFailsThePackAtOnce() throws {
+        let run = try DownloadRun(faults: .init(tileStatus: 401))
+        defer { run.close() }
+        #expect(run.finish(deadline: .seconds(30)) == ["active", "failed"])
+        let error = try #require(run.harness.publishedError(run.packID))
+        #expect(error.contains(#""code":"upstream_unauthorized""#) && error.contains(#""status":401"#))
+        // Stopped at the first refusal: at most the transfers already in flight reached the upstream.
+        let tileRequests = run.upstream.requests.filter { $0.target.hasPrefix("/tiles/") }.count
+        #expect(tileRequests >= 1 && tileRequests <= JobsHarness.fastRetries.maxInFlight)
+    }
+
+    @Test func tenPercentServerErrorsStillComplete() throws {
+        let run = try DownloadRun(faults: .init(failEvery: 10), maxZoom: 5)
+        defer { run.close() }
+        let (database, upstream, harness, packID) = (run.database, run.upstream, run.harness, run.packID)
+        let states = run.finish()
+        harness.close()
+        #expect(states.last == "complete", "\(harness.publishedError(packID) ?? "")")
+        let planned = try Self.planned(upstream, maxZoom: 5)
+        let progress = try #require(try StoreReader(path: database.path).progress(packID))
+        #expect(progress.completedResources == Int64(planned.count))
+        #expect(progress.failedResources == 0)
+        // The 500s were retried: more requests than resources.
+        #expect(upstream.requests.count > planned.count)
+    }
+
+    @Test func suspendStopsTransfersAndRestartSkipsStoredTiles() throws {
+        let database = try TemporaryDatabase()
+        defer { database.remove() }
+        let upstream = try MapUpstream(faults: .init(tileDelay: .milliseconds(5)))
+        defer { upstream.stop() }
+        let settings = DownloadSettings(maxInFlight: 4, initialBackoff: .milliseconds(5), maxBackoff: .milliseconds(50))
+        var harness = try JobsHarness(path: database.path, settings: settings)
+        let packID = try harness.createQueuedPack(region: Self.region(upstream))
+        try harness.onLoop { harness.scheduler.packQueued(packID) }
+        #expect(harness.waitForProgress(packID) { $0.completedTiles >= 40 })
+
+        // Suspend as the API does: the state first, then the scheduler's hook.
+        _ = try harness.performAndWait { try $0.setPackState(packID, state: "inactive", errorJSON: nil, now: 0) }
+        let first = harness
+        try first.onLoop { first.scheduler.packSuspended(packID) }
+        let idle = Box<Bool>()
+        let started = ContinuousClock.now
+        @Sendable func poll() {
+            first.thread.loop.execute {
+                if first.fetcher.runningCount + first.fetcher.waitingCount == 0 {
+                    idle.set(true)
+                } else if ContinuousClock.now - started > .seconds(1) {
+                    idle.set(false)
+                } else {
+                    poll()
+                }
+            }
+        }
+        poll()
+        #expect(idle.wait(deadline: .seconds(10)) == true, "transfers still running a second after suspend")
+        #expect(try first.onLoop { first.scheduler.activePackIDs }.isEmpty)
+        harness.close()
+        let stored = Set(try Self.planned(upstream).filter { resource in
+            guard let tile = resource.tile else { return false }
+            return try StoreReader(path: database.path).read(.tile(TileKey(
+                urlTemplate: tile.urlTemplate, pixelRatio: Int64(tile.pixelRatio), z: Int64(tile.z),
+                x: Int64(tile.x), y: Int64(tile.y)))) != nil
+        }.map { Self.path($0.url, upstream) })
+        #expect(stored.count >= 40)
+        let requestsBeforeRestart = upstream.requests.count
+
+        // Restart: a new scheduler on the same database continues the pack.
+        harness = try JobsHarness(path: database.path, settings: settings)
+        defer { harness.close() }
+        _ = try harness.performAndWait { try $0.setPackState(packID, state: "queued", errorJSON: nil, now: 0) }
+        let second = harness
+        try second.onLoop { second.scheduler.start() }
+        #expect(second.waitForState(packID, ["complete", "failed"]).last == "complete")
+        let refetched = upstream.requests.dropFirst(requestsBeforeRestart).map(\.target).filter(stored.contains)
+        #expect(refetched.isEmpty, "stored tiles fetched again: \(refetched.prefix(5))")
+        let progress = try #require(try StoreReader(path: database.path).progress(packID))
+        #expect(progress.completedResources == Int64(try Self.planned(upstream).count))
+    }
+}
+
+/// One queued pack against its own upstream and database: the common set-up of these tests.
+final class DownloadRun {
+    let database: TemporaryDatabase
+    let upstream: MapUpstream
+    let harness: JobsHarness
+    let packID: Int64
+
+    init(faults: MapUpstream.Faults = .init(), maxZoom: Int = 7, limitsJSON: String? = nil,
+         prepare: (JobsHarness) throws -> Void = { _ in }) throws {
+        database = try TemporaryDatabase()
+        upstream = try MapUpstream(faults: faults)
+        harness = try JobsHarness(path: database.path)
+        try prepare(harness)
+        packID = try harness.createQueuedPack(region: PackDownloadTests.region(upstream, maxZoom: maxZoom),
+                                              limitsJSON: limitsJSON)
+        let harness = harness
+        let packID = packID
+        try harness.onLoop { harness.scheduler.packQueued(packID) }
+    }
+
+    /// Waits for `complete` or `failed`; returns the states published on the way.
+    func finish(deadline: Duration = .seconds(120)) -> [String] {
+        harness.waitForState(packID, ["complete", "failed"], deadline: deadline)
+    }
+
+    func close() {
+        harness.close()
+        upstream.stop()
+        database.remove()
+    }
+}
