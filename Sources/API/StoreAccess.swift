@@ -44,10 +44,3 @@ public final class StoreAccess: @unchecked Sendable {
         try readers.withReader(query)
     }
 }
-
-/// A value that is created and used on the loop thread only but travels through another thread
-/// in between (a completion handed to the writer).
-struct LoopBound<Value>: @unchecked Sendable {
-    let value: Value
-    init(_ value: Value) { self.value = value }
-}

@@ -299,7 +299,7 @@ public final class PackDownload {
     /// Everything is resolved: waits for the writer to commit it, then reports.
     private func finish() {
         downloading = false
-        let owned = LoopOwned(value: self)
+        let owned = LoopBound(self)
         let loop = loop
         writer.flush {
             loop.execute {

@@ -175,7 +175,7 @@ public final class PackScheduler {
 
     /// Applies `change` on the writer (after everything submitted before it), then publishes it.
     private func transition(_ change: PackTransition) {
-        let owned = LoopOwned(value: self)
+        let owned = LoopBound(self)
         let loop = loop
         writer.perform({ database in try change.apply(database) }, completion: { result in
             guard case .success(let previous?) = result else { return }
