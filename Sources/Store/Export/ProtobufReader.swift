@@ -14,16 +14,8 @@ struct ProtobufReader {
     /// The next varint, nil at the end of the buffer.
     mutating func nextVarint() throws(VectorTileLayers.Failure) -> UInt64? {
         guard position < bytes.count else { return nil }
-        var result: UInt64 = 0
-        var shift: UInt64 = 0
-        while position < bytes.count, shift < 64 {
-            let byte = bytes[position]
-            position += 1
-            result |= UInt64(byte & 0x7F) << shift
-            if byte & 0x80 == 0 { return result }
-            shift += 7
-        }
-        throw .malformed("bad varint")
+        guard let value = Varint.decode(bytes, at: &position) else { throw .malformed("bad varint") }
+        return value
     }
 
     mutating func nextField() throws(VectorTileLayers.Failure) -> (number: UInt64, value: Value)? {

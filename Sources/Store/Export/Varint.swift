@@ -9,6 +9,23 @@ enum Varint {
         bytes.append(UInt8(value))
     }
 
+    /// The varint starting at `position`, which moves past it; nil when the bytes end first or the
+    /// varint runs past 64 bits (the position is then meaningless).
+    @inline(__always)
+    static func decode<Bytes: RandomAccessCollection>(_ bytes: Bytes, at position: inout Int) -> UInt64?
+    where Bytes.Element == UInt8, Bytes.Index == Int {
+        var result: UInt64 = 0
+        var shift: UInt64 = 0
+        while position < bytes.endIndex, shift < 64 {
+            let byte = bytes[position]
+            position += 1
+            result |= UInt64(byte & 0x7F) << shift
+            if byte & 0x80 == 0 { return result }
+            shift += 7
+        }
+        return nil
+    }
+
     /// Reads varints from bytes; `next()` is nil at the end or on a malformed (over-long) varint.
     struct Reader {
         private let bytes: [UInt8]
@@ -17,16 +34,7 @@ enum Varint {
         init(_ bytes: [UInt8]) { self.bytes = bytes }
 
         mutating func next() -> UInt64? {
-            var result: UInt64 = 0
-            var shift: UInt64 = 0
-            while position < bytes.count, shift < 64 {
-                let byte = bytes[position]
-                position += 1
-                result |= UInt64(byte & 0x7F) << shift
-                if byte & 0x80 == 0 { return result }
-                shift += 7
-            }
-            return nil
+            Varint.decode(bytes, at: &position)
         }
     }
 }
