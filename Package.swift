@@ -90,7 +90,7 @@ let package = Package(
         .testTarget(
             name: "ServerTests",
             dependencies: [
-                "Server", "Loop",
+                "Server", "Loop", "PackdTestSupport", "packd",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),

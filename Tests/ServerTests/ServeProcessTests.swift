@@ -1,20 +1,11 @@
 import Foundation
 import Glibc
+import PackdTestSupport
 import Testing
 
 /// `packd serve` as a real process: the built binary next to the test bundle.
 @Suite struct ServeProcessTests {
-    static var packdPath: String {
-        let bundle = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
-        var directory = bundle.deletingLastPathComponent()
-        // The test bundle may be a directory (`.xctest/...`) or a file in the products directory.
-        while !directory.path.isEmpty && directory.path != "/" {
-            let candidate = directory.appendingPathComponent("packd").path
-            if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
-            directory = directory.deletingLastPathComponent()
-        }
-        return bundle.deletingLastPathComponent().appendingPathComponent("packd").path
-    }
+    static var packdPath: String { BuiltExecutable.path("packd") }
 
     private final class Launched {
         let process = Process()
