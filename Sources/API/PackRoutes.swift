@@ -347,6 +347,16 @@ public final class PackRoutes {
         ] as [String: Any]))
     }
 
+    /// Publishes a committed progress change in the same `progress` shape `GET /v1/packs/{id}`
+    /// returns, so an event and a poll never disagree on fields. `expectedResources` is 0 and
+    /// `precise` false while the plan is not known yet, as in the pack document.
+    public func publishProgress(_ packID: Int64, progress: PackProgress, expectedResources: Int64, precise: Bool) {
+        events.publish(.progress, packID: packID, payload: JSONBody.encode([
+            "pack_id": packID, "state": "active",
+            "progress": PackDocument.progressObject(progress, expectedResources: expectedResources, precise: precise),
+        ] as [String: Any]))
+    }
+
     // MARK: Shared
 
     /// The `{id}` parameter as a pack id; a segment that is not one gets 404 as an unknown id does.

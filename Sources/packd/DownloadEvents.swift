@@ -1,5 +1,4 @@
 import API
-import Foundation
 import Jobs
 import Store
 
@@ -17,22 +16,9 @@ struct DownloadEvents {
             api.packs.publishState(packID, state: state, previous: previous, errorJSON: errorJSON)
         }
         scheduler.onProgress = { packID, progress, expected in
-            api.events.publish(.progress, packID: packID, payload: Self.progressPayload(packID, progress, expected))
+            api.packs.publishProgress(
+                packID, progress: progress, expectedResources: expected?.resources ?? 0,
+                precise: expected?.precise ?? false)
         }
-    }
-
-    /// The `progress` event's data: `{"pack_id", "state", "progress": {...}}` (api.md, events).
-    static func progressPayload(_ packID: Int64, _ progress: PackProgress, _ expected: ExpectedCounts?) -> [UInt8] {
-        var counts: [String: Any] = [
-            "completed_resources": progress.completedResources, "completed_bytes": progress.completedBytes,
-            "completed_tiles": progress.completedTiles, "completed_tile_bytes": progress.completedTileBytes,
-            "failed_resources": progress.failedResources,
-        ]
-        if let expected {
-            counts["expected_resources"] = expected.resources
-            counts["expected_is_precise"] = expected.precise
-        }
-        let object: [String: Any] = ["pack_id": packID, "state": "active", "progress": counts]
-        return Array((try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data("{}".utf8))
     }
 }
