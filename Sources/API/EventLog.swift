@@ -9,7 +9,7 @@ public enum EventLog {
     /// The largest event id ever handed out by this database (0 for a new one); deleted rows
     /// keep their ids reserved.
     public static func lastEventID(_ reader: StoreReader) throws -> Int64 {
-        try reader.database.scalarInt("SELECT seq FROM sqlite_sequence WHERE name = 'packd_events'") ?? 0
+        try reader.lastEventID()
     }
 
     /// Installs the broadcaster's `onEmit` hook. Loop thread.

@@ -89,7 +89,7 @@ public final class PackRoutes {
                 check.replay = entry
                 return check
             }
-            let globalLimit = try reader.database.scalarInt("SELECT value FROM packd_meta WHERE key = 'tile_limit'")
+            let globalLimit = try reader.tileLimit()
             Self.countTiles(region, limits: [maxTiles, globalLimit].compactMap { $0 }, into: &check)
             return check
         }) { [self] result in
@@ -313,8 +313,7 @@ public final class PackRoutes {
         guard let packID = Self.packID(request, responder) else { return }
         store.write({ database -> (previous: String, current: String)? in
             try database.database.transaction {
-                guard let previous = try database.database.scalarString(
-                    "SELECT state FROM packd_packs WHERE region_id = ?1", [.integer(packID)]) else { return nil }
+                guard let previous = try database.packState(packID) else { return nil }
                 let next: String
                 switch (change, previous) {
                 case (.suspend, "queued"), (.suspend, "active"): next = "inactive"

@@ -37,7 +37,7 @@ public final class PackdAPI {
         let logger = logger
         routes.add(.get, "/metrics", role: .read, to: &router) { _, responder in
             // The packs gauge is counted at scrape time: one grouped query, never stale.
-            store.read({ reader in try Self.packCounts(reader) }) { result in
+            store.read({ reader in try reader.packCountsByState() }) { result in
                 switch result {
                 case .failure(let error): logger.warning("counting packs for /metrics failed: \(error)")
                 case .success(let counts):
@@ -47,14 +47,6 @@ public final class PackdAPI {
                                                body: metrics.exposition()))
             }
         }
-    }
-
-    static func packCounts(_ reader: StoreReader) throws -> [String: Int] {
-        var counts: [String: Int] = [:]
-        try reader.database.cachedStatement("SELECT state, count(*) FROM packd_packs GROUP BY state").forEachRow([]) {
-            counts[$0.string(at: 0) ?? ""] = Int($0.int64(at: 1))
-        }
-        return counts
     }
 
     /// Ends the event streams (before the server's shutdown grace period runs out).

@@ -117,9 +117,7 @@ public struct ResourceRoutes {
             case .failure(let error): responder.respondInternalError(error, logger: logger, "encoding the resource")
             case .success(let (stored, existed)):
                 store.write({ database -> Bool in
-                    if database.maximumAmbientCacheSize == 0, try database.database.scalarInt("""
-                        SELECT count(*) FROM region_resources JOIN resources ON resources.id = resource_id WHERE url = ?1
-                        """, [.text(url)]) == 0 {
+                    if database.maximumAmbientCacheSize == 0, try !database.isResourceLinkedToAnyPack(url: url) {
                         return false
                     }
                     let outcome = database.apply([ResourceWrite(key: key, content: .body(stored), cache: cache)], now: PackRoutes.now())

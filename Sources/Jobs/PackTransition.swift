@@ -12,9 +12,7 @@ struct PackTransition: Sendable {
     /// The previous state when the change applied; nil when the pack is gone or in another state.
     func apply(_ database: OfflineDatabase) throws -> String? {
         try database.database.transaction {
-            guard let current = try database.database.scalarString(
-                "SELECT state FROM packd_packs WHERE region_id = ?1", [.integer(packID)]),
-                from.contains(current) else { return nil }
+            guard let current = try database.packState(packID), from.contains(current) else { return nil }
             try database.setPackState(packID, state: to, errorJSON: errorJSON, now: Int64(Date().timeIntervalSince1970))
             return current
         }

@@ -24,6 +24,19 @@ extension OfflineDatabase {
         }
     }
 
+    /// The pack's state, nil when there is no such pack.
+    public func packState(_ packID: Int64) throws -> String? {
+        try database.scalarString("SELECT state FROM packd_packs WHERE region_id = ?1", [.integer(packID)])
+    }
+
+    /// Whether a resource with this URL is linked to any pack (so storing it does not need the
+    /// ambient cache).
+    public func isResourceLinkedToAnyPack(url: String) throws -> Bool {
+        try database.scalarInt("""
+            SELECT count(*) FROM region_resources JOIN resources ON resources.id = resource_id WHERE url = ?1
+            """, [.text(url)]) != 0
+    }
+
     /// Sets state (and error JSON, cleared when nil); `completed_at` is set on "complete".
     public func setPackState(_ packID: Int64, state: String, errorJSON: String?, now: Int64) throws {
         try database.execute("""

@@ -89,6 +89,26 @@ public final class StoreReader {
         try database.scalarInt("SELECT count(*) FROM packd_packs") ?? 0
     }
 
+    /// Packs per state, for the packs-by-state gauge.
+    public func packCountsByState() throws -> [String: Int] {
+        var counts: [String: Int] = [:]
+        try database.cachedStatement("SELECT state, count(*) FROM packd_packs GROUP BY state").forEachRow([]) {
+            counts[$0.string(at: 0) ?? ""] = Int($0.int64(at: 1))
+        }
+        return counts
+    }
+
+    /// The most tiles all packs together may hold, nil when unlimited.
+    public func tileLimit() throws -> Int64? {
+        try database.scalarInt("SELECT value FROM packd_meta WHERE key = 'tile_limit'")
+    }
+
+    /// The largest event id this database ever handed out (0 for a new one); deleted rows keep
+    /// their ids reserved by AUTOINCREMENT, so ids never repeat across restarts.
+    public func lastEventID() throws -> Int64 {
+        try database.scalarInt("SELECT seq FROM sqlite_sequence WHERE name = 'packd_events'") ?? 0
+    }
+
     /// Distinct tiles linked to any pack (maintained, one row read).
     public func linkedTileCount() throws -> Int64 {
         try database.scalarInt("SELECT linked_tiles FROM packd_totals WHERE id = 1") ?? 0
