@@ -70,8 +70,9 @@ extension OfflineDatabase {
         }
     }
 
+    /// The result of a `check-update`; `update_checked_at` tells it apart from "never checked".
     public func setUpdateAvailable(_ packID: Int64, _ available: Bool, now: Int64) throws {
-        try database.execute("UPDATE packd_packs SET update_available = ?2, updated_at = ?3 WHERE region_id = ?1",
+        try database.execute("UPDATE packd_packs SET update_available = ?2, update_checked_at = ?3, updated_at = ?3 WHERE region_id = ?1",
                              [.integer(packID), DatabaseValue(available), .integer(now)])
     }
 

@@ -18,11 +18,16 @@ public struct PackRecord: Sendable, Equatable {
     public var expectedTiles: Int64
     public var expectedIsPrecise: Bool
     public var updateAvailable: Bool
+    /// When `check-update` last set `updateAvailable`; nil: never checked.
+    public var updateCheckedAt: Int64?
+    /// The last `invalidate` of the pack; nil: never revalidated.
+    public var invalidation: PackInvalidation?
 
     public init(id: Int64 = 0, name: String, state: String, errorJSON: String? = nil, context: [UInt8]? = nil,
                 definition: String, createdAt: Int64 = 0, updatedAt: Int64 = 0, completedAt: Int64? = nil,
                 limitsJSON: String? = nil, expectedResources: Int64 = 0, expectedTiles: Int64 = 0,
-                expectedIsPrecise: Bool = false, updateAvailable: Bool = false) {
+                expectedIsPrecise: Bool = false, updateAvailable: Bool = false,
+                updateCheckedAt: Int64? = nil, invalidation: PackInvalidation? = nil) {
         self.id = id
         self.name = name
         self.state = state
@@ -37,13 +42,17 @@ public struct PackRecord: Sendable, Equatable {
         self.expectedTiles = expectedTiles
         self.expectedIsPrecise = expectedIsPrecise
         self.updateAvailable = updateAvailable
+        self.updateCheckedAt = updateCheckedAt
+        self.invalidation = invalidation
     }
 
     static let selectSQL = """
         SELECT p.region_id, p.name, p.state, p.error, p.context, r.definition, p.created_at, p.updated_at,
                p.completed_at, p.limits, p.expected_resources, p.expected_tiles, p.expected_is_precise,
-               p.update_available
+               p.update_available, p.update_checked_at,
+               i.unchanged, i.updated, i.removed, i.started_at, i.completed_at
         FROM packd_packs p JOIN regions r ON r.id = p.region_id
+        LEFT JOIN packd_invalidations i ON i.pack_id = p.region_id
         """
 
     /// Reads the current row of a statement built on `selectSQL`.
@@ -52,6 +61,11 @@ public struct PackRecord: Sendable, Equatable {
                   errorJSON: row.string(at: 3), context: row.blob(at: 4), definition: row.string(at: 5) ?? "",
                   createdAt: row.int64(at: 6), updatedAt: row.int64(at: 7), completedAt: row.optionalInt64(at: 8),
                   limitsJSON: row.string(at: 9), expectedResources: row.int64(at: 10), expectedTiles: row.int64(at: 11),
-                  expectedIsPrecise: row.int64(at: 12) != 0, updateAvailable: row.int64(at: 13) != 0)
+                  expectedIsPrecise: row.int64(at: 12) != 0, updateAvailable: row.int64(at: 13) != 0,
+                  updateCheckedAt: row.optionalInt64(at: 14),
+                  invalidation: row.optionalInt64(at: 18).map { startedAt in
+                      PackInvalidation(unchanged: row.int64(at: 15), updated: row.int64(at: 16), removed: row.int64(at: 17),
+                                       startedAt: startedAt, completedAt: row.optionalInt64(at: 19))
+                  })
     }
 }

@@ -84,6 +84,20 @@ public enum PackdSchema {
 
         INSERT INTO packd_totals (id, linked_tiles) VALUES (1, 0);
         """,
+        // 1 → 2: check-update and invalidate. `update_available` was NOT NULL, so "never checked"
+        // is a NULL `update_checked_at`; the last revalidation of a pack is one row.
+        """
+        ALTER TABLE packd_packs ADD COLUMN update_checked_at INTEGER;
+
+        CREATE TABLE packd_invalidations (
+          pack_id INTEGER NOT NULL PRIMARY KEY REFERENCES packd_packs(region_id) ON DELETE CASCADE,
+          unchanged INTEGER NOT NULL DEFAULT 0,
+          updated INTEGER NOT NULL DEFAULT 0,
+          removed INTEGER NOT NULL DEFAULT 0,
+          started_at INTEGER NOT NULL,
+          completed_at INTEGER                 -- NULL while revalidating
+        );
+        """,
     ]
 
     /// The version a fully migrated database has.
