@@ -14,6 +14,8 @@ public final class PackScheduler {
     public var onStateChange: ((Int64, String, String, String?) -> Void)?
     /// Progress as committed by the writer, with the pack's expected counts when its download knows them.
     public var onProgress: ((Int64, PackProgress, ExpectedCounts?) -> Void)?
+    /// A revalidation's committed counts, with the pack's progress and expected counts.
+    public var onInvalidation: ((Int64, PackInvalidation, PackProgress, ExpectedCounts) -> Void)?
 
     private let loop: EventLoop
     private let fetcher: Fetcher
@@ -26,6 +28,8 @@ public final class PackScheduler {
     private var queue: [Int64] = []
     /// Packs holding a slot: nil while their record is being read.
     private var active: [Int64: PackDownload?] = [:]
+    /// Packs revalidating (`invalidate`): they hold a download slot too.
+    private var revalidations: [Int64: PackRevalidation] = [:]
     private var stopped = false
 
     public init(loop: EventLoop, fetcher: Fetcher, writer: WriterThread, databasePath: String, maxActive: Int = 2,
@@ -67,6 +71,10 @@ public final class PackScheduler {
             fetcher.cancelAll(owner: UInt64(bitPattern: packID))
             fillSlots()
         }
+        if let revalidation = revalidations.removeValue(forKey: packID) {
+            revalidation.stop()
+            fillSlots()
+        }
     }
 
     /// The pack is deleted: the same as a suspend, for the scheduler.
@@ -79,7 +87,7 @@ public final class PackScheduler {
     /// `complete` pack missing resources.
     public func committed(_ outcome: BatchOutcome) {
         for (packID, progress) in outcome.progress.sorted(by: { $0.key < $1.key }) {
-            onProgress?(packID, progress, active[packID]??.expected)
+            onProgress?(packID, progress, active[packID]??.expected ?? revalidations[packID]?.expected)
         }
         for packID in outcome.tileLimitExceeded.sorted() {
             fail(packID, PackFailure(.tileLimitExceeded, "the server's tile limit is reached"))
@@ -93,6 +101,10 @@ public final class PackScheduler {
     }
 
     private func fail(_ packID: Int64, _ failure: PackFailure) {
+        if let revalidation = revalidations[packID] {
+            revalidation.stop()
+            return revalidationEnded(packID, .failed(failure))
+        }
         guard let slot = active[packID] else { return }
         slot?.stop()
         ended(packID, .failed(failure))
@@ -105,10 +117,12 @@ public final class PackScheduler {
         queue.removeAll()
         for slot in active.values { slot?.stop() }
         active.removeAll()
+        for revalidation in revalidations.values { revalidation.stop() }
+        revalidations.removeAll()
     }
 
     private func fillSlots() {
-        while !stopped, active.count < maxActive, !queue.isEmpty {
+        while !stopped, active.count + revalidations.count < maxActive, !queue.isEmpty {
             let packID = queue.removeFirst()
             active[packID] = .some(nil)
             let reader = reader
@@ -135,6 +149,10 @@ public final class PackScheduler {
                 .invalidDocument, "the stored region definition is unreadable: \(error)").json))
             return fillSlots()
         }
+        if let invalidation = record.invalidation, invalidation.isRunning {
+            active[packID] = nil
+            return beginRevalidation(packID, record: record, region: region)
+        }
         let download: PackDownload
         do {
             download = try PackDownload(packID: packID, region: region, loop: loop, fetcher: fetcher, writer: writer,
@@ -143,11 +161,8 @@ public final class PackScheduler {
                 self?.ended(packID, outcome)
             }
         } catch {
-            // No read connection: fail visibly rather than leave the pack `queued` with nothing running.
             active[packID] = nil
-            transition(PackTransition(packID: packID, from: ["queued", "active"], to: "failed", errorJSON: PackFailure(
-                .storageError, "cannot open the database to resume the download: \(error)").json))
-            return fillSlots()
+            return failToOpen(packID, "resume the download", error)
         }
         active[packID] = download
         transition(PackTransition(packID: packID, from: ["queued"], to: "active", errorJSON: nil))
@@ -156,6 +171,11 @@ public final class PackScheduler {
 
     private func ended(_ packID: Int64, _ outcome: PackDownload.Outcome) {
         guard active.removeValue(forKey: packID) != nil else { return }
+        settle(packID, outcome)
+    }
+
+    /// Records how a job that held a slot ended, and gives the slot to the next pack.
+    private func settle(_ packID: Int64, _ outcome: PackDownload.Outcome) {
         switch outcome {
         case .complete:
             transition(PackTransition(packID: packID, from: ["active"], to: "complete", errorJSON: nil))
@@ -163,6 +183,38 @@ public final class PackScheduler {
             transition(PackTransition(packID: packID, from: ["active"], to: "failed", errorJSON: failure.json))
         }
         fillSlots()
+    }
+
+    /// A queued pack with a revalidation under way (`invalidate`, or one resumed) revalidates
+    /// instead of downloading.
+    private func beginRevalidation(_ packID: Int64, record: PackRecord, region: RegionDefinition) {
+        let expected = ExpectedCounts(resources: record.expectedResources, tiles: record.expectedTiles,
+                                      precise: record.expectedIsPrecise)
+        let revalidation: PackRevalidation
+        do {
+            revalidation = try PackRevalidation(
+                packID: packID, region: region, expected: expected, loop: loop, fetcher: fetcher, writer: writer,
+                databasePath: databasePath, settings: settings,
+                onCounts: { [weak self] counts, progress in self?.onInvalidation?(packID, counts, progress, expected) },
+                onEnd: { [weak self] outcome in self?.revalidationEnded(packID, outcome) })
+        } catch {
+            return failToOpen(packID, "revalidate the pack", error)
+        }
+        revalidations[packID] = revalidation
+        transition(PackTransition(packID: packID, from: ["queued"], to: "active", errorJSON: nil))
+        revalidation.start()
+    }
+
+    /// No read connection: fail visibly rather than leave the pack `queued` with nothing running.
+    private func failToOpen(_ packID: Int64, _ purpose: String, _ error: any Error) {
+        transition(PackTransition(packID: packID, from: ["queued", "active"], to: "failed", errorJSON: PackFailure(
+            .storageError, "cannot open the database to \(purpose): \(error)").json))
+        fillSlots()
+    }
+
+    private func revalidationEnded(_ packID: Int64, _ outcome: PackRevalidation.Outcome) {
+        guard revalidations.removeValue(forKey: packID) != nil else { return }
+        settle(packID, outcome)
     }
 
     /// `max_tiles` of the pack's stored `limits` (`{"max_tiles": n, ...}`), nil when unset or unreadable.
