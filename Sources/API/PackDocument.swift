@@ -37,9 +37,8 @@ struct PackDocument: Sendable {
             "progress": progressObject(progress, expectedResources: pack.expectedResources, precise: pack.expectedIsPrecise),
             "limits": limits(pack.limitsJSON).jsonObject,
             "error": pack.errorJSON.flatMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) } ?? NSNull(),
-            // The store keeps a boolean; until check-update exists, false reads as "never checked".
-            "update_available": pack.updateAvailable ? true as Any : NSNull(),
-            "invalidation": NSNull(),
+            "update_available": pack.updateCheckedAt == nil ? NSNull() : pack.updateAvailable as Any,
+            "invalidation": pack.invalidation.map { invalidationObject($0) as Any } ?? NSNull(),
         ]
     }
 
@@ -55,6 +54,15 @@ struct PackDocument: Sendable {
             // Rates come from the download engine; nothing downloads yet.
             "bytes_per_second": 0,
             "eta_seconds": NSNull(),
+        ]
+    }
+
+    /// openapi.yaml's `InvalidateResult`.
+    static func invalidationObject(_ invalidation: PackInvalidation) -> [String: Any] {
+        [
+            "unchanged": invalidation.unchanged, "updated": invalidation.updated, "removed": invalidation.removed,
+            "started_at": timestamp(invalidation.startedAt),
+            "completed_at": invalidation.completedAt.map { timestamp($0) as Any } ?? NSNull(),
         ]
     }
 

@@ -9,6 +9,7 @@ public final class PackdAPI {
     public let store: StoreAccess
     public let events: EventBroadcaster
     public let packs: PackRoutes
+    public let maintenance: PackMaintenanceRoutes
     public let routes: APIRouteBuilder
     let logger: Logger
 
@@ -25,10 +26,12 @@ public final class PackdAPI {
         let metrics = routes.metrics
         events.onSubscriberCountChange = { metrics.sseSubscribers.set(Int64($0)) }
         packs = PackRoutes(store: store, events: events, logger: logger)
+        maintenance = PackMaintenanceRoutes(store: store, packs: packs, logger: logger)
     }
 
     public func register(in router: inout Router) {
         packs.register(in: &router, using: routes)
+        maintenance.register(in: &router, using: routes)
         StorageRoutes(store: store, packs: packs, logger: logger).register(in: &router, using: routes)
         ResourceRoutes(store: store, authenticator: routes.authenticator, logger: logger).register(in: &router, using: routes)
         EventRoutes(store: store, events: events, logger: logger).register(in: &router, using: routes)

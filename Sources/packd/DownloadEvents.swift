@@ -7,7 +7,7 @@ import Store
 struct DownloadEvents {
     let api: PackdAPI
 
-    func connect(_ scheduler: PackScheduler) {
+    func connect(_ scheduler: PackScheduler, updates: PackUpdateChecker) {
         api.packs.onPackQueued = { [unowned scheduler] in scheduler.packQueued($0) }
         api.packs.onPackSuspended = { [unowned scheduler] in scheduler.packSuspended($0) }
         api.packs.onPackRemoved = { [unowned scheduler] in scheduler.packRemoved($0) }
@@ -19,6 +19,20 @@ struct DownloadEvents {
             api.packs.publishProgress(
                 packID, progress: progress, expectedResources: expected?.resources ?? 0,
                 precise: expected?.precise ?? false)
+        }
+        scheduler.onInvalidation = { packID, invalidation, progress, expected in
+            api.maintenance.publishInvalidation(packID, invalidation, progress: progress,
+                                                expectedResources: expected.resources, precise: expected.precise)
+        }
+        api.maintenance.checkUpdate = { packID, completion in
+            updates.check(packID) { outcome in
+                switch outcome {
+                case .checked(let available): completion(.checked(updateAvailable: available))
+                case .nothingToCompare: completion(.nothingToCompare)
+                case .upstreamFailed(let url, let detail): completion(.upstreamFailed(url: url, detail: detail))
+                case .storageFailed(let message): completion(.storageFailed(message))
+                }
+            }
         }
     }
 }

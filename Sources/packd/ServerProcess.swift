@@ -59,7 +59,8 @@ struct ServerProcess {
         let fetcher = try Fetcher(loop: loop, configuration: FetchConfiguration(addressPolicy: configuration.upstreamPolicy))
         let scheduler = try PackScheduler(loop: loop, fetcher: fetcher, writer: writer,
                                           databasePath: configuration.databasePath)
-        DownloadEvents(api: api).connect(scheduler)
+        DownloadEvents(api: api).connect(scheduler, updates: try PackUpdateChecker(
+            loop: loop, fetcher: fetcher, databasePath: configuration.databasePath))
         commits.scheduler = scheduler
         if !configuration.authenticator.isEnabled {
             logger.notice("no API keys configured: every request is allowed (loopback only)")
