@@ -52,8 +52,8 @@ public final class PackScheduler {
         })
     }
 
-    /// Packs holding a download slot.
-    public var activePackIDs: [Int64] { active.keys.sorted() }
+    /// Packs holding a download slot (downloading or revalidating).
+    public var activePackIDs: [Int64] { (Array(active.keys) + Array(revalidations.keys)).sorted() }
 
     /// The pack is `queued` in the database (created with `start`, or resumed).
     public func packQueued(_ packID: Int64) {
