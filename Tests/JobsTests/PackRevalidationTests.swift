@@ -1,0 +1,191 @@
+import Fetch
+import Foundation
+import Jobs
+import PackdTestSupport
+import Store
+import Testing
+
+/// `invalidate` and `check-update` against an upstream whose content changes after download,
+/// into a real SQLite file.
+@Suite struct PackRevalidationTests {
+    /// Downloads a pack from `upstream` to `complete` with a harness of its own (closed after), so
+    /// each test starts its revalidation on a freshly opened database as after a restart.
+    static func downloadedPack(_ upstream: RevisedUpstream, _ database: TemporaryDatabase) throws -> Int64 {
+        let harness = try JobsHarness(path: database.path)
+        defer { harness.close() }
+        let packID = try harness.createQueuedPack(region: upstream.region)
+        try harness.onLoop { harness.scheduler.packQueued(packID) }
+        let states = harness.waitForState(packID, ["complete", "failed"])
+        try #require(states == ["active", "complete"], "\(harness.publishedError(packID) ?? "")")
+        return packID
+    }
+
+    /// Every tile the pack stored, as the upstream path it came from.
+    static func storedTilePaths(_ database: TemporaryDatabase, _ packID: Int64) throws -> [(key: ResourceKey, path: String)] {
+        try StoreReader(path: database.path).tileValidators(packID: packID, afterRowID: 0, limit: 100_000).map { row in
+            guard case .tile(let tile) = row.key else { return (row.key, "") }
+            return (row.key, "/tiles/\(tile.z)/\(tile.x)/\(tile.y).pbf")
+        }
+    }
+
+    /// Starts a revalidation as the API does: `complete` → `queued` with zeroed counts, then the scheduler.
+    static func invalidate(_ harness: JobsHarness, _ packID: Int64) throws {
+        let start = try harness.performAndWait { try $0.beginInvalidation(packID, now: Int64(Date().timeIntervalSince1970)) }
+        try #require(start == .started)
+        try harness.onLoop { harness.scheduler.packQueued(packID) }
+    }
+
+    @Test func invalidateReplacesWhatChangedRemovesWhatIsGoneAndCountsTheRest() throws {
+        let upstream = try RevisedUpstream()
+        let database = try TemporaryDatabase()
+        defer { upstream.stop(); database.remove() }
+        let packID = try Self.downloadedPack(upstream, database)
+        let total = try #require(try StoreReader(path: database.path).progress(packID)).completedResources
+        let tiles = try Self.storedTilePaths(database, packID)
+        try #require(tiles.count > 25)
+        let changed = Array(tiles[5..<15])
+        let removed = Array(tiles[20..<23])
+        upstream.change(tiles: changed.map(\.path))
+        upstream.remove(tiles: removed.map(\.path))
+        let requestsBefore = upstream.requests.count
+
+        let harness = try JobsHarness(path: database.path)
+        defer { harness.close() }
+        let published = InvalidationLog()
+        try harness.onLoop { harness.scheduler.onInvalidation = { _, counts, _, _ in published.append(counts) } }
+        try Self.invalidate(harness, packID)
+        #expect(harness.waitForState(packID, ["complete", "failed"]) == ["active", "complete"],
+                "\(harness.publishedError(packID) ?? "")")
+        harness.close()
+
+        let reader = try StoreReader(path: database.path)
+        let invalidation = try #require(try reader.pack(packID)?.invalidation)
+        #expect(invalidation.unchanged == total - 13)
+        #expect(invalidation.updated == 10)
+        #expect(invalidation.removed == 3)
+        #expect(invalidation.completedAt != nil)
+        #expect(published.last == invalidation, "the last event carries the committed counts")
+        for tile in changed {
+            #expect(try reader.read(tile.key)?.body?.decoded() == upstream.body(for: tile.path), "\(tile.path)")
+        }
+        for tile in removed {
+            let stored = try #require(try reader.read(tile.key))
+            #expect(stored.body == nil, "\(tile.path) is stored as no content")
+        }
+        // Each stored row asked for once, each time with its stored ETag.
+        let revalidation = upstream.requests.dropFirst(requestsBefore)
+        #expect(revalidation.count == Int(total))
+        #expect(revalidation.allSatisfy { $0.headers["if-none-match"] != nil && $0.headers["if-modified-since"] != nil })
+        // Progress still counts every stored resource (a removed tile is complete as no content).
+        #expect(try reader.progress(packID)?.completedResources == total)
+        #expect(try reader.recountProgress(packID) == reader.progress(packID))
+    }
+
+    @Test func suspendStopsARevalidationAtOnceAndResumeStartsItOver() throws {
+        let upstream = try RevisedUpstream()
+        let database = try TemporaryDatabase()
+        defer { upstream.stop(); database.remove() }
+        let packID = try Self.downloadedPack(upstream, database)
+        let total = try #require(try StoreReader(path: database.path).progress(packID)).completedResources
+        upstream.delayTiles(.milliseconds(400))
+        let requestsBefore = upstream.requests.count
+
+        let harness = try JobsHarness(path: database.path)
+        defer { harness.close() }
+        try Self.invalidate(harness, packID)
+        _ = harness.waitForState(packID, ["active"])
+        // Tiles come after the few other resources: wait until tile transfers are under way.
+        #expect(waitUntil { upstream.requests.dropFirst(requestsBefore).contains { $0.target.hasPrefix("/tiles/") } })
+        let suspendedAt = ContinuousClock.now
+        _ = try harness.performAndWait { try $0.setPackState(packID, state: "inactive", errorJSON: nil, now: 0) }
+        try harness.onLoop { harness.scheduler.packSuspended(packID) }
+        let idle = waitUntil(within: 1) {
+            (try? harness.onLoop { harness.scheduler.activePackIDs.isEmpty && harness.fetcher.runningCount == 0
+                && harness.fetcher.waitingCount == 0 }) ?? false
+        }
+        #expect(idle && ContinuousClock.now - suspendedAt < .seconds(1))
+        let invalidation = try #require(try StoreReader(path: database.path).pack(packID)?.invalidation)
+        #expect(invalidation.completedAt == nil, "an interrupted revalidation is not reported as done")
+        #expect(try StoreReader(path: database.path).pack(packID)?.state == "inactive")
+
+        upstream.delayTiles(nil)
+        _ = try harness.performAndWait { try $0.setPackState(packID, state: "queued", errorJSON: nil, now: 0) }
+        try harness.onLoop { harness.scheduler.packQueued(packID) }
+        #expect(harness.waitForState(packID, ["complete", "failed"]).last == "complete")
+        let resumed = try #require(try StoreReader(path: database.path).pack(packID)?.invalidation)
+        #expect(resumed.unchanged == total && resumed.updated == 0 && resumed.removed == 0 && resumed.completedAt != nil)
+    }
+
+    @Test func checkUpdateIsFalseWhenNothingChangedTrueAfterAStyleRevisionAndFailsOnAnUpstreamError() throws {
+        let upstream = try RevisedUpstream()
+        let database = try TemporaryDatabase()
+        defer { upstream.stop(); database.remove() }
+        let packID = try Self.downloadedPack(upstream, database)
+        let harness = try JobsHarness(path: database.path)
+        defer { harness.close() }
+        let checker = try harness.onLoop {
+            try PackUpdateChecker(loop: harness.thread.loop, fetcher: harness.fetcher, databasePath: database.path)
+        }
+        func check() throws -> PackUpdateChecker.Outcome {
+            let box = Box<PackUpdateChecker.Outcome>()
+            try harness.onLoop { checker.check(packID) { box.set($0) } }
+            return try #require(box.wait(deadline: .seconds(60)))
+        }
+
+        let before = upstream.requests.count
+        #expect(try check() == .checked(updateAvailable: false))
+        let probes = upstream.requests.dropFirst(before)
+        // The style, the TileJSON, one sprite JSON and one glyph range: never a tile.
+        #expect(Set(probes.map(\.target)).isSuperset(of: ["/style.json", "/tiles.json", "/sprite.json"]))
+        #expect(probes.count == 4 && probes.contains { $0.target.hasPrefix("/fonts/") })
+        #expect(probes.allSatisfy { $0.headers["if-none-match"] != nil })
+
+        upstream.change(tiles: ["/tiles/0/0/0.pbf"])
+        #expect(try check() == .checked(updateAvailable: false), "tiles are not probed")
+
+        upstream.reviseStyle()
+        #expect(try check() == .checked(updateAvailable: true))
+
+        upstream.fail("/tiles.json", status: 503)
+        guard case .upstreamFailed(let url, let detail) = try check() else {
+            Issue.record("a 503 must fail the check")
+            return
+        }
+        #expect(url.hasSuffix("/tiles.json") && detail.contains("503"))
+    }
+
+    @Test func checkUpdateOfAPackThatStoredNothingHasNothingToCompare() throws {
+        let database = try TemporaryDatabase()
+        defer { database.remove() }
+        let harness = try JobsHarness(path: database.path)
+        defer { harness.close() }
+        let packID = try harness.performAndWait {
+            try $0.createPack(PackRecord(name: "empty", state: "inactive", definition: #"{"style_url": "http://127.0.0.1:9/s.json", "bounds": [0, 0, 1, 1], "min_zoom": 0, "max_zoom": 1, "pixel_ratio": 1}"#), now: 0)
+        }
+        let checker = try harness.onLoop {
+            try PackUpdateChecker(loop: harness.thread.loop, fetcher: harness.fetcher, databasePath: database.path)
+        }
+        let box = Box<PackUpdateChecker.Outcome>()
+        try harness.onLoop { checker.check(packID) { box.set($0) } }
+        #expect(box.wait(deadline: .seconds(60)) == .nothingToCompare)
+    }
+}
+
+/// Counts published by `onInvalidation`, from the loop thread.
+final class InvalidationLog: @unchecked Sendable {
+    private let lock = NSLock()
+    private var counts: [PackInvalidation] = []
+
+    func append(_ value: PackInvalidation) { lock.withLock { counts.append(value) } }
+    var last: PackInvalidation? { lock.withLock { counts.last } }
+}
+
+/// Polls `condition` until it holds or `seconds` pass (a condition, not a timed sleep).
+func waitUntil(within seconds: Double = 60, _ condition: () -> Bool) -> Bool {
+    let deadline = Date().addingTimeInterval(seconds)
+    while Date() < deadline {
+        if condition() { return true }
+        usleep(2_000)
+    }
+    return condition()
+}
