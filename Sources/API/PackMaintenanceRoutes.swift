@@ -13,8 +13,8 @@ public final class PackMaintenanceRoutes {
         case checked(updateAvailable: Bool)
         /// The pack stored nothing to compare with yet.
         case nothingToCompare
-        /// `url` (credentials removed) could not be probed.
-        case upstreamFailed(url: String, detail: String)
+        /// `url` (credentials removed) could not be probed; `status` when the upstream answered.
+        case upstreamFailed(url: String, status: Int?, detail: String)
         /// The store could not be read; logged, answered as a bare 500.
         case storageFailed(String)
     }
@@ -80,8 +80,9 @@ public final class PackMaintenanceRoutes {
                 case .nothingToCompare:
                     responder.respond(Problem(.conflict, detail:
                         "the pack has stored no style, TileJSON, sprite or glyphs yet: there is nothing to compare"))
-                case .upstreamFailed(let url, let detail):
-                    responder.respond(Problem(.upstreamFailed, detail: "checking \(url) failed: \(detail); the pack is unchanged"))
+                case .upstreamFailed(let url, let status, let detail):
+                    let problem = Problem(.upstreamFailed, detail: "checking \(url) failed: \(detail); the pack is unchanged")
+                    if let status { responder.respond(problem, extra: ["upstream_status": status]) } else { responder.respond(problem) }
                 case .storageFailed(let message):
                     responder.respondInternalError(StoreFailure(message: message), logger: logger, "reading the pack's resources")
                 }

@@ -13,15 +13,15 @@ public final class PackUpdateChecker {
         case checked(updateAvailable: Bool)
         /// The pack stored none of the probed resources yet (never downloaded, or a template pack).
         case nothingToCompare
-        /// A probe failed: transport error, 401/403, 5xx or another unexpected status.
-        case upstreamFailed(url: String, detail: String)
+        /// A probe failed: transport error (`status` nil), 401/403, 5xx or another unexpected status.
+        case upstreamFailed(url: String, status: Int?, detail: String)
         case storageFailed(String)
     }
 
     /// What one probe found.
     private enum Probe: Sendable {
         case unchanged, changed
-        case failed(url: String, detail: String)
+        case failed(url: String, status: Int?, detail: String)
     }
 
     private let loop: EventLoop
@@ -62,8 +62,8 @@ public final class PackUpdateChecker {
                 remaining -= 1
                 guard remaining == 0 else { return }
                 if let failure = found.first(where: { if case .failed = $0 { true } else { false } }),
-                   case .failed(let url, let detail) = failure {
-                    return completion(.upstreamFailed(url: url, detail: detail))
+                   case .failed(let url, let status, let detail) = failure {
+                    return completion(.upstreamFailed(url: url, status: status, detail: detail))
                 }
                 completion(.checked(updateAvailable: found.contains { if case .changed = $0 { true } else { false } }))
             }
@@ -78,7 +78,7 @@ public final class PackUpdateChecker {
         fetcher.submit(request) { [loop] result in
             switch result {
             case .failure(let error):
-                then(.failed(url: url, detail: error.description))
+                then(.failed(url: url, status: nil, detail: error.description))
             case .success(let response):
                 switch response.status {
                 case 304:
@@ -89,13 +89,13 @@ public final class PackUpdateChecker {
                         switch comparison {
                         case .same: then(.unchanged)
                         case .changed: then(.changed)
-                        case .undecodable: then(.failed(url: url, detail: "the body could not be decoded"))
+                        case .undecodable: then(.failed(url: url, status: response.status, detail: "the body could not be decoded"))
                         }
                     })
                 case 204, 404, 410:
                     then(.changed)
                 default:
-                    then(.failed(url: url, detail: "the upstream answered HTTP \(response.status)"))
+                    then(.failed(url: url, status: response.status, detail: "the upstream answered HTTP \(response.status)"))
                 }
             }
         }

@@ -29,7 +29,8 @@ struct DownloadEvents {
                 switch outcome {
                 case .checked(let available): completion(.checked(updateAvailable: available))
                 case .nothingToCompare: completion(.nothingToCompare)
-                case .upstreamFailed(let url, let detail): completion(.upstreamFailed(url: url, detail: detail))
+                case .upstreamFailed(let url, let status, let detail):
+                    completion(.upstreamFailed(url: url, status: status, detail: detail))
                 case .storageFailed(let message): completion(.storageFailed(message))
                 }
             }

@@ -147,11 +147,11 @@ import Testing
         #expect(try check() == .checked(updateAvailable: true))
 
         upstream.fail("/tiles.json", status: 503)
-        guard case .upstreamFailed(let url, let detail) = try check() else {
+        guard case .upstreamFailed(let url, let status, let detail) = try check() else {
             Issue.record("a 503 must fail the check")
             return
         }
-        #expect(url.hasSuffix("/tiles.json") && detail.contains("503"))
+        #expect(url.hasSuffix("/tiles.json") && status == 503 && detail.contains("503"))
     }
 
     @Test func checkUpdateOfAPackThatStoredNothingHasNothingToCompare() throws {
