@@ -1,0 +1,75 @@
+import Foundation
+import Glibc
+import PackdTestSupport
+import Store
+import Testing
+
+/// `packd serve` as a real process: invalidate and check-update over HTTP against an upstream
+/// that changes after the download, checking the wiring of Jobs into the API from the outside.
+@Suite struct ServeRevalidationTests {
+    @Test func invalidateAndCheckUpdateOverHTTP() throws {
+        let upstream = try RevisedUpstream()
+        defer { upstream.stop() }
+        let database = try TemporaryDatabase()
+        defer { database.remove() }
+        let portFile = database.directory.appendingPathComponent("port").path
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: BuiltExecutable.path("packd"))
+        process.arguments = ["serve", "--listen", "127.0.0.1:0", "--port-file", portFile, "--database", database.path,
+                             "--allow-upstream-hosts", "127.0.0.1"]
+        process.currentDirectoryURL = database.directory
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        defer { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
+        #expect(waitUntil { FileManager.default.fileExists(atPath: portFile) })
+        let port = try #require(Int((try String(contentsOfFile: portFile, encoding: .utf8))
+            .trimmingCharacters(in: .whitespacesAndNewlines)))
+        func send(_ method: String, _ path: String, _ body: [String: Any]? = nil) throws -> HTTPExchange {
+            try HTTPExchange.send(port: port, method: method, path: path,
+                                  body: try body.map { try JSONSerialization.data(withJSONObject: $0) } ?? Data())
+        }
+        func pack(_ id: Int) -> [String: Any] { (try? send("GET", "/v1/packs/\(id)").json()) ?? [:] }
+
+        let created = try send("POST", "/v1/packs", ["start": true, "region": upstream.region])
+        let id = try #require(try created.json()["id"] as? Int)
+        #expect(waitUntil { pack(id)["state"] as? String == "complete" })
+        let total = try #require((pack(id)["progress"] as? [String: Any])?["completed_resources"] as? Int)
+
+        #expect(try send("POST", "/v1/packs/\(id)/check-update").json()["update_available"] as? Bool == false)
+        upstream.change(tiles: ["/tiles/0/0/0.pbf", "/tiles/1/0/0.pbf"])
+        let started = try send("POST", "/v1/packs/\(id)/invalidate")
+        #expect(started.status == 202)
+        var finished: [String: Any] = [:]
+        #expect(waitUntil {
+            finished = pack(id)
+            return finished["state"] as? String == "complete"
+                && (finished["invalidation"] as? [String: Any])?["completed_at"] is String
+        })
+        let invalidation = try #require(finished["invalidation"] as? [String: Any])
+        #expect(invalidation["updated"] as? Int == 2 && invalidation["removed"] as? Int == 0
+                && invalidation["unchanged"] as? Int == total - 2, "\(invalidation)")
+        #expect(try send("POST", "/v1/packs/\(id)/invalidate").status == 202, "complete again: may be revalidated again")
+        #expect(waitUntil { (pack(id)["invalidation"] as? [String: Any])?["completed_at"] is String })
+
+        // The counts reach the event stream (and its durable log) as a progress event.
+        let reader = try StoreReader(path: database.path)
+        #expect(waitUntil {
+            ((try? reader.events(after: 0, packID: Int64(id))) ?? []).contains {
+                $0.type == "progress" && $0.json.contains(#""invalidation":{"#) && $0.json.contains(#""updated":2"#)
+            }
+        })
+
+        upstream.reviseStyle()
+        #expect(try send("POST", "/v1/packs/\(id)/check-update").json()["update_available"] as? Bool == true)
+        upstream.fail("/style.json", status: 500)
+        let failed = try send("POST", "/v1/packs/\(id)/check-update")
+        let problem = try failed.json()
+        #expect(failed.status == 502 && problem["upstream_status"] as? Int == 500)
+        #expect(pack(id)["update_available"] as? Bool == true, "a failed check leaves the pack unchanged")
+
+        kill(process.processIdentifier, SIGTERM)
+        #expect(waitUntil { !process.isRunning })
+        #expect(process.terminationStatus == 0)
+    }
+}
