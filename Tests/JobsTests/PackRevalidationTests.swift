@@ -81,29 +81,68 @@ import Testing
         #expect(try reader.recountProgress(packID) == reader.progress(packID))
     }
 
+    @Test func tilesThatKeepFailingFailThePackAndKeepTheirStoredCopies() throws {
+        let upstream = try RevisedUpstream()
+        let database = try TemporaryDatabase()
+        defer { upstream.stop(); database.remove() }
+        let packID = try Self.downloadedPack(upstream, database)
+        let tile = try #require(try Self.storedTilePaths(database, packID).first)
+        let before = try #require(try StoreReader(path: database.path).read(tile.key)?.body)
+        upstream.fail(tile.path, status: 500)
+        upstream.change(tiles: [tile.path])
+
+        let harness = try JobsHarness(path: database.path)
+        defer { harness.close() }
+        try Self.invalidate(harness, packID)
+        #expect(harness.waitForState(packID, ["complete", "failed"]) == ["active", "failed"])
+        let error = try #require(harness.publishedError(packID))
+        #expect(error.contains(#""code":"resources_failed""#), "\(error)")
+        harness.close()
+        let reader = try StoreReader(path: database.path)
+        #expect(try reader.read(tile.key)?.body == before, "the stored copy stays")
+        #expect(try reader.pack(packID)?.invalidation?.completedAt != nil)
+        #expect(try reader.failures(packID: packID).map(\.url).contains { $0.hasSuffix(tile.path) })
+        // Every attempt (first try and retries) was conditional.
+        #expect(upstream.requests.filter { $0.target == tile.path }.dropFirst().allSatisfy { $0.headers["if-none-match"] != nil })
+    }
+
+    @Test func aRevalidationLeftActiveByARestartStartsOverWhenTheSchedulerStarts() throws {
+        let upstream = try RevisedUpstream()
+        let database = try TemporaryDatabase()
+        defer { upstream.stop(); database.remove() }
+        let packID = try Self.downloadedPack(upstream, database)
+        let total = try #require(try StoreReader(path: database.path).progress(packID)).completedResources
+        let harness = try JobsHarness(path: database.path)
+        defer { harness.close() }
+        // As a crash leaves it: `active`, counts part-way, not completed.
+        _ = try harness.performAndWait { database in
+            _ = try database.beginInvalidation(packID, now: 1)
+            try database.setPackState(packID, state: "active", errorJSON: nil, now: 1)
+            return try database.recordInvalidation(packID, unchanged: 5, updated: 1, removed: 0, completedAt: nil) != nil
+        }
+        try harness.onLoop { harness.scheduler.start() }
+        #expect(harness.waitForState(packID, ["complete", "failed"]).last == "complete")
+        let invalidation = try #require(try StoreReader(path: database.path).pack(packID)?.invalidation)
+        #expect(invalidation.unchanged == total && invalidation.updated == 0 && invalidation.completedAt != nil)
+    }
+
     @Test func suspendStopsARevalidationAtOnceAndResumeStartsItOver() throws {
         let upstream = try RevisedUpstream()
         let database = try TemporaryDatabase()
         defer { upstream.stop(); database.remove() }
         let packID = try Self.downloadedPack(upstream, database)
         let total = try #require(try StoreReader(path: database.path).progress(packID)).completedResources
-        upstream.delayTiles(.milliseconds(400))
+        upstream.delayTiles(.seconds(3))
         let requestsBefore = upstream.requests.count
 
         let harness = try JobsHarness(path: database.path)
         defer { harness.close() }
         try Self.invalidate(harness, packID)
-        _ = harness.waitForState(packID, ["active"])
-        // Tiles come after the few other resources: wait until tile transfers are under way.
-        #expect(waitUntil { upstream.requests.dropFirst(requestsBefore).contains { $0.target.hasPrefix("/tiles/") } })
+        try Self.waitForTileTransfers(upstream, after: requestsBefore, harness, packID)
         let suspendedAt = ContinuousClock.now
         _ = try harness.performAndWait { try $0.setPackState(packID, state: "inactive", errorJSON: nil, now: 0) }
         try harness.onLoop { harness.scheduler.packSuspended(packID) }
-        let idle = waitUntil(within: 1) {
-            (try? harness.onLoop { harness.scheduler.activePackIDs.isEmpty && harness.fetcher.runningCount == 0
-                && harness.fetcher.waitingCount == 0 }) ?? false
-        }
-        #expect(idle && ContinuousClock.now - suspendedAt < .seconds(1))
+        #expect(Self.becomesIdle(harness) && ContinuousClock.now - suspendedAt < .seconds(1))
         let invalidation = try #require(try StoreReader(path: database.path).pack(packID)?.invalidation)
         #expect(invalidation.completedAt == nil, "an interrupted revalidation is not reported as done")
         #expect(try StoreReader(path: database.path).pack(packID)?.state == "inactive")
@@ -114,6 +153,41 @@ import Testing
         #expect(harness.waitForState(packID, ["complete", "failed"]).last == "complete")
         let resumed = try #require(try StoreReader(path: database.path).pack(packID)?.invalidation)
         #expect(resumed.unchanged == total && resumed.updated == 0 && resumed.removed == 0 && resumed.completedAt != nil)
+    }
+
+    @Test func deleteStopsARevalidationAtOnce() throws {
+        let upstream = try RevisedUpstream()
+        let database = try TemporaryDatabase()
+        defer { upstream.stop(); database.remove() }
+        let packID = try Self.downloadedPack(upstream, database)
+        upstream.delayTiles(.seconds(3))
+        let requestsBefore = upstream.requests.count
+        let harness = try JobsHarness(path: database.path)
+        defer { harness.close() }
+        try Self.invalidate(harness, packID)
+        try Self.waitForTileTransfers(upstream, after: requestsBefore, harness, packID)
+        let deletedAt = ContinuousClock.now
+        #expect(try harness.performAndWait { try $0.removePack(packID) })
+        try harness.onLoop { harness.scheduler.packRemoved(packID) }
+        #expect(Self.becomesIdle(harness) && ContinuousClock.now - deletedAt < .seconds(1))
+        harness.close()
+        #expect(try StoreReader(path: database.path).pack(packID) == nil)
+    }
+
+    /// Waits until the revalidation is `active` and tile transfers (after the few other
+    /// resources) are under way.
+    static func waitForTileTransfers(_ upstream: RevisedUpstream, after count: Int, _ harness: JobsHarness,
+                                     _ packID: Int64) throws {
+        try #require(harness.waitForState(packID, ["active"]).contains("active"))
+        try #require(waitUntil { upstream.requests.dropFirst(count).contains { $0.target.hasPrefix("/tiles/") } })
+    }
+
+    /// Whether, within a second, no pack holds a slot and no transfer runs or waits.
+    static func becomesIdle(_ harness: JobsHarness) -> Bool {
+        waitUntil(within: 1) {
+            (try? harness.onLoop { harness.scheduler.activePackIDs.isEmpty && harness.fetcher.runningCount == 0
+                && harness.fetcher.waitingCount == 0 }) ?? false
+        }
     }
 
     @Test func checkUpdateIsFalseWhenNothingChangedTrueAfterAStyleRevisionAndFailsOnAnUpstreamError() throws {

@@ -29,7 +29,8 @@ final class RevisedUpstream: @unchecked Sendable {
     func reviseStyle() { lock.withLock { styleRevision += 1 } }
     /// `path` answers `status` from now on.
     func fail(_ path: String, status: Int) { lock.withLock { failingPaths[path] = status } }
-    /// Each tile answer waits this long (keeps a revalidation running long enough to suspend it).
+    /// Each tile answer waits this long: longer than a test allows a suspend to take, so only
+    /// cancelled transfers end in time.
     func delayTiles(_ delay: Duration?) { lock.withLock { tileDelay = delay } }
 
     var region: [String: Any] {
