@@ -7,8 +7,10 @@ import Store
 
 /// One pack's `invalidate` (MapLibre's `invalidatePack`), on the loop thread: every stored
 /// resource, then every stored tile, read in bounded pages by row id, is asked for again with
-/// its stored `ETag`/`Last-Modified`. A 304 refreshes only the cache columns (`unchanged`); a
-/// 200 with the stored bytes does the same, with other bytes replaces the body (`updated`);
+/// its stored `ETag`/`Last-Modified`. A 304 refreshes only the freshness columns, as MapLibre
+/// does (`unchanged`: the stored validators still name the stored bytes); a 200 with the stored
+/// bytes is stored again with its new validators (`unchanged`), with other bytes replaces the
+/// body (`updated`);
 /// 404/410 (and 204 for a tile) stores a tile as no content (`removed`; another resource keeps
 /// its copy, so the pack still renders). Retries as a download does. Counts are committed on
 /// the writer after the writes they count, and reported only once committed.
@@ -216,7 +218,7 @@ public final class PackRevalidation {
         }
     }
 
-    /// A 304 (or a 200 with the stored bytes): only the cache columns change.
+    /// A 304: only `expires`, `must_revalidate` and `accessed` change.
     private func refresh(_ row: StoredValidators, _ response: FetchResponse) {
         writer.submit(ResourceWrite(key: row.key, content: .notModified, cache: PackDownload.cacheHeaders(response.headers),
                                     packID: packID))
@@ -229,18 +231,22 @@ public final class PackRevalidation {
         let key = row.key
         loop.runOnThreadPool({ reader.compare(body, with: key) }, then: { [weak self] comparison in
             guard let self, !ended else { return }
+            // The body is written either way: a 200 brings validators (`ETag`, `Last-Modified`)
+            // the next revalidation must send, even when the bytes are the same.
+            let stored: StoredBody
             switch comparison {
-            case .same:
-                refresh(row, response)
+            case .same(let body):
+                stored = body
                 unchanged += 1
-            case .changed(let stored):
-                writer.submit(ResourceWrite(key: row.key, content: .body(stored), cache: PackDownload.cacheHeaders(response.headers),
-                                            packID: packID))
+            case .changed(let body):
+                stored = body
                 updated += 1
             case .undecodable:
                 return recordFailure(row, url: url, status: response.status, message: "the body could not be decoded",
                                      attempts: 1)
             }
+            writer.submit(ResourceWrite(key: row.key, content: .body(stored), cache: PackDownload.cacheHeaders(response.headers),
+                                        packID: packID))
             resolved()
         })
     }

@@ -31,9 +31,9 @@ final class RevalidationReader: @unchecked Sendable {
         guard let encoded = try? StoredBody.encoding(body) else { return .undecodable }
         let stored = lock.withLock { (try? reader.read(key)) ?? nil }
         guard let storedBody = stored?.body else { return .changed(encoded) }
-        if storedBody == encoded { return .same }
+        if storedBody == encoded { return .same(encoded) }
         guard let old = try? storedBody.decoded(), let new = try? encoded.decoded() else { return .changed(encoded) }
-        return old == new ? .same : .changed(encoded)
+        return old == new ? .same(encoded) : .changed(encoded)
     }
 
     /// Each tile template of the pack's plan, rebuilt from the stored style and TileJSONs (the
@@ -64,7 +64,8 @@ final class RevalidationReader: @unchecked Sendable {
 
 /// A 200's body against the stored copy.
 enum BodyComparison: Sendable {
-    case same
+    /// The stored content, in the stored form of the new body.
+    case same(StoredBody)
     /// Other bytes (or nothing was stored): the new stored form.
     case changed(StoredBody)
     /// A gzip body that does not inflate.

@@ -114,12 +114,10 @@ public final class OfflineDatabase {
             return try find(write.key).map { StoredRow(id: $0.id, size: $0.size, sizeDelta: 0, keySize: keySize, isNew: false) }
         case .notModified:
             guard let existing = try find(write.key) else { return nil }
-            // A 304 may carry new validators; the stored ones stay when it carries none.
             try database.execute(isTile
-                ? "UPDATE tiles SET accessed = ?1, expires = ?2, must_revalidate = ?3, modified = IFNULL(?5, modified), etag = IFNULL(?6, etag) WHERE id = ?4"
-                : "UPDATE resources SET accessed = ?1, expires = ?2, must_revalidate = ?3, modified = IFNULL(?5, modified), etag = IFNULL(?6, etag) WHERE id = ?4",
-                [.integer(now), DatabaseValue(write.cache.expires), DatabaseValue(write.cache.mustRevalidate), .integer(existing.id),
-                 DatabaseValue(write.cache.modified), DatabaseValue(write.cache.etag)])
+                ? "UPDATE tiles SET accessed = ?1, expires = ?2, must_revalidate = ?3 WHERE id = ?4"
+                : "UPDATE resources SET accessed = ?1, expires = ?2, must_revalidate = ?3 WHERE id = ?4",
+                [.integer(now), DatabaseValue(write.cache.expires), DatabaseValue(write.cache.mustRevalidate), .integer(existing.id)])
             return StoredRow(id: existing.id, size: existing.size, sizeDelta: 0, keySize: keySize, isNew: false)
         case .body(let stored):
             body = stored

@@ -81,6 +81,29 @@ import Testing
         #expect(try reader.recountProgress(packID) == reader.progress(packID))
     }
 
+    @Test func fullAnswersWithTheStoredBytesCountAsUnchanged() throws {
+        let upstream = try RevisedUpstream()
+        let database = try TemporaryDatabase()
+        defer { upstream.stop(); database.remove() }
+        let packID = try Self.downloadedPack(upstream, database)
+        let total = try #require(try StoreReader(path: database.path).progress(packID)).completedResources
+        let changed = try #require(try Self.storedTilePaths(database, packID).last)
+        upstream.ignoreValidators()
+        upstream.change(tiles: [changed.path])
+        let harness = try JobsHarness(path: database.path)
+        defer { harness.close() }
+        try Self.invalidate(harness, packID)
+        #expect(harness.waitForState(packID, ["complete", "failed"]) == ["active", "complete"])
+        harness.close()
+        let reader = try StoreReader(path: database.path)
+        let invalidation = try #require(try reader.pack(packID)?.invalidation)
+        #expect(invalidation.unchanged == total - 1 && invalidation.updated == 1 && invalidation.removed == 0)
+        let stored = try #require(try reader.read(changed.key))
+        let body = try #require(upstream.body(for: changed.path))
+        #expect(try stored.body?.decoded() == body)
+        #expect(stored.cache.etag == RevisedUpstream.etag(of: body), "the new validator is stored with the new bytes")
+    }
+
     @Test func tilesThatKeepFailingFailThePackAndKeepTheirStoredCopies() throws {
         let upstream = try RevisedUpstream()
         let database = try TemporaryDatabase()

@@ -12,6 +12,7 @@ final class RevisedUpstream: @unchecked Sendable {
     private var styleRevision = 0
     private var failingPaths: [String: Int] = [:]
     private var tileDelay: Duration?
+    private var honoursValidators = true
     private var upstream: TestUpstream!
 
     init() throws {
@@ -27,6 +28,8 @@ final class RevisedUpstream: @unchecked Sendable {
     /// Tile paths answer 404 from now on.
     func remove(tiles: some Sequence<String>) { lock.withLock { removedTiles.formUnion(tiles) } }
     func reviseStyle() { lock.withLock { styleRevision += 1 } }
+    /// Answers every request with the full body from now on, as upstreams without 304 support do.
+    func ignoreValidators() { lock.withLock { honoursValidators = false } }
     /// `path` answers `status` from now on.
     func fail(_ path: String, status: Int) { lock.withLock { failingPaths[path] = status } }
     /// Each tile answer waits this long: longer than a test allows a suspend to take, so only
@@ -66,12 +69,12 @@ final class RevisedUpstream: @unchecked Sendable {
 
     private func reply(to request: TestUpstream.Request) -> TestUpstream.Reply {
         let path = request.target
-        let (failure, delay) = lock.withLock { (failingPaths[path], tileDelay) }
+        let (failure, delay, honoured) = lock.withLock { (failingPaths[path], tileDelay, honoursValidators) }
         if let failure { return .respond(status: failure) }
         var reply: TestUpstream.Reply
         if let body = body(for: path) {
             let tag = Self.etag(of: body)
-            if request.headers["if-none-match"]?.trimmingCharacters(in: .whitespaces) == tag {
+            if honoured, request.headers["if-none-match"]?.trimmingCharacters(in: .whitespaces) == tag {
                 reply = .respond(status: 304, headers: [("ETag", tag), ("Cache-Control", "max-age=7200")])
             } else {
                 reply = .respond(status: 200, headers: [("ETag", tag), ("Last-Modified", "Sun, 22 Nov 2026 10:00:00 GMT"),
