@@ -168,6 +168,8 @@ public final class PackRoutes {
                 finish(HTTPResponse(status: .created, headers: [
                     "Content-Type": "application/json", "Location": "/v1/packs/\(document.packID)", "ETag": document.etag,
                 ], body: document.body))
+                // A subscriber to `/v1/events` learns of the new pack as of any other state change.
+                publishState(document.packID, state: document.state, previous: nil)
                 if document.state == "queued" { onPackQueued?(document.packID) }
             }
         }
@@ -339,10 +341,11 @@ public final class PackRoutes {
     }
 
     /// A `state` event: never coalesced; the broadcaster's log hook makes it durable.
-    public func publishState(_ packID: Int64, state: String, previous: String, errorJSON: String? = nil) {
+    /// `previous` is nil for a pack just created.
+    public func publishState(_ packID: Int64, state: String, previous: String?, errorJSON: String? = nil) {
         let error: Any = errorJSON.flatMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) } ?? NSNull()
         events.publish(.state, packID: packID, payload: JSONBody.encode([
-            "pack_id": packID, "state": state, "previous_state": previous, "error": error,
+            "pack_id": packID, "state": state, "previous_state": previous.map { $0 as Any } ?? NSNull(), "error": error,
         ] as [String: Any]))
     }
 
