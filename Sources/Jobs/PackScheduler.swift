@@ -14,6 +14,8 @@ public final class PackScheduler {
     public var onStateChange: ((Int64, String, String, String?) -> Void)?
     /// Progress as committed by the writer, with the pack's expected counts when its download knows them.
     public var onProgress: ((Int64, PackProgress, ExpectedCounts?) -> Void)?
+    /// Handed to every download it starts (set before `start()`).
+    public var observer = DownloadObserver()
 
     private let loop: EventLoop
     private let fetcher: Fetcher
@@ -139,7 +141,7 @@ public final class PackScheduler {
         do {
             download = try PackDownload(packID: packID, region: region, loop: loop, fetcher: fetcher, writer: writer,
                                         databasePath: databasePath, maxTiles: Self.maxTiles(record.limitsJSON),
-                                        settings: settings) { [weak self] outcome in
+                                        settings: settings, observer: observer) { [weak self] outcome in
                 self?.ended(packID, outcome)
             }
         } catch {
