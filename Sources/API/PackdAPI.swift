@@ -11,6 +11,14 @@ public final class PackdAPI {
     public let packs: PackRoutes
     public let routes: APIRouteBuilder
     let logger: Logger
+    private let upstreamAccess = UpstreamAccess()
+
+    /// How estimates fetch styles and TileJSONs and `GET /v1/resources?fetch=true` fetches a
+    /// miss: `packd` sets its fetcher-backed client; nil answers those requests 503. Loop thread.
+    public var upstream: (any UpstreamClient)? {
+        get { upstreamAccess.client }
+        set { upstreamAccess.client = newValue }
+    }
 
     /// Loop thread only (the broadcaster is loop-owned). Event ids continue after the largest one
     /// the database ever handed out.
@@ -30,7 +38,9 @@ public final class PackdAPI {
     public func register(in router: inout Router) {
         packs.register(in: &router, using: routes)
         StorageRoutes(store: store, packs: packs, logger: logger).register(in: &router, using: routes)
-        ResourceRoutes(store: store, authenticator: routes.authenticator, logger: logger).register(in: &router, using: routes)
+        ResourceRoutes(store: store, authenticator: routes.authenticator, upstream: upstreamAccess, logger: logger)
+            .register(in: &router, using: routes)
+        EstimateRoutes(store: store, upstream: upstreamAccess, logger: logger).register(in: &router, using: routes)
         EventRoutes(store: store, events: events, logger: logger).register(in: &router, using: routes)
         let metrics = routes.metrics
         let store = store
