@@ -393,7 +393,7 @@ public final class PackDownload {
         return .resource(url: resource.url, kind: OfflineSchema.Kind(rawValue: Int64(resource.kind.rawValue)) ?? .image)
     }
 
-    static func cacheHeaders(_ headers: ResponseHeaders) -> HTTPCacheHeaders {
+    public static func cacheHeaders(_ headers: ResponseHeaders) -> HTTPCacheHeaders {
         var fields: [(name: String, value: String)] = []
         if let value = headers.cacheControl { fields.append(("cache-control", value)) }
         if let value = headers.expires { fields.append(("expires", value)) }

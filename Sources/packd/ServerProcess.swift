@@ -59,6 +59,7 @@ struct ServerProcess {
             logger: Logger(label: "packd.api"))
         api.register(in: &router)
         let fetcher = try Fetcher(loop: loop, configuration: FetchConfiguration(addressPolicy: configuration.upstreamPolicy))
+        api.upstream = FetcherUpstream(fetcher: fetcher)
         let scheduler = try PackScheduler(loop: loop, fetcher: fetcher, writer: writer,
                                           databasePath: configuration.databasePath)
         DownloadEvents(api: api).connect(scheduler)

@@ -11,12 +11,13 @@ final class PackdServeProcess {
 
     struct NotStarted: Error {}
 
-    init(extraArguments: [String] = []) throws {
+    /// `allowLoopbackUpstream`: `--allow-upstream-hosts 127.0.0.1`, so the in-process upstream is reachable.
+    init(allowLoopbackUpstream: Bool = true) throws {
         database = try TemporaryDatabase()
         let portFile = database.directory.appendingPathComponent("port").path
         process.executableURL = URL(fileURLWithPath: BuiltExecutable.path("packd"))
-        process.arguments = ["serve", "--listen", "127.0.0.1:0", "--port-file", portFile, "--database", database.path,
-                             "--allow-upstream-hosts", "127.0.0.1"] + extraArguments
+        process.arguments = ["serve", "--listen", "127.0.0.1:0", "--port-file", portFile, "--database", database.path]
+            + (allowLoopbackUpstream ? ["--allow-upstream-hosts", "127.0.0.1"] : [])
         process.currentDirectoryURL = database.directory
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
@@ -28,6 +29,11 @@ final class PackdServeProcess {
             throw NotStarted()
         }
         self.port = port
+    }
+
+    /// `/v1/resources?url=…` for `url`, percent-encoded as one query value.
+    static func resourcePath(_ url: String, fetch: Bool) -> String {
+        "/v1/resources?url=" + (url.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? "") + (fetch ? "&fetch=true" : "")
     }
 
     func send(_ method: String, _ path: String, json: Any? = nil) throws -> HTTPExchange {
