@@ -9,8 +9,15 @@ import Store
 /// thread pool (a style can be megabytes of JSON); then counts on the pool. Answers exactly once:
 /// the first upstream failure ends the job and later answers are ignored.
 final class EstimateJob {
-    /// Each document: at most the planner's document size, and a deadline per request.
+    /// The style: at most the planner's document size, and a deadline per request.
     static let documentLimits = UpstreamLimits(maxBodyBytes: PlanLimits().maxDocumentBytes, timeout: .seconds(15))
+    /// A TileJSON is a few kilobytes; a style may name a thousand of them, so each is held to less.
+    static let tileJSONLimits = UpstreamLimits(maxBodyBytes: 4 << 20, timeout: .seconds(15))
+    /// TileJSONs fetched at once, so one estimate holds at most this many bodies in flight and
+    /// leaves the fetcher's slots to downloads.
+    static let tileJSONConcurrency = 8
+    /// All documents of one estimate together.
+    static let maximumTotalBytes = 64 << 20
 
     private let store: StoreAccess
     /// Nil for a tiles region, which needs no document.
@@ -19,7 +26,9 @@ final class EstimateJob {
     private let logger: Logger
     private var builder: PlanBuilder
     private var tileJSONs: [(url: String, body: [UInt8])] = []
+    private var pendingTileJSONs: [String] = []
     private var outstanding = 0
+    private var receivedBytes = 0
     private var answered = false
 
     init(region: RegionDefinition, store: StoreAccess, client: (any UpstreamClient)?, responder: APIResponder, logger: Logger) {
@@ -33,7 +42,7 @@ final class EstimateJob {
     /// Starts with the style; the job keeps itself alive through its callbacks until it answers.
     func start() {
         guard let styleURL = builder.region.styleURL else { return count() }
-        fetch(styleURL, pointer: "/region/style_url") { [self] body in
+        fetch(styleURL, limits: Self.documentLimits, pointer: "/region/style_url") { [self] body in
             let current = builder
             store.loop.runOnThreadPool({ () -> Result<PlanBuilder, PlanError> in
                 var builder = current
@@ -53,14 +62,18 @@ final class EstimateJob {
     }
 
     private func fetchTileJSONs() {
-        let urls = builder.missingTileJSONURLs
-        guard !urls.isEmpty else { return count() }
-        outstanding = urls.count
-        for url in urls {
-            fetch(url, pointer: nil) { [self] body in
+        pendingTileJSONs = builder.missingTileJSONURLs.reversed()
+        guard !pendingTileJSONs.isEmpty else { return count() }
+        fetchNextTileJSONs()
+    }
+
+    private func fetchNextTileJSONs() {
+        while outstanding < Self.tileJSONConcurrency, let url = pendingTileJSONs.popLast() {
+            outstanding += 1
+            fetch(url, limits: Self.tileJSONLimits, pointer: nil) { [self] body in
                 tileJSONs.append((url, body))
                 outstanding -= 1
-                if outstanding == 0 { count() }
+                if outstanding == 0, pendingTileJSONs.isEmpty { count() } else { fetchNextTileJSONs() }
             }
         }
     }
@@ -96,12 +109,17 @@ final class EstimateJob {
     }
 
     /// GETs one document; `then` gets a 2xx body. Anything else answers the request.
-    private func fetch(_ url: String, pointer: String?, then: @escaping ([UInt8]) -> Void) {
+    private func fetch(_ url: String, limits: UpstreamLimits, pointer: String?, then: @escaping ([UInt8]) -> Void) {
         guard let client else { return answer(Problem(.unavailable, detail: "no upstream access"), extra: [:]) }
-        client.get(url, limits: Self.documentLimits) { [self] result in
+        client.get(url, limits: limits) { [self] result in
             guard !answered else { return }
             switch result {
             case .success(let response) where (200..<300).contains(response.status) && response.status != 204:
+                receivedBytes += response.body.count
+                guard receivedBytes <= Self.maximumTotalBytes else {
+                    return answer(Problem(.upstreamFailed, detail: "the style and its TileJSONs exceed \(Self.maximumTotalBytes) bytes together"),
+                                  extra: ["url": Self.shown(url)])
+                }
                 then(response.body)
             case .success(let response):
                 answer(Problem(.upstreamFailed, detail: "the upstream answered \(response.status) for \(Self.shown(url))"),

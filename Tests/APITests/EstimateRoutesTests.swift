@@ -143,6 +143,26 @@ import Testing
         #expect(upstream.requests.sorted() == [base + "/style.json", base + "/v.json"])
     }
 
+    @Test func manyTileJSONsAreAllFetchedInBatches() throws {
+        let server = try fixture()
+        defer {
+            server.stop()
+            server.removeFiles()
+        }
+        let upstream = server.scriptedUpstream()
+        let base = "https://maps.example"
+        let ids = (0..<20).map { "s\($0)" }
+        let sources = ids.map { #""\#($0)": {"type": "vector", "url": "\#(base)/\#($0).json"}"# }.joined(separator: ", ")
+        upstream.serve(base + "/style.json", #"{"version": 8, "sources": {\#(sources)}, "layers": []}"#)
+        for id in ids { upstream.serve(base + "/\(id).json", #"{"tiles": ["\#(base)/\#(id)/{z}/{x}/{y}.pbf"]}"#) }
+        let reply = try estimate(server, #"{"style_url": "\#(base)/style.json", "bounds": [-180, -85, 180, 85], "min_zoom": 0, "max_zoom": 1}"#)
+        #expect(reply.status == 200, "\(reply.body)")
+        #expect((reply.json["sources"] as? [Any])?.count == 20)
+        #expect(reply.json["tiles"] as? Int == 20 * 5)
+        #expect((reply.json["resources"] as? [String: Int])?["tilejsons"] == 20)
+        #expect(upstream.requests.count == 21)
+    }
+
     @Test func upstreamFailuresAreBadGatewayNamingTheURL() throws {
         let server = try fixture()
         defer {
