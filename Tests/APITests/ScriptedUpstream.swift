@@ -37,6 +37,16 @@ final class ScriptedUpstream: UpstreamClient, @unchecked Sendable {
 }
 
 extension RoutesFixture {
+    /// Runs `body` against a fresh fixture, then stops it and removes its files.
+    static func using(_ body: (RoutesFixture) throws -> Void) throws {
+        let server = try RoutesFixture()
+        defer {
+            server.stop()
+            server.removeFiles()
+        }
+        try body(server)
+    }
+
     /// Plugs a scripted upstream into the API (as `packd` plugs its fetcher-backed one).
     func scriptedUpstream() -> ScriptedUpstream {
         let upstream = ScriptedUpstream(loop: server.thread.loop)
