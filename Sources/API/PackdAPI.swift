@@ -38,7 +38,8 @@ public final class PackdAPI {
     public func register(in router: inout Router) {
         packs.register(in: &router, using: routes)
         StorageRoutes(store: store, packs: packs, logger: logger).register(in: &router, using: routes)
-        ResourceRoutes(store: store, authenticator: routes.authenticator, upstream: upstreamAccess, logger: logger)
+        ResourceRoutes(store: store, authenticator: routes.authenticator, upstream: upstreamAccess, metrics: routes.metrics,
+                       logger: logger)
             .register(in: &router, using: routes)
         EstimateRoutes(store: store, upstream: upstreamAccess, logger: logger).register(in: &router, using: routes)
         EventRoutes(store: store, events: events, logger: logger).register(in: &router, using: routes)

@@ -17,16 +17,20 @@ public struct ResourceRoutes {
     /// `fetch=true` needs the `write` role on a route that otherwise needs `read`.
     let authenticator: APIKeyAuthenticator
     let upstream: UpstreamAccess
+    /// A read-through that stores what it fetched counts as a downloaded resource.
+    let metrics: PackdMetrics?
     let logger: Logger
     /// The largest preloaded or fetched body.
     public static let maximumBodyBytes = 16 << 20
     static let maximumURLLength = 4096
     static let fetchLimits = UpstreamLimits(maxBodyBytes: maximumBodyBytes, timeout: .seconds(30))
 
-    init(store: StoreAccess, authenticator: APIKeyAuthenticator, upstream: UpstreamAccess, logger: Logger = Logger(label: "packd.api")) {
+    init(store: StoreAccess, authenticator: APIKeyAuthenticator, upstream: UpstreamAccess, metrics: PackdMetrics? = nil,
+         logger: Logger = Logger(label: "packd.api")) {
         self.store = store
         self.authenticator = authenticator
         self.upstream = upstream
+        self.metrics = metrics
         self.logger = logger
     }
 
@@ -153,7 +157,11 @@ public struct ResourceRoutes {
                                   extra: ["url": EstimateJob.shown(url)])
             case .success(let encoded):
                 storeInAmbientCache(url, encoded.stored, cache: cache) { outcome in
-                    if case .failure(let error) = outcome { logger.warning("caching a fetched resource failed: \(error)") }
+                    switch outcome {
+                    case .failure(let error): logger.warning("caching a fetched resource failed: \(error)")
+                    case .success(true): metrics?.downloadedResources.increment()
+                    case .success(false): break
+                    }
                     serve(url, cache: cache, body: encoded.plain, request, responder)
                 }
             }

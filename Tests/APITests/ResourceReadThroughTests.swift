@@ -21,6 +21,7 @@ import Testing
             let stored = try server.send("GET", Self.target)
             #expect(stored.status == 200 && stored.body == #"{"a": 1}"# && stored.header("ETag") == "\"v1\"")
             #expect(upstream.requests == [Self.url])
+            #expect(try server.send("GET", "/metrics").body.contains("packd_downloaded_resources_total 1\n"))
             // The upstream's error status is a 502 carrying it.
             upstream.answer("https://maps.example/b.json", .success(UpstreamResponse(status: 500, body: [])))
             let failed = try server.send("GET", "/v1/resources?url=https%3A%2F%2Fmaps.example%2Fb.json&fetch=true")
