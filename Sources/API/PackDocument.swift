@@ -10,10 +10,11 @@ struct PackDocument: Sendable {
     let state: String
     let body: [UInt8]
 
-    init(pack: PackRecord, progress: PackProgress) {
+    /// `rate` is the loop's rolling rate for the pack; it shows only while the pack is `active`.
+    init(pack: PackRecord, progress: PackProgress, rate: RollingRate? = nil) {
         packID = pack.id
         state = pack.state
-        body = JSONBody.encode(Self.object(pack: pack, progress: progress))
+        body = JSONBody.encode(Self.object(pack: pack, progress: progress, rate: rate))
     }
 
     /// A strong tag of the representation: a client polling with `If-None-Match` gets `304`
@@ -24,7 +25,7 @@ struct PackDocument: Sendable {
         "\"" + SHA256.hash(body).prefix(12).map { String(format: "%02x", $0) }.joined() + "\""
     }
 
-    static func object(pack: PackRecord, progress: PackProgress) -> [String: Any] {
+    static func object(pack: PackRecord, progress: PackProgress, rate: RollingRate? = nil) -> [String: Any] {
         [
             "id": pack.id,
             "name": pack.name.isEmpty ? NSNull() : pack.name as Any,
@@ -34,7 +35,8 @@ struct PackDocument: Sendable {
             "created_at": timestamp(pack.createdAt),
             "updated_at": timestamp(pack.updatedAt),
             "completed_at": pack.completedAt.map { timestamp($0) as Any } ?? NSNull(),
-            "progress": progressObject(progress, expectedResources: pack.expectedResources, precise: pack.expectedIsPrecise),
+            "progress": progressObject(progress, expectedResources: pack.expectedResources, precise: pack.expectedIsPrecise,
+                                       rate: pack.state == "active" ? rate : nil),
             "limits": limits(pack.limitsJSON).jsonObject,
             "error": pack.errorJSON.flatMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) } ?? NSNull(),
             "update_available": pack.updateCheckedAt == nil ? NSNull() : pack.updateAvailable as Any,
@@ -42,7 +44,10 @@ struct PackDocument: Sendable {
         ]
     }
 
-    static func progressObject(_ progress: PackProgress, expectedResources: Int64, precise: Bool) -> [String: Any] {
+    /// `rate`: `bytes_per_second` and `eta_seconds`, null when the pack is not downloading or the
+    /// rate is not known yet.
+    static func progressObject(_ progress: PackProgress, expectedResources: Int64, precise: Bool,
+                               rate: RollingRate? = nil) -> [String: Any] {
         [
             "completed_resources": progress.completedResources,
             "completed_bytes": progress.completedBytes,
@@ -51,9 +56,9 @@ struct PackDocument: Sendable {
             "expected_resources": max(expectedResources, 0),
             "expected_is_precise": precise,
             "failed_resources": progress.failedResources,
-            // Rates come from the download engine; nothing downloads yet.
-            "bytes_per_second": 0,
-            "eta_seconds": NSNull(),
+            "bytes_per_second": rate.map { $0.wholeBytesPerSecond as Any } ?? NSNull(),
+            "eta_seconds": rate?.etaSeconds(completedResources: progress.completedResources, expectedResources: expectedResources,
+                                            precise: precise).map { $0 as Any } ?? NSNull(),
         ]
     }
 

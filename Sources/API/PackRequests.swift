@@ -62,16 +62,7 @@ struct PackCreateRequest {
         } catch {
             errors.append(.init(pointer: "", detail: "the body does not match the schema"))
         }
-        var region: RegionDefinition?
-        if let regionJSON = object["region"], !(regionJSON is NSNull) {
-            do {
-                region = try RegionDefinition(json: regionJSON)
-            } catch {
-                errors += error.problems.map { .init(pointer: "/region" + $0.pointer, detail: $0.detail) }
-            }
-        } else {
-            errors.append(.init(pointer: "/region", detail: "required field is missing"))
-        }
+        let region = Self.region(in: object, errors: &errors)
         var context: [UInt8]?
         if let text = fields.context {
             context = Self.decodeContext(text, pointer: "/context", into: &errors)
@@ -86,6 +77,21 @@ struct PackCreateRequest {
         name = fields.name
         start = fields.start ?? true
         limits = fields.limits ?? PackLimits()
+    }
+
+    /// The body's required `region`, validated; every problem goes to `errors` with its pointer.
+    /// `POST /v1/estimates` validates regions the same way.
+    static func region(in object: [String: Any], errors: inout [Problem.FieldError]) -> RegionDefinition? {
+        guard let regionJSON = object["region"], !(regionJSON is NSNull) else {
+            errors.append(.init(pointer: "/region", detail: "required field is missing"))
+            return nil
+        }
+        do {
+            return try RegionDefinition(json: regionJSON)
+        } catch {
+            errors += error.problems.map { .init(pointer: "/region" + $0.pointer, detail: $0.detail) }
+            return nil
+        }
     }
 
     /// Base64 (RFC 4648 with padding) of at most `maximumContextBytes`, or a problem at `pointer`.

@@ -22,6 +22,12 @@ public final class PackRoutes {
     /// Called after a pack was removed (also by a storage reset): the scheduler forgets it.
     public var onPackRemoved: ((Int64) -> Void)?
 
+    /// Rolling rates of committed progress, for `bytes_per_second` and `eta_seconds`.
+    private var progressRates = ProgressRates()
+    /// Monotonic seconds for the rates; tests set a clock of their own.
+    var seconds: () -> Double = PackRoutes.monotonicSeconds
+    private static let clockOrigin = ContinuousClock.now
+
     /// `Idempotency-Key`s (scoped) of creations still running: a retry meanwhile gets 409.
     private var creationsInFlight: Set<String> = []
     /// How long an `Idempotency-Key` is honoured.
@@ -168,6 +174,8 @@ public final class PackRoutes {
                 finish(HTTPResponse(status: .created, headers: [
                     "Content-Type": "application/json", "Location": "/v1/packs/\(document.packID)", "ETag": document.etag,
                 ], body: document.body))
+                // A subscriber to `/v1/events` learns of the new pack as of any other state change.
+                publishState(document.packID, state: document.state, previous: nil)
                 if document.state == "queued" { onPackQueued?(document.packID) }
             }
         }
@@ -182,10 +190,11 @@ public final class PackRoutes {
         } catch {
             return responder.respond(error)
         }
+        let rates = progressRates.rates(now: seconds())
         store.read({ reader in
             let packs = try reader.packs(after: query.after, state: query.state, nameContains: query.nameContains, limit: query.limit + 1)
             let documents = try packs.prefix(query.limit).map { pack in
-                PackDocument.object(pack: pack, progress: try reader.progress(pack.id) ?? PackProgress())
+                PackDocument.object(pack: pack, progress: try reader.progress(pack.id) ?? PackProgress(), rate: rates[pack.id])
             }
             let next: Any = packs.count > query.limit ? query.nextPath(after: packs[query.limit - 1].id) : NSNull()
             return JSONBody.encode(["packs": documents, "next": next] as [String: Any])
@@ -204,7 +213,8 @@ public final class PackRoutes {
 
     /// Answers with the pack as it is now (200 with ETag, or 304 when `If-None-Match` matches).
     private func respondWithPack(_ packID: Int64, request: HTTPRequest, status: HTTPStatus = .ok, _ responder: APIResponder) {
-        store.read({ reader in try Self.document(packID, reader) }) { [self] result in
+        let rate = progressRates.rate(packID: packID, now: seconds())
+        store.read({ reader in try Self.document(packID, reader, rate: rate) }) { [self] result in
             switch result {
             case .failure(let error): responder.respondInternalError(error, logger: logger, "reading the pack")
             case .success(nil): responder.respond(Self.notFound(packID))
@@ -218,9 +228,9 @@ public final class PackRoutes {
         }
     }
 
-    static func document(_ packID: Int64, _ reader: StoreReader) throws -> PackDocument? {
+    static func document(_ packID: Int64, _ reader: StoreReader, rate: RollingRate? = nil) throws -> PackDocument? {
         guard let pack = try reader.pack(packID) else { return nil }
-        return PackDocument(pack: pack, progress: try reader.progress(packID) ?? PackProgress())
+        return PackDocument(pack: pack, progress: try reader.progress(packID) ?? PackProgress(), rate: rate)
     }
 
     /// RFC 9110 §13.1.2: `*` or any listed tag (weak comparison).
@@ -301,6 +311,7 @@ public final class PackRoutes {
 
     /// Publishes `pack_removed` and tells the scheduler (a DELETE or a storage reset).
     func packRemoved(_ packID: Int64) {
+        progressRates.forget(packID: packID)
         events.publish(.packRemoved, packID: packID, payload: JSONBody.encode(["pack_id": packID]))
         onPackRemoved?(packID)
     }
@@ -339,20 +350,27 @@ public final class PackRoutes {
     }
 
     /// A `state` event: never coalesced; the broadcaster's log hook makes it durable.
-    public func publishState(_ packID: Int64, state: String, previous: String, errorJSON: String? = nil) {
+    /// `previous` is nil for a pack just created.
+    public func publishState(_ packID: Int64, state: String, previous: String?, errorJSON: String? = nil) {
+        // A rate describes one stretch of downloading; the next starts afresh.
+        if state != "active" { progressRates.forget(packID: packID) }
         let error: Any = errorJSON.flatMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) } ?? NSNull()
         events.publish(.state, packID: packID, payload: JSONBody.encode([
-            "pack_id": packID, "state": state, "previous_state": previous, "error": error,
+            "pack_id": packID, "state": state, "previous_state": previous.map { $0 as Any } ?? NSNull(), "error": error,
         ] as [String: Any]))
     }
 
     /// Publishes a committed progress change in the same `progress` shape `GET /v1/packs/{id}`
     /// returns, so an event and a poll never disagree on fields. `expectedResources` is 0 and
     /// `precise` false while the plan is not known yet, as in the pack document.
+    /// The commit also feeds the pack's rolling rate, which the event and later polls carry.
     public func publishProgress(_ packID: Int64, progress: PackProgress, expectedResources: Int64, precise: Bool) {
+        let now = seconds()
+        progressRates.record(packID: packID, progress: progress, now: now)
         events.publish(.progress, packID: packID, payload: JSONBody.encode([
             "pack_id": packID, "state": "active",
-            "progress": PackDocument.progressObject(progress, expectedResources: expectedResources, precise: precise),
+            "progress": PackDocument.progressObject(progress, expectedResources: expectedResources, precise: precise,
+                                                    rate: progressRates.rate(packID: packID, now: now)),
         ] as [String: Any]))
     }
 
@@ -373,6 +391,11 @@ public final class PackRoutes {
     }
 
     static func now() -> Int64 { Int64(Date().timeIntervalSince1970) }
+
+    static func monotonicSeconds() -> Double {
+        let elapsed = clockOrigin.duration(to: .now).components
+        return Double(elapsed.seconds) + Double(elapsed.attoseconds) / 1e18
+    }
 }
 
 extension Int {

@@ -12,6 +12,14 @@ public final class PackdAPI {
     public let maintenance: PackMaintenanceRoutes
     public let routes: APIRouteBuilder
     let logger: Logger
+    private let upstreamAccess = UpstreamAccess()
+
+    /// How estimates fetch styles and TileJSONs and `GET /v1/resources?fetch=true` fetches a
+    /// miss: `packd` sets its fetcher-backed client; nil answers those requests 503. Loop thread.
+    public var upstream: (any UpstreamClient)? {
+        get { upstreamAccess.client }
+        set { upstreamAccess.client = newValue }
+    }
 
     /// Loop thread only (the broadcaster is loop-owned). Event ids continue after the largest one
     /// the database ever handed out.
@@ -33,7 +41,10 @@ public final class PackdAPI {
         packs.register(in: &router, using: routes)
         maintenance.register(in: &router, using: routes)
         StorageRoutes(store: store, packs: packs, logger: logger).register(in: &router, using: routes)
-        ResourceRoutes(store: store, authenticator: routes.authenticator, logger: logger).register(in: &router, using: routes)
+        ResourceRoutes(store: store, authenticator: routes.authenticator, upstream: upstreamAccess, metrics: routes.metrics,
+                       logger: logger)
+            .register(in: &router, using: routes)
+        EstimateRoutes(store: store, upstream: upstreamAccess, logger: logger).register(in: &router, using: routes)
         EventRoutes(store: store, events: events, logger: logger).register(in: &router, using: routes)
         let metrics = routes.metrics
         let store = store

@@ -58,7 +58,7 @@ public final class PackdMetrics: Sendable {
         sseSubscribers = registry.makeGauge(descriptor: Self.name("sse_subscribers", "", "Open server-sent event streams."))
         writerBatchLatency = registry.makeDurationHistogram(descriptor: Self.name("writer_batch_duration", "seconds", "Time to commit one batch on the SQLite writer thread."), labels: [], buckets: Self.latencyBuckets)
         // The families' usual members exist from the start, so dashboards see zeros, not gaps.
-        for state in ["queued", "active", "suspended", "complete", "failed"] { setPacks(state: state, count: 0) }
+        for state in PackListQuery.states { setPacks(state: state, count: 0) }
         for kind in ["timeout", "connection", "http", "invalid", "too_large"] { _ = upstreamErrors.child(kind) }
     }
 

@@ -7,21 +7,30 @@ import Store
 /// `preloadData`) and reading what is stored for a URL.
 ///
 /// The offline schema has no content-type column, so the type served is derived from the URL
-/// (`ResourceMediaType`). `fetch=true` (read-through) needs the download engine, which does not
-/// exist yet: a miss is answered 404 saying so. Stored bodies are zlib (MapLibre's format), not
-/// gzip, so they are always sent decompressed.
+/// (`ResourceMediaType`). With `fetch=true` (read-through, MapCache's disk cache) a miss or an
+/// expired copy is fetched through the server's upstream client — the downloads' fetcher, with
+/// its address policy and upstream rules — stored in the ambient cache with its caching headers,
+/// then served; when the upstream fails, an expired copy is served rather than nothing. Stored
+/// bodies are zlib (MapLibre's format), not gzip, so they are always sent decompressed.
 public struct ResourceRoutes {
     public let store: StoreAccess
     /// `fetch=true` needs the `write` role on a route that otherwise needs `read`.
     let authenticator: APIKeyAuthenticator
+    let upstream: UpstreamAccess
+    /// A read-through that stores what it fetched counts as a downloaded resource.
+    let metrics: PackdMetrics?
     let logger: Logger
-    /// The largest preloaded body.
+    /// The largest preloaded or fetched body.
     public static let maximumBodyBytes = 16 << 20
     static let maximumURLLength = 4096
+    static let fetchLimits = UpstreamLimits(maxBodyBytes: maximumBodyBytes, timeout: .seconds(30))
 
-    public init(store: StoreAccess, authenticator: APIKeyAuthenticator, logger: Logger = Logger(label: "packd.api")) {
+    init(store: StoreAccess, authenticator: APIKeyAuthenticator, upstream: UpstreamAccess, metrics: PackdMetrics? = nil,
+         logger: Logger = Logger(label: "packd.api")) {
         self.store = store
         self.authenticator = authenticator
+        self.upstream = upstream
+        self.metrics = metrics
         self.logger = logger
     }
 
@@ -74,24 +83,104 @@ public struct ResourceRoutes {
         }) { result in
             switch result {
             case .failure(let error): responder.respondInternalError(error, logger: logger, "reading the resource")
-            case .success(nil):
-                responder.respond(Problem(.notFound, detail: fetch
-                    ? "nothing is stored for this url; fetching it needs the download engine, which this server does not have yet"
-                    : "nothing is stored for this url"))
-            case .success(let found?):
-                var headers = HTTPHeaders()
-                let cache = found.resource.cache
-                if let etag = cache.etag { headers.set("ETag", etag) }
-                if let modified = cache.modified { headers.set("Last-Modified", HTTPDate.format(modified)) }
-                if let expires = cache.expires { headers.set("Expires", HTTPDate.format(expires)) }
-                if let tags = request.headers["If-None-Match"], let etag = cache.etag, PackRoutes.matches(tags, etag) {
-                    return responder.respond(HTTPResponse(status: .notModified, headers: headers))
+            case .success(let found):
+                if fetch, found.map({ !$0.resource.isFresh(now: PackRoutes.now()) }) ?? true {
+                    return readThrough(url, stale: found, request, responder)
                 }
-                guard let body = found.body else { return responder.respond(HTTPResponse(status: .noContent, headers: headers)) }
-                headers.set("Content-Type", ResourceMediaType.contentType(of: url))
-                responder.respond(HTTPResponse(status: .ok, headers: headers, body: body))
+                guard let found else { return responder.respond(Problem(.notFound, detail: "nothing is stored for this url")) }
+                serve(url, cache: found.resource.cache, body: found.body, request, responder)
             }
         }
+    }
+
+    /// Answers with a resource: 200 with its body, 204 for "no content", 304 when `If-None-Match`
+    /// matches its ETag.
+    private func serve(_ url: String, cache: HTTPCacheHeaders, body: [UInt8]?, _ request: HTTPRequest, _ responder: APIResponder) {
+        var headers = HTTPHeaders()
+        if let etag = cache.etag { headers.set("ETag", etag) }
+        if let modified = cache.modified { headers.set("Last-Modified", HTTPDate.format(modified)) }
+        if let expires = cache.expires { headers.set("Expires", HTTPDate.format(expires)) }
+        if let tags = request.headers["If-None-Match"], let etag = cache.etag, PackRoutes.matches(tags, etag) {
+            return responder.respond(HTTPResponse(status: .notModified, headers: headers))
+        }
+        guard let body else { return responder.respond(HTTPResponse(status: .noContent, headers: headers)) }
+        headers.set("Content-Type", ResourceMediaType.contentType(of: url))
+        responder.respond(HTTPResponse(status: .ok, headers: headers, body: body))
+    }
+
+    /// Fetches `url`, stores it in the ambient cache and serves it; `stale` (an expired copy) is
+    /// served if the upstream fails.
+    private func readThrough(_ url: String, stale: (resource: StoredResource, body: [UInt8]?)?, _ request: HTTPRequest,
+                             _ responder: APIResponder) {
+        guard let client = upstream.client else {
+            return responder.respond(Problem(.unavailable, detail: "fetching from the upstream is not available on this server"))
+        }
+        let shown = EstimateJob.shown(url)
+        client.get(url, limits: Self.fetchLimits) { result in
+            let problem: (Problem, [String: Any])
+            switch result {
+            case .success(let response) where (200..<300).contains(response.status) && response.status != 204:
+                return storeAndServe(url, response, request, responder)
+            case .success(let response) where response.status == 404 || response.status == 410:
+                problem = (Problem(.notFound, detail: "nothing is stored for this url and the upstream answered \(response.status)"),
+                           ["upstream_status": response.status])
+            case .success(let response):
+                problem = (Problem(.upstreamFailed, detail: "the upstream answered \(response.status) for \(shown)"),
+                           ["upstream_status": response.status, "url": shown])
+            case .failure(let failure) where failure.hostNotAllowed:
+                problem = (Problem(.hostNotAllowed, detail: "\(shown) is on an address this server may not reach",
+                                   errors: [.init(parameter: "url", detail: "the host is not an allowed upstream host")]),
+                           ["url": shown])
+            case .failure(let failure):
+                problem = (Problem(.upstreamFailed, detail: "fetching \(shown) failed: \(failure.code)"), ["url": shown])
+            }
+            if let stale, problem.0.status != 422 {
+                logger.notice("serving an expired copy: \(problem.0.detail)")
+                return serve(url, cache: stale.resource.cache, body: stale.body, request, responder)
+            }
+            responder.respond(problem.0, extra: problem.1)
+        }
+    }
+
+    /// Encodes the fetched body on the pool, stores it in the ambient cache (unless the cache is
+    /// disabled and no pack holds the URL: then it is only served) and serves it.
+    private func storeAndServe(_ url: String, _ response: UpstreamResponse, _ request: HTTPRequest, _ responder: APIResponder) {
+        let body = response.body
+        let cache = response.cache
+        store.read({ _ -> (stored: StoredBody, plain: [UInt8]) in
+            let stored = try StoredBody.encoding(body, inflateLimit: Self.maximumBodyBytes * 4)
+            return (stored, try stored.decoded(limit: Self.maximumBodyBytes * 4))
+        }) { result in
+            switch result {
+            case .failure:
+                responder.respond(Problem(.upstreamFailed, detail: "the upstream's gzip body for \(EstimateJob.shown(url)) is corrupt or too large"),
+                                  extra: ["url": EstimateJob.shown(url)])
+            case .success(let encoded):
+                storeInAmbientCache(url, encoded.stored, cache: cache) { outcome in
+                    switch outcome {
+                    case .failure(let error): logger.warning("caching a fetched resource failed: \(error)")
+                    case .success(true): metrics?.downloadedResources.increment()
+                    case .success(false): break
+                    }
+                    serve(url, cache: cache, body: encoded.plain, request, responder)
+                }
+            }
+        }
+    }
+
+    /// Writes one resource for the ambient cache; `then` gets false when the cache is disabled
+    /// and no pack holds the URL (nothing is written then).
+    private func storeInAmbientCache(_ url: String, _ stored: StoredBody, cache: HTTPCacheHeaders,
+                                     then: @escaping (Result<Bool, any Error>) -> Void) {
+        let key = ResourceKey.resource(url: url, kind: ResourceMediaType.kind(of: url))
+        store.write({ database -> Bool in
+            if database.maximumAmbientCacheSize == 0, try !database.isResourceLinkedToAnyPack(url: url) {
+                return false
+            }
+            let outcome = database.apply([ResourceWrite(key: key, content: .body(stored), cache: cache)], now: PackRoutes.now())
+            if let error = outcome.error { throw error }
+            return true
+        }, then: then)
     }
 
     private func preload(_ request: HTTPRequest, _ responder: APIResponder) {
@@ -116,14 +205,7 @@ public struct ResourceRoutes {
             switch result {
             case .failure(let error): responder.respondInternalError(error, logger: logger, "encoding the resource")
             case .success(let (stored, existed)):
-                store.write({ database -> Bool in
-                    if database.maximumAmbientCacheSize == 0, try !database.isResourceLinkedToAnyPack(url: url) {
-                        return false
-                    }
-                    let outcome = database.apply([ResourceWrite(key: key, content: .body(stored), cache: cache)], now: PackRoutes.now())
-                    if let error = outcome.error { throw error }
-                    return true
-                }) { result in
+                storeInAmbientCache(url, stored, cache: cache) { result in
                     switch result {
                     case .failure(let error): responder.respondInternalError(error, logger: logger, "storing the resource")
                     case .success(false):

@@ -29,6 +29,12 @@ public final class Fetcher {
     private var rotation = 0
     private var closed = false
 
+    /// Every finished request with its result, just before its completion runs (metrics: bytes
+    /// received, errors by kind). Loop thread.
+    public var onFinished: ((Result<FetchResponse, FetchError>) -> Void)?
+    /// The number of running transfers, whenever it changes. Loop thread.
+    public var onRunningCountChange: ((Int) -> Void)?
+
     private static let globalInit: Bool = curl_global_init(Int(CURL_GLOBAL_DEFAULT)) == CURLE_OK
 
     public init(loop: EventLoop, configuration: FetchConfiguration = FetchConfiguration()) throws(FetchError) {
@@ -199,6 +205,7 @@ public final class Fetcher {
         }
         transfer.resetForHop()
         running[transfer.id] = transfer
+        onRunningCountChange?(running.count)
         guard transfer.configure(easy, wire: rules.wire(for: transfer.canonicalURL)), multi.add(easy) else {
             release(transfer, .failure(.invalidHeader))
             return
@@ -270,6 +277,7 @@ public final class Fetcher {
 
     private func detach(_ transfer: Transfer) {
         guard running.removeValue(forKey: transfer.id) != nil else { return }
+        onRunningCountChange?(running.count)
         hosts[transfer.hostKey]?.active -= 1
         if let easy = transfer.easy {
             multi.remove(easy)
@@ -293,6 +301,7 @@ public final class Fetcher {
         defer { delivering = false }
         while !finished.isEmpty {
             let (transfer, result) = finished.removeFirst()
+            onFinished?(result)
             transfer.completion(result)
         }
     }

@@ -39,6 +39,7 @@ public final class PackDownload {
     private let settings: DownloadSettings
     private let lookup: StoredResourceLookup
     private let onEnd: (Outcome) -> Void
+    private let observer: DownloadObserver
     /// The pack's own `max_tiles` limit: checked against the exact count before any tile is fetched.
     private let maxTiles: Int64?
     private var builder: PlanBuilder
@@ -62,7 +63,8 @@ public final class PackDownload {
 
     public init(packID: Int64, region: RegionDefinition, loop: EventLoop, fetcher: Fetcher, writer: WriterThread,
                 databasePath: String, maxTiles: Int64? = nil, settings: DownloadSettings = DownloadSettings(),
-                onEnd: @escaping (Outcome) -> Void) throws {
+                observer: DownloadObserver = DownloadObserver(), onEnd: @escaping (Outcome) -> Void) throws {
+        self.observer = observer
         self.packID = packID
         self.loop = loop
         self.fetcher = fetcher
@@ -239,6 +241,7 @@ public final class PackDownload {
             case .noContent:
                 if resource.kind == .tile {
                     writer.submit(ResourceWrite(key: Self.key(of: resource), content: .noContent, packID: packID))
+                    observer.resourceDownloaded()
                     resolved()
                 } else {
                     recordFailure(resource, status: 404, message: "the upstream has no content here", attempts: 1)
@@ -269,6 +272,7 @@ public final class PackDownload {
         }, then: { [weak self] submitted in
             guard let self, !ended else { return }
             if submitted {
+                observer.resourceDownloaded()
                 resolved()
             } else {
                 recordFailure(resource, status: response.status, message: "the body could not be decoded", attempts: 1)
@@ -359,6 +363,7 @@ public final class PackDownload {
         guard attempt < settings.maxAttempts else {
             return then(.failed(status: status, message: message, attempts: attempt))
         }
+        observer.retried()
         retries.append(PendingRetry(due: .now + settings.backoff(afterAttempt: attempt), resource: resource,
                                     attempt: attempt + 1, then: then))
         armRetryTimer()
@@ -388,7 +393,7 @@ public final class PackDownload {
         return .resource(url: resource.url, kind: OfflineSchema.Kind(rawValue: Int64(resource.kind.rawValue)) ?? .image)
     }
 
-    static func cacheHeaders(_ headers: ResponseHeaders) -> HTTPCacheHeaders {
+    public static func cacheHeaders(_ headers: ResponseHeaders) -> HTTPCacheHeaders {
         var fields: [(name: String, value: String)] = []
         if let value = headers.cacheControl { fields.append(("cache-control", value)) }
         if let value = headers.expires { fields.append(("expires", value)) }

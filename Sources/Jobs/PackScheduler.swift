@@ -16,6 +16,8 @@ public final class PackScheduler {
     public var onProgress: ((Int64, PackProgress, ExpectedCounts?) -> Void)?
     /// A revalidation's committed counts, with the pack's progress and expected counts.
     public var onInvalidation: ((Int64, PackInvalidation, PackProgress, ExpectedCounts) -> Void)?
+    /// Handed to every download it starts (set before `start()`).
+    public var observer = DownloadObserver()
 
     private let loop: EventLoop
     private let fetcher: Fetcher
@@ -157,7 +159,7 @@ public final class PackScheduler {
         do {
             download = try PackDownload(packID: packID, region: region, loop: loop, fetcher: fetcher, writer: writer,
                                         databasePath: databasePath, maxTiles: Self.maxTiles(record.limitsJSON),
-                                        settings: settings) { [weak self] outcome in
+                                        settings: settings, observer: observer) { [weak self] outcome in
                 self?.ended(packID, outcome)
             }
         } catch {

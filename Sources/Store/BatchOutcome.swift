@@ -15,6 +15,8 @@ public struct BatchOutcome: Sendable {
     public var error: DatabaseError?
     /// With `error`: the packs that had writes in the lost batch (to retry or fail them).
     public var failedPackIDs: Set<Int64> = []
+    /// How long the writer took to apply and commit the batch (for `/metrics`).
+    public var duration: Duration = .zero
 
     public init() {}
 }

@@ -234,7 +234,9 @@ public final class WriterThread: @unchecked Sendable {
         guard !batch.isEmpty else { return }
         let now = configuration.now()
         let pendingTouches = takeTouches()
-        let outcome = store.apply(batch, now: now, touches: pendingTouches)
+        let started = ContinuousClock.now
+        var outcome = store.apply(batch, now: now, touches: pendingTouches)
+        outcome.duration = started.duration(to: .now)
         batch.removeAll(keepingCapacity: true)
         onCommit(outcome)
     }

@@ -34,19 +34,21 @@ struct ServerProcess {
 
         let loop = try EventLoop()
         let commits = CommitRelay()
+        let metrics = PackdMetrics()
+        metrics.bootstrapSystem()
+        let downloadMetrics = DownloadMetrics(metrics: metrics)
         let writer: WriterThread
         do {
             // Opens, creating or migrating, the database before anything listens.
             // Progress is published only once committed: the writer's commits reach the scheduler on the loop.
             writer = try WriterThread(path: configuration.databasePath) { outcome in
+                downloadMetrics.committed(outcome)
                 loop.execute { commits.scheduler?.committed(outcome) }
             }
         } catch {
             logger.critical("cannot open the database \(configuration.databasePath): \(error)")
             throw ExitCode(1)
         }
-        let metrics = PackdMetrics()
-        metrics.bootstrapSystem()
         var router = Router()
         OperationalRoutes(openAPI: OpenAPIDocument.load(configuredPath: configuration.openAPIPath, logger: logger))
             .register(in: &router)
@@ -57,10 +59,12 @@ struct ServerProcess {
             logger: Logger(label: "packd.api"))
         api.register(in: &router)
         let fetcher = try Fetcher(loop: loop, configuration: FetchConfiguration(addressPolicy: configuration.upstreamPolicy))
+        api.upstream = FetcherUpstream(fetcher: fetcher)
         let scheduler = try PackScheduler(loop: loop, fetcher: fetcher, writer: writer,
                                           databasePath: configuration.databasePath)
         DownloadEvents(api: api).connect(scheduler, updates: try PackUpdateChecker(
             loop: loop, fetcher: fetcher, databasePath: configuration.databasePath))
+        downloadMetrics.connect(fetcher, scheduler)
         commits.scheduler = scheduler
         if !configuration.authenticator.isEnabled {
             logger.notice("no API keys configured: every request is allowed (loopback only)")

@@ -51,6 +51,27 @@ import Testing
         #expect(try packStream.nextEvent() == nil)
     }
 
+    @Test func creatingAPackPublishesAStateEvent() throws {
+        let server = try RoutesFixture()
+        defer {
+            server.stop()
+            server.removeFiles()
+        }
+        let stream = try StreamClient(port: server.port)
+        try stream.get("/v1/events")
+        #expect(stream.status == 200)
+        let created = try server.send("POST", "/v1/packs", json: #"{"region": \#(RoutesFixture.templateRegion())}"#)
+        let id = try #require(created.json["id"] as? Int)
+        let inactive = try #require(try server.send("POST", "/v1/packs", json: #"{"region": \#(RoutesFixture.templateRegion()), "start": false}"#).json["id"] as? Int)
+        let events = [try #require(try stream.nextEvent()), try #require(try stream.nextEvent())]
+        #expect(events.map(\.type) == ["state", "state"])
+        let first = try #require(try JSONSerialization.jsonObject(with: Data(events[0].data.utf8)) as? [String: Any])
+        #expect(first["pack_id"] as? Int == id)
+        #expect(first["state"] as? String == "queued")
+        #expect(first["previous_state"] is NSNull)
+        #expect(events[1].data.contains(#""pack_id":\#(inactive)"#) && events[1].data.contains(#""state":"inactive""#))
+    }
+
     @Test func badLastEventIDAndUnknownPackAreRefused() throws {
         let server = try RoutesFixture()
         defer {

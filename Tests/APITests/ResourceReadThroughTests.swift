@@ -1,0 +1,57 @@
+import Foundation
+import Store
+import Testing
+@testable import API
+
+/// `GET /v1/resources?fetch=true` against a scripted upstream: what is stored, what is served
+/// when the upstream fails, and the ambient cache's switch.
+@Suite struct ResourceReadThroughTests {
+    static let url = "https://maps.example/sprite.json"
+    static let target = "/v1/resources?url=https%3A%2F%2Fmaps.example%2Fsprite.json"
+
+    @Test func aMissIsFetchedStoredWithItsCacheHeadersAndServed() throws {
+        try RoutesFixture.using { server throws in
+            let upstream = server.scriptedUpstream()
+            upstream.serve(Self.url, #"{"a": 1}"#, cache: HTTPCacheHeaders(expires: 4_000_000_000, etag: "\"v1\""))
+            let fetched = try server.send("GET", Self.target + "&fetch=true")
+            #expect(fetched.status == 200)
+            #expect(fetched.body == #"{"a": 1}"#)
+            #expect(fetched.header("ETag") == "\"v1\"")
+            #expect(fetched.header("Content-Type") == "application/json")
+            let stored = try server.send("GET", Self.target)
+            #expect(stored.status == 200 && stored.body == #"{"a": 1}"# && stored.header("ETag") == "\"v1\"")
+            #expect(upstream.requests == [Self.url])
+            #expect(try server.send("GET", "/metrics").body.contains("packd_downloaded_resources_total 1\n"))
+            // The upstream's error status is a 502 carrying it.
+            upstream.answer("https://maps.example/b.json", .success(UpstreamResponse(status: 500, body: [])))
+            let failed = try server.send("GET", "/v1/resources?url=https%3A%2F%2Fmaps.example%2Fb.json&fetch=true")
+            #expect(failed.status == 502)
+            #expect(failed.json["upstream_status"] as? Int == 500)
+        }
+    }
+
+    @Test func anExpiredCopyIsRefetchedAndServedWhenTheUpstreamFails() throws {
+        try RoutesFixture.using { server throws in
+            let upstream = server.scriptedUpstream()
+            #expect(try server.send("PUT", Self.target, body: Array("old".utf8),
+                                    headers: ["Expires": "Thu, 01 Jan 2015 00:00:00 GMT"]).status == 201)
+            upstream.answer(Self.url, .failure(UpstreamFailure(code: "timeout")))
+            let stale = try server.send("GET", Self.target + "&fetch=true")
+            #expect(stale.status == 200 && stale.body == "old")
+            upstream.serve(Self.url, "new")
+            #expect(try server.send("GET", Self.target + "&fetch=true").body == "new")
+            #expect(try server.send("GET", Self.target).body == "new")
+            #expect(upstream.requests.count == 2)
+        }
+    }
+
+    @Test func withTheAmbientCacheDisabledAFetchIsServedButNotKept() throws {
+        try RoutesFixture.using { server throws in
+            let upstream = server.scriptedUpstream()
+            upstream.serve(Self.url, "body")
+            #expect(try server.send("PUT", "/v1/storage/ambient-cache", json: #"{"maximum_size": 0}"#).status == 200)
+            #expect(try server.send("GET", Self.target + "&fetch=true").body == "body")
+            #expect(try server.send("GET", Self.target).status == 404)
+        }
+    }
+}

@@ -1,0 +1,57 @@
+import API
+import Foundation
+import Loop
+import Store
+
+/// An `UpstreamClient` answering from a table, always on a later loop turn as the real one does,
+/// and recording what it was asked: the API's upstream-facing routes tested without a network.
+final class ScriptedUpstream: UpstreamClient, @unchecked Sendable {
+    private let loop: EventLoop
+    private let lock = NSLock()
+    private var answers: [String: Result<UpstreamResponse, UpstreamFailure>] = [:]
+    private var asked: [String] = []
+
+    init(loop: EventLoop) {
+        self.loop = loop
+    }
+
+    /// A 200 with `body`, or any answer; a URL without one gets 404.
+    func serve(_ url: String, _ body: String, cache: HTTPCacheHeaders = HTTPCacheHeaders()) {
+        answer(url, .success(UpstreamResponse(status: 200, body: Array(body.utf8), cache: cache)))
+    }
+
+    func answer(_ url: String, _ result: Result<UpstreamResponse, UpstreamFailure>) {
+        lock.withLock { answers[url] = result }
+    }
+
+    var requests: [String] { lock.withLock { asked } }
+
+    func get(_ url: String, limits: UpstreamLimits, completion: @escaping (Result<UpstreamResponse, UpstreamFailure>) -> Void) {
+        let result = lock.withLock {
+            asked.append(url)
+            return answers[url] ?? .success(UpstreamResponse(status: 404, body: []))
+        }
+        let callback = LoopBound(completion)
+        loop.execute { callback.value(result) }
+    }
+}
+
+extension RoutesFixture {
+    /// Runs `body` against a fresh fixture, then stops it and removes its files.
+    static func using(_ body: (RoutesFixture) throws -> Void) throws {
+        let server = try RoutesFixture()
+        defer {
+            server.stop()
+            server.removeFiles()
+        }
+        try body(server)
+    }
+
+    /// Plugs a scripted upstream into the API (as `packd` plugs its fetcher-backed one).
+    func scriptedUpstream() -> ScriptedUpstream {
+        let upstream = ScriptedUpstream(loop: server.thread.loop)
+        nonisolated(unsafe) let api = api!
+        server.onLoop { api.upstream = upstream }
+        return upstream
+    }
+}
