@@ -1,0 +1,112 @@
+import Fetch
+import Foundation
+import Jobs
+import PackdTestSupport
+import Store
+import Testing
+
+/// Upstreams that refuse, never answer, rate-limit with a date, or sit at an address the policy
+/// forbids: each pack ends `failed` with a precise code (or completes), quickly, never stuck `active`.
+@Suite struct UpstreamFailureTests {
+    /// Short limits so a silent upstream costs a fraction of a second per attempt.
+    static let impatient = DownloadSettings(
+        maxInFlight: 8, maxAttempts: 3, initialBackoff: .milliseconds(5), maxBackoff: .milliseconds(50),
+        timeouts: FetchRequest.Timeouts(connectMilliseconds: 500, lowSpeedBytesPerSecond: 1, lowSpeedSeconds: 1,
+                                        totalMilliseconds: 400),
+        watchdogInterval: .milliseconds(100))
+
+    static func code(_ run: DownloadRun) -> String? { field("code", run) }
+
+    static func field(_ name: String, _ run: DownloadRun) -> String? {
+        guard let json = run.harness.publishedError(run.packID),
+              let object = try? JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any] else { return nil }
+        return object[name] as? String
+    }
+
+    @Test func forbiddenStyleFailsWithinSeconds() throws {
+        let started = ContinuousClock.now
+        let run = try DownloadRun(faults: .init(styleStatus: 403))
+        defer { run.close() }
+        #expect(run.finish(deadline: .seconds(30)) == ["active", "failed"])
+        #expect(ContinuousClock.now - started < .seconds(10))
+        #expect(Self.code(run) == "upstream_unauthorized")
+        #expect(run.upstream.requests.map(\.target) == ["/style.json"], "a 403 is not retried")
+    }
+
+    @Test func forbiddenTilesFailThePackWithNoMoreRequestsThanTheWindow() throws {
+        let run = try DownloadRun(faults: .init(tileStatus: 403))
+        defer { run.close() }
+        #expect(run.finish(deadline: .seconds(30)) == ["active", "failed"])
+        let error = try #require(run.harness.publishedError(run.packID))
+        #expect(Self.code(run) == "upstream_unauthorized" && error.contains(#""status":403"#))
+        let tileRequests = run.upstream.requests.filter { $0.target.hasPrefix("/tiles/") }.count
+        #expect(tileRequests >= 1 && tileRequests <= JobsHarness.fastRetries.maxInFlight)
+        let stored = try #require(try StoreReader(path: run.database.path).pack(run.packID))
+        #expect(stored.state == "failed")
+    }
+
+    @Test func styleThatNeverAnswersTimesOutAndFails() throws {
+        let started = ContinuousClock.now
+        let run = try DownloadRun(faults: .init(everything: .hang), settings: Self.impatient)
+        defer { run.close() }
+        #expect(run.finish(deadline: .seconds(60)) == ["active", "failed"])
+        let error = try #require(run.harness.publishedError(run.packID))
+        #expect(Self.code(run) == "style_unavailable" && error.contains("timeout"), "\(error)")
+        // Every attempt was made and timed out: three requests, roughly three total timeouts.
+        #expect(run.upstream.requests.map(\.target) == Array(repeating: "/style.json", count: 3))
+        #expect(ContinuousClock.now - started < .seconds(30))
+    }
+
+    @Test func tilesThatNeverAnswerEndInTooManyFailures() throws {
+        let run = try DownloadRun(faults: .init(tileReply: .hang), settings: Self.impatient)
+        defer { run.close() }
+        #expect(run.finish(deadline: .seconds(90)) == ["active", "failed"])
+        #expect(Self.code(run) == "too_many_failures", "\(run.harness.publishedError(run.packID) ?? "")")
+        #expect(try run.harness.onLoop { run.harness.scheduler.activePackIDs }.isEmpty)
+        let progress = try #require(try StoreReader(path: run.database.path).progress(run.packID))
+        #expect(progress.failedResources > 16 && progress.completedTiles == 0)
+    }
+
+    /// A style pointing at 127.0.0.1 with a fetcher that allows no private address: refused at
+    /// connect time (nothing is sent), the pack fails at once naming the address policy.
+    @Test func privateAddressWithoutAllowRuleIsRefused() throws {
+        let run = try DownloadRun(settings: Self.impatient, fetch: FetchConfiguration(addressPolicy: AddressPolicy()))
+        defer { run.close() }
+        #expect(run.finish(deadline: .seconds(30)) == ["active", "failed"])
+        let error = try #require(run.harness.publishedError(run.packID))
+        #expect(Self.code(run) == "host_not_allowed" && error.contains("allow-upstream-hosts"), "\(error)")
+        #expect(Self.field("url", run) == run.upstream.base + "/style.json")
+        #expect(run.upstream.requests.isEmpty, "the request left although the address is refused")
+    }
+
+    /// Allowed by name (`localhost`), but the tiles redirect to 127.0.0.1, which is not: the
+    /// redirect hop is refused at connect time and the pack fails the same way.
+    @Test func redirectToPrivateAddressIsRefused() throws {
+        let run = try DownloadRun(faults: .init(redirectTilesToAddress: true), settings: Self.impatient,
+                                  fetch: FetchConfiguration(addressPolicy: AddressPolicy(allowedHosts: ["localhost"])),
+                                  host: "localhost")
+        defer { run.close() }
+        #expect(run.finish(deadline: .seconds(30)) == ["active", "failed"])
+        let error = try #require(run.harness.publishedError(run.packID))
+        #expect(Self.code(run) == "host_not_allowed", "\(error)")
+        let requests = run.upstream.requests
+        #expect(requests.contains { $0.target.hasPrefix("/tiles/") }, "the allowed host was reached")
+        #expect(!requests.contains { $0.headers["host"]?.hasPrefix("127.0.0.1") == true },
+                "a request reached the refused address")
+    }
+
+    /// `Retry-After` as an HTTP-date pauses the host: with one transfer at a time, the retry of
+    /// the rate-limited tile comes a second or more later, not after the 5 ms backoff.
+    @Test func retryAfterAsHTTPDateIsHonoured() throws {
+        let settings = DownloadSettings(maxInFlight: 1, initialBackoff: .milliseconds(5), maxBackoff: .milliseconds(50))
+        let run = try DownloadRun(faults: .init(firstTileRetryAfterDate: .seconds(2)), maxZoom: 2, settings: settings)
+        defer { run.close() }
+        #expect(run.finish(deadline: .seconds(60)).last == "complete", "\(run.harness.publishedError(run.packID) ?? "")")
+        let tiles = run.upstream.requests.filter { $0.target.hasPrefix("/tiles/") }
+        try #require(tiles.count >= 2)
+        // The date has whole seconds: two seconds ahead is between one and two seconds of pause.
+        let pause = tiles[1].receivedAt - tiles[0].receivedAt
+        #expect(pause >= .milliseconds(900), "retried after \(pause)")
+        #expect(tiles[1].target == tiles[0].target, "the rate-limited tile is the one retried")
+    }
+}
