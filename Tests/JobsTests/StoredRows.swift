@@ -17,10 +17,8 @@ struct StoredRows {
         let database = try Database(path: path, mode: .readOnly)
         let tiles = try database.makeStatement("SELECT url_template, pixel_ratio, z, x, y, data, compressed FROM tiles")
         while try tiles.step() {
-            let url = (tiles.string(at: 0) ?? "")
-                .replacingOccurrences(of: "{z}", with: String(tiles.int64(at: 2)))
-                .replacingOccurrences(of: "{x}", with: String(tiles.int64(at: 3)))
-                .replacingOccurrences(of: "{y}", with: String(tiles.int64(at: 4)))
+            let url = Self.url(tiles.string(at: 0) ?? "", z: tiles.int64(at: 2), x: tiles.int64(at: 3),
+                               y: tiles.int64(at: 4))
             bodies[String(url.dropFirst(base.count))] = try Self.decode(tiles.blob(at: 5), compressed: tiles.int64(at: 6), url)
             tileRows += 1
         }
@@ -45,6 +43,23 @@ struct StoredRows {
         } catch let failure as ZlibCodec.Failure {
             throw Undecodable(description: "\(url): \(failure)")
         }
+    }
+
+    /// Paths of the tiles stored so far (rows with or without content), without decoding bodies.
+    static func tilePaths(path: String, base: String) throws -> Set<String> {
+        let database = try Database(path: path, mode: .readOnly)
+        let tiles = try database.makeStatement("SELECT url_template, z, x, y FROM tiles")
+        var paths: Set<String> = []
+        while try tiles.step() {
+            paths.insert(String(Self.url(tiles.string(at: 0) ?? "", z: tiles.int64(at: 1), x: tiles.int64(at: 2),
+                                         y: tiles.int64(at: 3)).dropFirst(base.count)))
+        }
+        return paths
+    }
+
+    private static func url(_ template: String, z: Int64, x: Int64, y: Int64) -> String {
+        template.replacingOccurrences(of: "{z}", with: String(z)).replacingOccurrences(of: "{x}", with: String(x))
+            .replacingOccurrences(of: "{y}", with: String(y))
     }
 
     /// `PRAGMA integrity_check`'s answer ("ok" for a sound file).
