@@ -23,7 +23,7 @@ import Testing
             process.standardOutput = FileHandle.nullDevice
             process.standardError = FileHandle.nullDevice
             try process.run()
-            guard KillRestartTests.poll({ FileManager.default.fileExists(atPath: portFile) }),
+            guard eventually({ FileManager.default.fileExists(atPath: portFile) }),
                   let text = try? String(contentsOfFile: portFile, encoding: .utf8),
                   let port = Int(text.trimmingCharacters(in: .whitespacesAndNewlines)) else {
                 kill(process.processIdentifier, SIGKILL)
@@ -70,7 +70,7 @@ import Testing
         for index in 1...kills {
             let target = tiles * index / (kills + 1) + Int.random(in: -tiles / 30...tiles / 30)
             var seen = 0
-            let reached = Self.poll {
+            let reached = eventually {
                 guard let pack = server.pack(packID), let progress = pack["progress"] as? [String: Any] else {
                     return false
                 }
@@ -85,14 +85,14 @@ import Testing
                                  upstream.requests.count))
             // Counts continue from the stored truth: never below what a client already saw.
             server = try Server(database: database)
-            let resumed = Self.poll {
+            let resumed = eventually {
                 (server.pack(packID)?["progress"] as? [String: Any])?["completed_tiles"] as? Int ?? -1 >= seen
             }
             #expect(resumed, "after restart \(index) the progress went below the \(seen) tiles seen before")
         }
 
         var last: [String: Any] = [:]
-        #expect(Self.poll {
+        #expect(eventually {
             guard let pack = server.pack(packID) else { return false }
             last = pack
             return ["complete", "failed"].contains(pack["state"] as? String ?? "")
@@ -129,15 +129,5 @@ import Testing
               + String(format: "+%.1f %%", overhead))
         #expect(tileRequests >= tiles)
         #expect(tileRequests <= tiles + kills * 600, "more refetched than in flight and uncommitted at each kill")
-    }
-
-    /// Re-checks `condition` until it holds or 60 s pass (a condition, not a timed sleep).
-    static func poll(_ condition: () -> Bool) -> Bool {
-        let deadline = Date().addingTimeInterval(60)
-        while Date() < deadline {
-            if condition() { return true }
-            usleep(20_000)
-        }
-        return condition()
     }
 }
