@@ -23,6 +23,8 @@ final class MapUpstream: @unchecked Sendable {
         var redirectTilesToAddress = false
         /// Answered for every tile request (`.hang`: a tile server that never answers).
         var tileReply: TestUpstream.Reply?
+        /// Tiles whose path hash is 1 modulo this always answer 500 (a few broken tiles).
+        var brokenTileModulus: UInt64?
         /// The first tile request is answered 429 with `Retry-After` as an HTTP-date this far ahead.
         var firstTileRetryAfterDate: Duration?
     }
@@ -70,6 +72,14 @@ final class MapUpstream: @unchecked Sendable {
     var addressBase: String { upstream.url("") }
     var requests: [TestUpstream.Request] { upstream.requests }
     var counts: ChaosCounts { lock.withLock { chaosCounts } }
+
+    /// Changes the faults for the requests still to come.
+    func update(_ change: (inout Faults) -> Void) { lock.withLock { change(&faults) } }
+
+    /// Whether `path` is one of the broken tiles of `brokenTileModulus`.
+    static func isBroken(_ path: String, modulus: UInt64) -> Bool {
+        path.hasPrefix("/tiles/") && hash(path) % modulus == 1
+    }
     func stop() { upstream.stop() }
 
     var style: String {
@@ -113,6 +123,7 @@ final class MapUpstream: @unchecked Sendable {
             return .respond(status: status)
         }
         if path.hasPrefix("/tiles/"), let first = takeFirstTileReply() { return first }
+        if let modulus = faults.0.brokenTileModulus, Self.isBroken(path, modulus: modulus) { return .respond(status: 500) }
         if path.hasPrefix("/tiles/"), let reply = faults.0.tileReply { return reply }
         if path.hasPrefix("/tiles/"), faults.0.redirectTilesToAddress {
             return .respond(status: 302, headers: [("Location", addressBase + path)])

@@ -109,4 +109,44 @@ import Testing
         #expect(pause >= .milliseconds(900), "retried after \(pause)")
         #expect(tiles[1].target == tiles[0].target, "the rate-limited tile is the one retried")
     }
+
+    /// A few tiles fail every attempt (fewer than the failure budget): everything else is stored,
+    /// the pack ends `failed`/`resources_failed` listing exactly those, and a resume (as the API
+    /// does it) fetches only those and completes.
+    @Test func fewFailedTilesEndFailedAndResumeFetchesOnlyThem() throws {
+        let modulus: UInt64 = 101
+        let settings = DownloadSettings(maxInFlight: 8, maxAttempts: 2, initialBackoff: .milliseconds(5),
+                                        maxBackoff: .milliseconds(50), watchdogInterval: .milliseconds(100))
+        let run = try DownloadRun(faults: .init(brokenTileModulus: modulus), settings: settings)
+        defer { run.close() }
+        let (harness, packID, upstream) = (run.harness, run.packID, run.upstream)
+        let planned = try PackDownloadTests.planned(upstream)
+        let broken = Set(planned.map { PackDownloadTests.path($0.url, upstream) }.filter {
+            MapUpstream.isBroken($0, modulus: modulus) && upstream.body(for: $0) != nil
+        })
+        try #require(!broken.isEmpty && broken.count < 16)
+        #expect(run.finish() == ["active", "failed"])
+        #expect(Self.code(run) == "resources_failed", "\(harness.publishedError(packID) ?? "")")
+        let reader = try StoreReader(path: run.database.path)
+        let failures = try reader.failures(packID: packID)
+        #expect(Set(failures.map { PackDownloadTests.path($0.url, upstream) }) == broken)
+        #expect(failures.allSatisfy { $0.status == 500 && $0.attempts == 2 })
+        let progress = try #require(try reader.progress(packID))
+        #expect(progress.failedResources == Int64(broken.count))
+        #expect(progress.completedResources == Int64(planned.count - broken.count))
+
+        upstream.update { $0.brokenTileModulus = nil }
+        let before = upstream.requests.count
+        _ = try harness.performAndWait { database in
+            try database.setPackState(packID, state: "queued", errorJSON: nil, now: 0)
+            try database.clearFailures(packID: packID)
+        }
+        try harness.onLoop { harness.scheduler.packQueued(packID) }
+        #expect(harness.waitForState(packID, ["complete"]).last == "complete")
+        let refetched = upstream.requests[before...].map(\.target)
+        #expect(Set(refetched.filter { $0.hasPrefix("/tiles/") }) == broken && refetched.count == broken.count + 2,
+                "resume fetched \(refetched.count) resources for \(broken.count) missing (+ style and TileJSON)")
+        let final = try #require(try reader.progress(packID))
+        #expect(final.completedResources == Int64(planned.count) && final.failedResources == 0)
+    }
 }
