@@ -87,6 +87,10 @@ public final class PackDownload {
     public func start() {
         let interval = Self.milliseconds(settings.watchdogInterval)
         watchdog.start(after: interval, repeat: interval) { [weak self] in self?.checkProgressing() }
+        // This run retries every missing resource: failures an interrupted run recorded (before a
+        // restart) no longer hold, and would leave a complete pack counting failed resources.
+        let packID = packID
+        writer.perform({ database in try database.clearFailures(packID: packID) }, completion: { _ in })
         guard let styleURL = builder.region.styleURL else {
             beginResources()
             return

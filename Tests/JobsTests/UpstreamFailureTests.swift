@@ -149,4 +149,34 @@ import Testing
         let final = try #require(try reader.progress(packID))
         #expect(final.completedResources == Int64(planned.count) && final.failedResources == 0)
     }
+
+    /// Failures recorded by a run that a restart interrupted do not outlive it: the next run
+    /// retries every missing resource, so a pack that then gets them all is `complete` with no
+    /// failed resources left in its progress or its failure list.
+    @Test func restartForgetsTheInterruptedRunsFailures() throws {
+        let database = try TemporaryDatabase()
+        defer { database.remove() }
+        let upstream = try MapUpstream(faults: .init(tileDelay: .milliseconds(5), brokenTileModulus: 101))
+        defer { upstream.stop() }
+        let settings = DownloadSettings(maxInFlight: 4, maxAttempts: 2, initialBackoff: .milliseconds(5),
+                                        maxBackoff: .milliseconds(50))
+        let first = try JobsHarness(path: database.path, settings: settings)
+        let packID = try first.createQueuedPack(region: PackDownloadTests.region(upstream))
+        try first.onLoop { first.scheduler.packQueued(packID) }
+        let reader = try StoreReader(path: database.path)
+        #expect(eventually { ((try? reader.progress(packID))??.failedResources ?? 0) >= 1 })
+        first.close()
+        try #require(try reader.pack(packID)?.state == "active", "the pack ended before the restart")
+
+        upstream.update { $0.brokenTileModulus = nil }
+        let second = try JobsHarness(path: database.path, settings: settings)
+        defer { second.close() }
+        try second.onLoop { second.scheduler.start() }
+        #expect(second.waitForState(packID, ["complete", "failed"]).last == "complete")
+        second.close()
+        let progress = try #require(try reader.progress(packID))
+        #expect(progress.failedResources == 0)
+        #expect(try reader.failures(packID: packID).isEmpty)
+        #expect(progress.completedResources == Int64(try PackDownloadTests.planned(upstream).count))
+    }
 }
