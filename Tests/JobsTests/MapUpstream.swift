@@ -27,6 +27,8 @@ final class MapUpstream: @unchecked Sendable {
         var brokenTileModulus: UInt64?
         /// The first tile request is answered 429 with `Retry-After` as an HTTP-date this far ahead.
         var firstTileRetryAfterDate: Duration?
+        /// The status of that answer (429, or 503 which honours `Retry-After` the same way).
+        var firstTileRetryAfterStatus = 429
     }
 
     /// Per-tile-request fault chances in percent, drawn from a seeded generator so a failing run
@@ -144,16 +146,16 @@ final class MapUpstream: @unchecked Sendable {
     }
 
     private func takeFirstTileReply() -> TestUpstream.Reply? {
-        guard let ahead = lock.withLock({ () -> Duration? in
+        guard let (ahead, status) = lock.withLock({ () -> (Duration, Int)? in
             defer { faults.firstTileRetryAfterDate = nil }
-            return faults.firstTileRetryAfterDate
+            return faults.firstTileRetryAfterDate.map { ($0, faults.firstTileRetryAfterStatus) }
         }) else { return nil }
         let formatter = DateFormatter()
         formatter.locale = Locale(identifier: "en_US_POSIX")
         formatter.timeZone = TimeZone(identifier: "GMT")
         formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss 'GMT'"
         let date = formatter.string(from: Date().addingTimeInterval(ahead.seconds))
-        return .respond(status: 429, headers: [("Retry-After", date)])
+        return .respond(status: status, headers: [("Retry-After", date)])
     }
 
     /// Draws this request's fault, if any. 404 tiles misbehave too (their absence must survive it).

@@ -179,4 +179,30 @@ import Testing
         #expect(try reader.failures(packID: packID).isEmpty)
         #expect(progress.completedResources == Int64(try PackDownloadTests.planned(upstream).count))
     }
+
+    /// A 503 with `Retry-After` on one pack's tile pauses the host for every pack: in the second
+    /// that follows, only a request already in flight for the other pack may reach the upstream.
+    @Test func retryAfterPausesTheHostForEveryPack() throws {
+        let database = try TemporaryDatabase()
+        defer { database.remove() }
+        let upstream = try MapUpstream(faults: .init(firstTileRetryAfterDate: .seconds(2), firstTileRetryAfterStatus: 503))
+        defer { upstream.stop() }
+        let settings = DownloadSettings(maxInFlight: 1, initialBackoff: .milliseconds(5), maxBackoff: .milliseconds(50))
+        let harness = try JobsHarness(path: database.path, settings: settings, maxActive: 2)
+        defer { harness.close() }
+        let packs = try (0..<2).map { _ in try harness.createQueuedPack(region: PackDownloadTests.region(upstream, maxZoom: 7)) }
+        try harness.onLoop { for packID in packs { harness.scheduler.packQueued(packID) } }
+        for packID in packs {
+            #expect(harness.waitForState(packID, ["complete", "failed"]).last == "complete")
+        }
+        let requests = upstream.requests
+        let limited = try #require(requests.first { $0.target.hasPrefix("/tiles/") })
+        let during = requests.filter {
+            $0.receivedAt > limited.receivedAt + .milliseconds(300) && $0.receivedAt < limited.receivedAt + .milliseconds(900)
+        }
+        #expect(during.count <= 1, "\(during.map(\.target)) reached the upstream while the host was paused")
+        // Both packs still had most of their tiles to fetch when the pause began.
+        let after = requests.filter { $0.receivedAt > limited.receivedAt + .seconds(1) }.count
+        #expect(after * 2 > requests.count, "only \(after) of \(requests.count) requests came after the pause")
+    }
 }
