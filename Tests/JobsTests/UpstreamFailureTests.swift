@@ -57,6 +57,24 @@ import Testing
         #expect(ContinuousClock.now - started < .seconds(30))
     }
 
+    /// A style that trickles in far below the low-speed limit is abandoned by that limit (the
+    /// total limit is a minute here), retried, and the pack fails with the timeout named.
+    @Test func styleThatTricklesIsCutByTheLowSpeedLimit() throws {
+        var settings = Self.impatient
+        settings.timeouts = FetchRequest.Timeouts(connectMilliseconds: 500, lowSpeedBytesPerSecond: 1000,
+                                                  lowSpeedSeconds: 1, totalMilliseconds: 60_000)
+        let started = ContinuousClock.now
+        let run = try DownloadRun(faults: .init(everything: .drip(body: Array(repeating: 0x20, count: 4096), chunk: 8,
+                                                                  interval: .milliseconds(100))),
+                                  settings: settings)
+        defer { run.close() }
+        #expect(run.finish(deadline: .seconds(60)) == ["active", "failed"])
+        let error = try #require(run.harness.publishedError(run.packID))
+        #expect(Self.code(run) == "style_unavailable" && error.contains("timeout"), "\(error)")
+        #expect(run.upstream.requests.count == 3)
+        #expect(ContinuousClock.now - started < .seconds(30), "the low-speed limit did not cut the transfers")
+    }
+
     @Test func tilesThatNeverAnswerEndInTooManyFailures() throws {
         let run = try DownloadRun(faults: .init(tileReply: .hang), settings: Self.impatient)
         defer { run.close() }
