@@ -56,4 +56,25 @@ import Testing
         let stored = try #require(try StoreReader(path: run.database.path).pack(packID))
         #expect(stored.state == "failed")
     }
+
+    /// The scheduler cannot read a queued pack's record (here a column its query needs is gone):
+    /// it used to take that for "the pack is gone" and drop it, leaving the pack `queued` with
+    /// nothing running. It fails the pack visibly instead (`storage_error`; resume retries).
+    @Test func unreadablePackRecordFailsThePackInsteadOfDroppingIt() throws {
+        let database = try TemporaryDatabase()
+        defer { database.remove() }
+        let upstream = try MapUpstream()
+        defer { upstream.stop() }
+        let harness = try JobsHarness(path: database.path, settings: Self.watched)
+        defer { harness.close() }
+        let packID = try harness.createQueuedPack(region: PackDownloadTests.region(upstream, maxZoom: 2))
+        let other = try Database(path: database.path, mode: .readWrite)
+        try other.execute("ALTER TABLE packd_packs RENAME COLUMN context TO context_gone")
+        try harness.onLoop { harness.scheduler.packQueued(packID) }
+        #expect(harness.waitForState(packID, ["failed", "active"], deadline: .seconds(30)) == ["failed"])
+        let error = try #require(harness.publishedError(packID))
+        #expect(error.contains(#""code":"storage_error""#) && error.contains("cannot read the pack"), "\(error)")
+        #expect(try harness.onLoop { harness.scheduler.activePackIDs }.isEmpty)
+        #expect(upstream.requests.isEmpty)
+    }
 }
