@@ -57,6 +57,13 @@ public final class Fetcher {
     /// Transfers waiting for a slot, a rate token or the end of a host pause.
     public var waitingCount: Int { waiting.count }
 
+    /// Transfers of `owner` waiting, running, or finished with their completion still to run
+    /// (a download checks its own bookkeeping against it).
+    public func transferCount(owner: UInt64) -> Int {
+        waiting.values.count { $0.request.owner == owner } + running.values.count { $0.request.owner == owner }
+            + finished.count { $0.0.request.owner == owner }
+    }
+
     /// Queues `request`; `completion` runs once, on the loop thread, with a response (any HTTP
     /// status) or a `FetchError`.
     @discardableResult

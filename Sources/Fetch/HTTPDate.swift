@@ -4,7 +4,7 @@ import Glibc
 /// locale so a process-wide `setlocale` can never change what goes on the wire.
 enum HTTPDate {
     private static let days = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"]
-    private static let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
+    static let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
 
     static func format(_ unixSeconds: Int64) -> String {
         var time = time_t(clamping: unixSeconds)

@@ -1,3 +1,5 @@
+import Fetch
+
 /// Bounds of one pack's download: how much runs at once and how hard a resource is retried.
 public struct DownloadSettings: Sendable {
     /// Transfers one pack keeps in flight; the fetcher's own per-host cap still applies.
@@ -14,10 +16,16 @@ public struct DownloadSettings: Sendable {
     public var maxBodyBytes: Int
     /// Tiles looked up in the store per query when skipping what is already stored.
     public var lookupBatchTiles: Int
+    /// Connect, low-speed and total limits of each request: an upstream that accepts and never
+    /// answers costs a timeout and a retry, never a pack stuck `active`.
+    public var timeouts: FetchRequest.Timeouts
+    /// How often a download checks that it is still doing something (see `PackDownload`'s watchdog).
+    public var watchdogInterval: Duration
 
     public init(maxInFlight: Int = 32, maxAttempts: Int = 5, initialBackoff: Duration = .milliseconds(200),
                 maxBackoff: Duration = .seconds(30), tolerableFailureShare: Double = 0.05,
-                maxBodyBytes: Int = 32 << 20, lookupBatchTiles: Int = 4096) {
+                maxBodyBytes: Int = 32 << 20, lookupBatchTiles: Int = 4096,
+                timeouts: FetchRequest.Timeouts = FetchRequest.Timeouts(), watchdogInterval: Duration = .seconds(10)) {
         self.maxInFlight = max(1, maxInFlight)
         self.maxAttempts = max(1, maxAttempts)
         self.initialBackoff = initialBackoff
@@ -25,6 +33,8 @@ public struct DownloadSettings: Sendable {
         self.tolerableFailureShare = tolerableFailureShare
         self.maxBodyBytes = maxBodyBytes
         self.lookupBatchTiles = max(1, lookupBatchTiles)
+        self.timeouts = timeouts
+        self.watchdogInterval = max(watchdogInterval, .milliseconds(10))
     }
 
     /// Failures tolerated before stopping early: the share, but never fewer than 16 (a small pack

@@ -21,6 +21,8 @@ public final class PackDownload {
         case body(FetchResponse)
         case noContent
         case unauthorized(status: Int)
+        /// The address policy refused the upstream's address (directly or after a redirect).
+        case refused
         case failed(status: Int?, message: String, attempts: Int)
         case stopped
     }
@@ -54,6 +56,11 @@ public final class PackDownload {
     private var busy = 0
     private var retries: [PendingRetry] = []
     private let retryTimer: LoopTimer
+    /// Bodies being encoded on the thread pool (part of `busy`).
+    private var encoding = 0
+    /// Everything resolved; waiting for the writer to commit before reporting.
+    private var finishing = false
+    private let watchdog: LoopTimer
     /// Known once the documents are in (before any fixed resource or tile is fetched).
     public private(set) var expected: ExpectedCounts?
     private var expectedResources = 0
@@ -75,10 +82,17 @@ public final class PackDownload {
         lookup = try StoredResourceLookup(path: databasePath)
         builder = PlanBuilder(region: region)
         retryTimer = LoopTimer(loop: loop)
+        watchdog = LoopTimer(loop: loop)
     }
 
     /// Starts with the style (or straight with the tiles for a template region).
     public func start() {
+        let interval = Self.milliseconds(settings.watchdogInterval)
+        watchdog.start(after: interval, repeat: interval) { [weak self] in self?.checkProgressing() }
+        // This run retries every missing resource: failures an interrupted run recorded (before a
+        // restart) no longer hold, and would leave a complete pack counting failed resources.
+        let packID = packID
+        writer.perform({ database in try database.clearFailures(packID: packID) }, completion: { _ in })
         guard let styleURL = builder.region.styleURL else {
             beginResources()
             return
@@ -94,6 +108,7 @@ public final class PackDownload {
         ended = true
         retries.removeAll()
         retryTimer.close()
+        watchdog.close()
         fetcher.cancelAll(owner: UInt64(bitPattern: packID))
     }
 
@@ -125,6 +140,8 @@ public final class PackDownload {
             case .unauthorized(let status):
                 end(.failed(PackFailure(.upstreamUnauthorized, "the upstream refused the request",
                                         url: resource.url, status: status)))
+            case .refused:
+                end(.failed(Self.addressRefused(resource)))
             case .failed(let status, let message, _):
                 end(.failed(PackFailure(.styleUnavailable, message, url: resource.url, status: status)))
             case .stopped:
@@ -249,6 +266,8 @@ public final class PackDownload {
             case .unauthorized(let status):
                 end(.failed(PackFailure(.upstreamUnauthorized, "the upstream refused the request",
                                         url: resource.url, status: status)))
+            case .refused:
+                end(.failed(Self.addressRefused(resource)))
             case .failed(let status, let message, let attempts):
                 recordFailure(resource, status: status, message: message, attempts: attempts)
             case .stopped:
@@ -263,6 +282,7 @@ public final class PackDownload {
                                   cache: Self.cacheHeaders(response.headers), packID: packID)
         let body = response.body
         let writer = writer
+        encoding += 1
         loop.runOnThreadPool({ () -> Bool in
             guard let stored = try? StoredBody.encoding(body) else { return false }
             var write = write
@@ -270,7 +290,9 @@ public final class PackDownload {
             writer.submit(write)
             return true
         }, then: { [weak self] submitted in
-            guard let self, !ended else { return }
+            guard let self else { return }
+            encoding -= 1
+            guard !ended else { return }
             if submitted {
                 observer.resourceDownloaded()
                 resolved()
@@ -303,6 +325,7 @@ public final class PackDownload {
     /// Everything is resolved: waits for the writer to commit it, then reports.
     private func finish() {
         downloading = false
+        finishing = true
         let owned = LoopBound(self)
         let loop = loop
         writer.flush {
@@ -315,6 +338,27 @@ public final class PackDownload {
         }
     }
 
+    /// The watchdog: "never `active` with nothing in flight and nothing scheduled", checked. Every
+    /// resource counted in `busy` must be a transfer in the fetcher, a pending retry or a body
+    /// being encoded, and a download with nothing busy must be looking up, or finishing. A lost
+    /// completion (a path that forgot to resolve) would otherwise leave the pack `active` with
+    /// nothing happening, for good; this fails it visibly instead, and `resume` continues it.
+    private func checkProgressing() {
+        guard !ended else { return }
+        let accounted = fetcher.transferCount(owner: UInt64(bitPattern: packID)) + retries.count + encoding
+        if busy > accounted || (busy == 0 && !lookingUp && !finishing) {
+            end(.failed(PackFailure(.internalError, "the download stalled with \(busy) resources under way, "
+                                    + "\(accounted) accounted for; resume continues it")))
+        }
+    }
+
+    static func milliseconds(_ duration: Duration) -> UInt64 {
+        let (seconds, attoseconds) = duration.components
+        guard seconds >= 0 else { return 0 }
+        // Rounded up: a timer firing a fraction of a millisecond early would find nothing due.
+        return UInt64(seconds) * 1000 + UInt64((attoseconds + 999_999_999_999_999) / 1_000_000_000_000_000)
+    }
+
     private func end(_ outcome: Outcome) {
         guard !ended else { return }
         stop()
@@ -324,7 +368,7 @@ public final class PackDownload {
     // MARK: Fetching with retries
 
     private func fetch(_ resource: PlannedResource, attempt: Int, then: @escaping (Resolution) -> Void) {
-        let request = FetchRequest(url: resource.url, maxBodyBytes: settings.maxBodyBytes,
+        let request = FetchRequest(url: resource.url, maxBodyBytes: settings.maxBodyBytes, timeouts: settings.timeouts,
                                    owner: UInt64(bitPattern: packID))
         fetcher.submit(request) { [weak self] result in
             guard let self, !ended else { return then(.stopped) }
@@ -338,7 +382,8 @@ public final class PackDownload {
                 case 401, 403:
                     then(.unauthorized(status: response.status))
                 case 408, 429, 500..<600:
-                    if response.status == 429 || response.status == 503, let delay = Self.retryAfter(response) {
+                    if response.status == 429 || response.status == 503,
+                       let delay = response.headers.retryAfterDelay(now: Self.now()) {
                         fetcher.pauseHost(of: resource.url, until: .now + delay)
                     }
                     retry(resource, attempt: attempt, status: response.status, message: "HTTP \(response.status)",
@@ -346,8 +391,14 @@ public final class PackDownload {
                 default:
                     then(.failed(status: response.status, message: "HTTP \(response.status)", attempts: attempt))
                 }
-            case .failure(.cancelled), .failure(.shutdown):
+            case .failure(.shutdown):
                 then(.stopped)
+            case .failure(.cancelled):
+                // Not by `stop()` (that sets `ended` first): someone else cancelled the transfer.
+                // Dropping it would leave the resource unresolved and the pack `active` forever.
+                retry(resource, attempt: attempt, status: nil, message: "cancelled", then: then)
+            case .failure(.blockedAddress):
+                then(.refused)
             case .failure(let error):
                 if error.isTransient {
                     retry(resource, attempt: attempt, status: nil, message: error.description, then: then)
@@ -371,8 +422,7 @@ public final class PackDownload {
 
     private func armRetryTimer() {
         guard !ended, let due = retries.map(\.due).min() else { return }
-        let delay = max(ContinuousClock.now.duration(to: due), .zero)
-        let milliseconds = UInt64(delay.components.seconds) * 1000 + UInt64(delay.components.attoseconds / 1_000_000_000_000_000)
+        let milliseconds = Self.milliseconds(max(ContinuousClock.now.duration(to: due), .zero))
         retryTimer.start(after: milliseconds) { [weak self] in
             guard let self else { return }
             let now = ContinuousClock.now
@@ -402,11 +452,11 @@ public final class PackDownload {
         return HTTPCacheHeaders(headers: fields, now: now())
     }
 
-    /// `Retry-After` in seconds (the HTTP-date form is rare upstream), bounded to an hour.
-    static func retryAfter(_ response: FetchResponse) -> Duration? {
-        guard let text = response.headers.retryAfter?.trimmingCharacters(in: .whitespaces),
-              let seconds = Int(text), seconds >= 0 else { return nil }
-        return .seconds(min(seconds, 3600))
+    /// The address policy refused the connection: a configuration matter (allow the host), not
+    /// something retries fix, so the pack fails at once and says which setting is involved.
+    static func addressRefused(_ resource: PlannedResource) -> PackFailure {
+        PackFailure(.hostNotAllowed, "the upstream's address (or a redirect's) is loopback, private or otherwise not "
+                    + "global and no allow rule permits it (address policy: --allow-upstream-hosts)", url: resource.url)
     }
 
     static func now() -> Int64 { Int64(Date().timeIntervalSince1970) }

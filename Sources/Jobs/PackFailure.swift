@@ -5,6 +5,10 @@ public struct PackFailure: Error, Sendable, Equatable {
     public enum Code: String, Sendable {
         case styleUnavailable = "style_unavailable"
         case upstreamUnauthorized = "upstream_unauthorized"
+        /// The address policy refused an upstream address (private, loopback, … without an allow rule).
+        case hostNotAllowed = "host_not_allowed"
+        /// packd's own bookkeeping went wrong (the download watchdog found it stalled).
+        case internalError = "internal_error"
         /// More resources failed than `DownloadSettings.failureBudget` allows: stopped early.
         case tooManyFailures = "too_many_failures"
         /// Everything else is stored; these few failed after their retries.

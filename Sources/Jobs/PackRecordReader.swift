@@ -10,9 +10,10 @@ final class PackRecordReader: @unchecked Sendable {
         reader = try StoreReader(path: path)
     }
 
-    /// The stored record of a pack; nil if the pack is gone.
-    func record(_ packID: Int64) -> PackRecord? {
-        lock.withLock { (try? reader.pack(packID)) ?? nil }
+    /// The stored record of a pack (nil if the pack is gone), or why it could not be read — which
+    /// is not "gone": the pack is still there, `queued` or `active`, and must not be dropped silently.
+    func record(_ packID: Int64) -> Result<PackRecord?, any Error> {
+        lock.withLock { Result { try reader.pack(packID) } }
     }
 
     /// Packs to continue after a restart: `active` first (they were running), then `queued`, each

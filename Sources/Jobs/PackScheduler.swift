@@ -134,9 +134,20 @@ public final class PackScheduler {
         }
     }
 
-    private func begin(_ packID: Int64, record: PackRecord?) {
+    private func begin(_ packID: Int64, record read: Result<PackRecord?, any Error>) {
         // Suspended or removed while the record was read.
         guard !stopped, let slot = active[packID], slot == nil else { return }
+        let record: PackRecord?
+        switch read {
+        case .success(let found):
+            record = found
+        case .failure(let error):
+            // Unreadable is not gone: fail visibly rather than leave the pack queued with nothing running.
+            active[packID] = nil
+            transition(PackTransition(packID: packID, from: ["queued", "active"], to: "failed", errorJSON: PackFailure(
+                .storageError, "cannot read the pack to start its download: \(error)").json))
+            return fillSlots()
+        }
         guard let record else {
             active[packID] = nil
             return fillSlots()

@@ -15,20 +15,73 @@ final class MapUpstream: @unchecked Sendable {
         var failEvery: Int?
         /// Delay before each tile answer (keeps a download mid-way long enough to suspend it).
         var tileDelay: Duration?
+        /// Random misbehaviour of tile requests (see `Chaos`).
+        var chaos: Chaos?
+        /// Answered for every request instead of anything else (an upstream that never answers: `.hang`).
+        var everything: TestUpstream.Reply?
+        /// Tile requests answered with a redirect to the same path on `addressBase` (127.0.0.1).
+        var redirectTilesToAddress = false
+        /// Answered for every tile request (`.hang`: a tile server that never answers).
+        var tileReply: TestUpstream.Reply?
+        /// Tiles whose path hash is 1 modulo this always answer 500 (a few broken tiles).
+        var brokenTileModulus: UInt64?
+        /// The first tile request is answered 429 with `Retry-After` as an HTTP-date this far ahead.
+        var firstTileRetryAfterDate: Duration?
+        /// The status of that answer (429, or 503 which honours `Retry-After` the same way).
+        var firstTileRetryAfterStatus = 429
+    }
+
+    /// Per-tile-request fault chances in percent, drawn from a seeded generator so a failing run
+    /// can be replayed with its printed seed.
+    struct Chaos {
+        var serverError = 10.0
+        var reset = 5.0
+        var truncate = 2.0
+        var tooManyRequests = 2.0
+        var drip = 1.0
+        /// A 429 carries `Retry-After: 1` (the host pauses for a second) at most this often; the
+        /// others say `Retry-After: 0`. Sized so the pauses cost a bounded share of the run.
+        var pauseEvery: Duration = .seconds(2)
+        var seed: UInt64 = UInt64.random(in: 1...UInt64.max)
+    }
+
+    /// What the chaos did, for the test's report and assertions.
+    struct ChaosCounts {
+        var serverErrors = 0, resets = 0, truncations = 0, tooManyRequests = 0, drips = 0
+        /// When a 429 with `Retry-After: 1` was answered.
+        var pauses: [ContinuousClock.Instant] = []
     }
 
     private let lock = NSLock()
     private var faults: Faults
     private var counter = 0
     private var upstream: TestUpstream!
+    private(set) var chaosCounts = ChaosCounts()
+    private var lastPause: ContinuousClock.Instant?
 
-    init(faults: Faults = Faults()) throws {
+    private let host: String
+
+    /// `host` names the upstream in every URL it serves (`localhost` for address-policy tests);
+    /// it always listens on 127.0.0.1.
+    init(faults: Faults = Faults(), host: String = "127.0.0.1") throws {
         self.faults = faults
+        self.host = host
         upstream = try TestUpstream { [unowned self] request in self.reply(to: request) }
     }
 
-    var base: String { upstream.url("") }
+    var base: String { "http://\(host):\(upstream.port)" }
+    /// The same upstream named by its address, whatever `host` is.
+    var addressBase: String { upstream.url("") }
     var requests: [TestUpstream.Request] { upstream.requests }
+    var counts: ChaosCounts { lock.withLock { chaosCounts } }
+
+    /// Changes the faults for the requests still to come.
+    func update(_ change: (inout Faults) -> Void) { lock.withLock { change(&faults) } }
+
+    /// Whether `path` is one of the broken tiles of `brokenTileModulus`.
+    static func isBroken(_ path: String, modulus: UInt64) -> Bool {
+        path.hasPrefix("/tiles/") && hash(path) % modulus == 1
+    }
     func stop() { upstream.stop() }
 
     var style: String {
@@ -61,6 +114,7 @@ final class MapUpstream: @unchecked Sendable {
             return (self.faults, counter)
         }
         let path = request.target
+        if let everything = faults.0.everything { return everything }
         if let every = faults.0.failEvery, faults.1 % every == 0 {
             return .respond(status: 500)
         }
@@ -69,6 +123,16 @@ final class MapUpstream: @unchecked Sendable {
         }
         if path.hasPrefix("/tiles/"), let status = faults.0.tileStatus {
             return .respond(status: status)
+        }
+        if path.hasPrefix("/tiles/"), let first = takeFirstTileReply() { return first }
+        if let modulus = faults.0.brokenTileModulus, Self.isBroken(path, modulus: modulus) { return .respond(status: 500) }
+        if path.hasPrefix("/tiles/"), let reply = faults.0.tileReply { return reply }
+        if path.hasPrefix("/tiles/"), faults.0.redirectTilesToAddress {
+            return .respond(status: 302, headers: [("Location", addressBase + path)])
+        }
+        if path.hasPrefix("/tiles/"), let chaos = faults.0.chaos,
+           let fault = chaosReply(chaos, path: path, request: faults.1) {
+            return fault
         }
         guard let body = body(for: path) else { return .respond(status: 404) }
         var reply = TestUpstream.Reply.respond(status: 200, headers: [("Cache-Control", "max-age=3600")], body: body)
@@ -81,8 +145,63 @@ final class MapUpstream: @unchecked Sendable {
         return reply
     }
 
+    private func takeFirstTileReply() -> TestUpstream.Reply? {
+        guard let (ahead, status) = lock.withLock({ () -> (Duration, Int)? in
+            defer { faults.firstTileRetryAfterDate = nil }
+            return faults.firstTileRetryAfterDate.map { ($0, faults.firstTileRetryAfterStatus) }
+        }) else { return nil }
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "GMT")
+        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss 'GMT'"
+        let date = formatter.string(from: Date().addingTimeInterval(ahead.seconds))
+        return .respond(status: status, headers: [("Retry-After", date)])
+    }
+
+    /// Draws this request's fault, if any. 404 tiles misbehave too (their absence must survive it).
+    private func chaosReply(_ chaos: Chaos, path: String, request number: Int) -> TestUpstream.Reply? {
+        // Uniform in 0..<100 from the seed and the request's number: random, yet replayable.
+        let roll = Double(Self.hash("\(chaos.seed):\(number)") % 1_000_000) / 10_000
+        return lock.withLock {
+            var bound = chaos.serverError
+            if roll < bound {
+                chaosCounts.serverErrors += 1
+                return .respond(status: 500)
+            }
+            bound += chaos.reset
+            if roll < bound {
+                chaosCounts.resets += 1
+                return .reset
+            }
+            let wire = body(for: path).map { Self.hash(path) % 3 == 0 ? gzip($0) : $0 } ?? []
+            bound += chaos.truncate
+            if roll < bound, wire.count > 1 {
+                chaosCounts.truncations += 1
+                return .truncate(declared: wire.count, body: Array(wire.prefix(wire.count / 2)))
+            }
+            bound += chaos.tooManyRequests
+            if roll < bound {
+                chaosCounts.tooManyRequests += 1
+                let now = ContinuousClock.now
+                guard lastPause.map({ now - $0 >= chaos.pauseEvery }) ?? true else {
+                    return .respond(status: 429, headers: [("Retry-After", "0")])
+                }
+                lastPause = now
+                chaosCounts.pauses.append(now)
+                return .respond(status: 429, headers: [("Retry-After", "1")])
+            }
+            bound += chaos.drip
+            if roll < bound, body(for: path) != nil, Self.hash(path) % 3 != 0 {
+                chaosCounts.drips += 1
+                return .drip(body: wire, chunk: 128, interval: .milliseconds(30))
+            }
+            return nil
+        }
+    }
+
     /// FNV-1a: stable across runs (unlike `hashValue`).
     static func hash(_ text: String) -> UInt64 {
         text.utf8.reduce(0xcbf2_9ce4_8422_2325) { ($0 ^ UInt64($1)) &* 0x100_0000_01b3 }
     }
 }
+

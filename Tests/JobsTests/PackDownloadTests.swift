@@ -196,10 +196,12 @@ final class DownloadRun {
     let packID: Int64
 
     init(faults: MapUpstream.Faults = .init(), maxZoom: Int = 7, limitsJSON: String? = nil,
+         settings: DownloadSettings = JobsHarness.fastRetries,
+         fetch: FetchConfiguration = FetchConfiguration(addressPolicy: .loopbackForTests), host: String = "127.0.0.1",
          prepare: (JobsHarness) throws -> Void = { _ in }) throws {
         database = try TemporaryDatabase()
-        upstream = try MapUpstream(faults: faults)
-        harness = try JobsHarness(path: database.path)
+        upstream = try MapUpstream(faults: faults, host: host)
+        harness = try JobsHarness(path: database.path, settings: settings, fetch: fetch)
         try prepare(harness)
         packID = try harness.createQueuedPack(region: PackDownloadTests.region(upstream, maxZoom: maxZoom),
                                               limitsJSON: limitsJSON)

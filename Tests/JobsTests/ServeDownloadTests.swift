@@ -22,7 +22,7 @@ import Testing
         try process.run()
         defer { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
 
-        #expect(poll { FileManager.default.fileExists(atPath: portFile) })
+        #expect(eventually { FileManager.default.fileExists(atPath: portFile) })
         let port = try #require(Int((try String(contentsOfFile: portFile, encoding: .utf8))
             .trimmingCharacters(in: .whitespacesAndNewlines)))
         let body: [String: Any] = ["name": "e2e", "start": true, "region": PackDownloadTests.region(upstream, maxZoom: 5)]
@@ -32,7 +32,7 @@ import Testing
         let packID = try #require(try created.json()["id"] as? Int)
 
         var last: [String: Any] = [:]
-        #expect(poll {
+        #expect(eventually {
             guard let pack = try? HTTPExchange.send(port: port, method: "GET", path: "/v1/packs/\(packID)").json()
             else { return false }
             last = pack
@@ -46,18 +46,8 @@ import Testing
         #expect(progress["expected_is_precise"] as? Bool == true)
 
         kill(process.processIdentifier, SIGTERM)
-        #expect(poll { !process.isRunning })
+        #expect(eventually { !process.isRunning })
         #expect(process.terminationStatus == 0)
-    }
-
-    /// Re-checks `condition` until it holds or 60 s pass (a condition, not a timed sleep).
-    private func poll(_ condition: () -> Bool) -> Bool {
-        let deadline = Date().addingTimeInterval(60)
-        while Date() < deadline {
-            if condition() { return true }
-            usleep(20_000)
-        }
-        return condition()
     }
 }
 

@@ -1,0 +1,80 @@
+import Fetch
+import Foundation
+import Jobs
+import PackdTestSupport
+import Store
+import Testing
+
+/// "A pack never sits `active` with nothing in flight and nothing scheduled": the paths where a
+/// resource could be dropped without being resolved, and the watchdog that catches any other.
+@Suite struct StallTests {
+    static let watched = DownloadSettings(maxInFlight: 8, initialBackoff: .milliseconds(5), maxBackoff: .milliseconds(50),
+                                          watchdogInterval: .milliseconds(100))
+
+    /// A watched download slowed by a tile delay, returned once 40 tiles are stored.
+    static func runUntilMidway() throws -> DownloadRun {
+        let run = try DownloadRun(faults: .init(tileDelay: .milliseconds(5)), settings: watched)
+        let packID = run.packID
+        guard run.harness.waitForProgress(packID, { $0.completedTiles >= 40 }) else {
+            run.close()
+            throw HarnessTimeout()
+        }
+        return run
+    }
+
+    /// A transfer cancelled by someone other than the download (the fetcher's `cancelAll`) used
+    /// to be dropped as "stopped": its resource never resolved and the pack stayed `active` for
+    /// ever. It is retried now, and the pack completes.
+    @Test func transfersCancelledFromOutsideAreRetried() throws {
+        let run = try Self.runUntilMidway()
+        defer { run.close() }
+        let (harness, packID) = (run.harness, run.packID)
+        let cancelled = try harness.onLoop { () -> Int in
+            let count = harness.fetcher.transferCount(owner: UInt64(packID))
+            harness.fetcher.cancelAll(owner: UInt64(packID))
+            return count
+        }
+        #expect(cancelled > 0, "nothing was in flight to cancel")
+        #expect(run.finish(deadline: .seconds(60)) == ["active", "complete"], "\(harness.publishedError(packID) ?? "")")
+        let planned = try PackDownloadTests.planned(run.upstream)
+        let progress = try #require(try StoreReader(path: run.database.path).progress(packID))
+        #expect(progress.completedResources == Int64(planned.count))
+    }
+
+    /// The fetcher shut down under a running download (a wiring mistake: the scheduler must stop
+    /// first): every transfer ends as "shutdown" and nothing will ever resolve them. The watchdog
+    /// sees resources under way that nothing accounts for and fails the pack visibly.
+    @Test func watchdogFailsADownloadWhoseTransfersVanished() throws {
+        let run = try Self.runUntilMidway()
+        defer { run.close() }
+        let (harness, packID) = (run.harness, run.packID)
+        try harness.onLoop { harness.fetcher.shutdown() }
+        #expect(run.finish(deadline: .seconds(30)) == ["active", "failed"])
+        let error = try #require(harness.publishedError(packID))
+        #expect(error.contains(#""code":"internal_error""#) && error.contains("stalled"), "\(error)")
+        #expect(try harness.onLoop { harness.scheduler.activePackIDs }.isEmpty)
+        let stored = try #require(try StoreReader(path: run.database.path).pack(packID))
+        #expect(stored.state == "failed")
+    }
+
+    /// The scheduler cannot read a queued pack's record (here a column its query needs is gone):
+    /// it used to take that for "the pack is gone" and drop it, leaving the pack `queued` with
+    /// nothing running. It fails the pack visibly instead (`storage_error`; resume retries).
+    @Test func unreadablePackRecordFailsThePackInsteadOfDroppingIt() throws {
+        let database = try TemporaryDatabase()
+        defer { database.remove() }
+        let upstream = try MapUpstream()
+        defer { upstream.stop() }
+        let harness = try JobsHarness(path: database.path, settings: Self.watched)
+        defer { harness.close() }
+        let packID = try harness.createQueuedPack(region: PackDownloadTests.region(upstream, maxZoom: 2))
+        let other = try Database(path: database.path, mode: .readWrite)
+        try other.execute("ALTER TABLE packd_packs RENAME COLUMN context TO context_gone")
+        try harness.onLoop { harness.scheduler.packQueued(packID) }
+        #expect(harness.waitForState(packID, ["failed", "active"], deadline: .seconds(30)) == ["failed"])
+        let error = try #require(harness.publishedError(packID))
+        #expect(error.contains(#""code":"storage_error""#) && error.contains("cannot read the pack"), "\(error)")
+        #expect(try harness.onLoop { harness.scheduler.activePackIDs }.isEmpty)
+        #expect(upstream.requests.isEmpty)
+    }
+}
