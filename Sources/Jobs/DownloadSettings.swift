@@ -1,3 +1,5 @@
+import Fetch
+
 /// Bounds of one pack's download: how much runs at once and how hard a resource is retried.
 public struct DownloadSettings: Sendable {
     /// Transfers one pack keeps in flight; the fetcher's own per-host cap still applies.
@@ -14,10 +16,13 @@ public struct DownloadSettings: Sendable {
     public var maxBodyBytes: Int
     /// Tiles looked up in the store per query when skipping what is already stored.
     public var lookupBatchTiles: Int
+    /// Connect, stall and total time limits of each upstream request.
+    public var timeouts: FetchRequest.Timeouts
 
     public init(maxInFlight: Int = 32, maxAttempts: Int = 5, initialBackoff: Duration = .milliseconds(200),
                 maxBackoff: Duration = .seconds(30), tolerableFailureShare: Double = 0.05,
-                maxBodyBytes: Int = 32 << 20, lookupBatchTiles: Int = 4096) {
+                maxBodyBytes: Int = 32 << 20, lookupBatchTiles: Int = 4096,
+                timeouts: FetchRequest.Timeouts = FetchRequest.Timeouts()) {
         self.maxInFlight = max(1, maxInFlight)
         self.maxAttempts = max(1, maxAttempts)
         self.initialBackoff = initialBackoff
@@ -25,6 +30,7 @@ public struct DownloadSettings: Sendable {
         self.tolerableFailureShare = tolerableFailureShare
         self.maxBodyBytes = maxBodyBytes
         self.lookupBatchTiles = max(1, lookupBatchTiles)
+        self.timeouts = timeouts
     }
 
     /// Failures tolerated before stopping early: the share, but never fewer than 16 (a small pack

@@ -321,7 +321,7 @@ public final class PackDownload {
 
     private func fetch(_ resource: PlannedResource, attempt: Int, then: @escaping (Resolution) -> Void) {
         let request = FetchRequest(url: resource.url, maxBodyBytes: settings.maxBodyBytes,
-                                   owner: UInt64(bitPattern: packID))
+                                   timeouts: settings.timeouts, owner: UInt64(bitPattern: packID))
         fetcher.submit(request) { [weak self] result in
             guard let self, !ended else { return then(.stopped) }
             switch result {

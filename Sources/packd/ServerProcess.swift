@@ -56,9 +56,11 @@ struct ServerProcess {
             routes: APIRouteBuilder(authenticator: configuration.authenticator, cors: configuration.cors, metrics: metrics),
             logger: Logger(label: "packd.api"))
         api.register(in: &router)
-        let fetcher = try Fetcher(loop: loop, configuration: FetchConfiguration(addressPolicy: configuration.upstreamPolicy))
+        let fetcher = try Fetcher(loop: loop, configuration: configuration.downloads.fetch)
         let scheduler = try PackScheduler(loop: loop, fetcher: fetcher, writer: writer,
-                                          databasePath: configuration.databasePath)
+                                          databasePath: configuration.databasePath,
+                                          maxActive: configuration.downloads.maxActivePacks,
+                                          settings: configuration.downloads.settings)
         DownloadEvents(api: api).connect(scheduler)
         commits.scheduler = scheduler
         if !configuration.authenticator.isEnabled {
