@@ -20,7 +20,8 @@ final class JobsHarness: @unchecked Sendable {
     private var errors: [Int64: String] = [:]
     private var expected: [Int64: ExpectedCounts] = [:]
 
-    init(path: String, settings: DownloadSettings = JobsHarness.fastRetries, maxActive: Int = 2) throws {
+    init(path: String, settings: DownloadSettings = JobsHarness.fastRetries, maxActive: Int = 2,
+         fetch: FetchConfiguration = FetchConfiguration(addressPolicy: .loopbackForTests)) throws {
         self.path = path
         let thread = try LoopThread(name: "jobs-test")
         self.thread = thread
@@ -29,7 +30,7 @@ final class JobsHarness: @unchecked Sendable {
             thread.loop.execute { relay.scheduler?.committed(outcome) }
         }
         try thread.sync {
-            self.fetcher = try Fetcher(loop: thread.loop, configuration: FetchConfiguration(addressPolicy: .loopbackForTests))
+            self.fetcher = try Fetcher(loop: thread.loop, configuration: fetch)
             let scheduler = try PackScheduler(loop: thread.loop, fetcher: self.fetcher, writer: self.writer,
                                               databasePath: path, maxActive: maxActive, settings: settings)
             scheduler.onStateChange = { [self] packID, state, _, error in

@@ -22,7 +22,7 @@ import Testing
         try process.run()
         defer { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
 
-        #expect(poll { FileManager.default.fileExists(atPath: portFile) })
+        #expect(Self.poll { FileManager.default.fileExists(atPath: portFile) })
         let port = try #require(Int((try String(contentsOfFile: portFile, encoding: .utf8))
             .trimmingCharacters(in: .whitespacesAndNewlines)))
         let body: [String: Any] = ["name": "e2e", "start": true, "region": PackDownloadTests.region(upstream, maxZoom: 5)]
@@ -32,7 +32,7 @@ import Testing
         let packID = try #require(try created.json()["id"] as? Int)
 
         var last: [String: Any] = [:]
-        #expect(poll {
+        #expect(Self.poll {
             guard let pack = try? HTTPExchange.send(port: port, method: "GET", path: "/v1/packs/\(packID)").json()
             else { return false }
             last = pack
@@ -46,12 +46,12 @@ import Testing
         #expect(progress["expected_is_precise"] as? Bool == true)
 
         kill(process.processIdentifier, SIGTERM)
-        #expect(poll { !process.isRunning })
+        #expect(Self.poll { !process.isRunning })
         #expect(process.terminationStatus == 0)
     }
 
     /// Re-checks `condition` until it holds or 60 s pass (a condition, not a timed sleep).
-    private func poll(_ condition: () -> Bool) -> Bool {
+    static func poll(_ condition: () -> Bool) -> Bool {
         let deadline = Date().addingTimeInterval(60)
         while Date() < deadline {
             if condition() { return true }
@@ -73,7 +73,10 @@ struct HTTPExchange {
         return object
     }
 
-    static func send(port: Int, method: String, path: String, body: Data = Data()) throws -> HTTPExchange {
+    /// `headers` are extra `Name: value` lines; `until` ends the read early (an event stream)
+    /// once the bytes received so far satisfy it.
+    static func send(port: Int, method: String, path: String, body: Data = Data(), headers: [String] = [],
+                     until: (([UInt8]) -> Bool)? = nil) throws -> HTTPExchange {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw Failed() }
         defer { close(fd) }
@@ -91,7 +94,7 @@ struct HTTPExchange {
         guard connected else { throw Failed() }
         var request = Array("""
             \(method) \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nContent-Type: application/json\r
-            Content-Length: \(body.count)\r\n\r\n
+            \(headers.map { $0 + "\r\n" }.joined())Content-Length: \(body.count)\r\n\r\n
             """.utf8)
         request += body
         guard request.withUnsafeBytes({ Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }) == request.count
@@ -102,6 +105,7 @@ struct HTTPExchange {
             let count = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
             if count <= 0 { break }
             response += chunk.prefix(count)
+            if let until, until(response) { break }
         }
         guard let end = response.firstRange(of: Array("\r\n\r\n".utf8)) else { throw Failed() }
         let head = String(decoding: response[..<end.lowerBound], as: UTF8.self)
