@@ -41,6 +41,10 @@ public final class PackDownload {
     private let onEnd: (Outcome) -> Void
     /// The pack's own `max_tiles` limit: checked against the exact count before any tile is fetched.
     private let maxTiles: Int64?
+    /// The pack's `max_bytes_per_second`: new transfers wait while it is spent.
+    private var bandwidth: BandwidthBudget?
+    private let bandwidthTimer: LoopTimer
+    private var waitingForBandwidth = false
     private var builder: PlanBuilder
     /// Style and TileJSON responses, stored with the fixed resources instead of being refetched.
     private var documents: [String: FetchResponse] = [:]
@@ -61,8 +65,8 @@ public final class PackDownload {
     private var ended = false
 
     public init(packID: Int64, region: RegionDefinition, loop: EventLoop, fetcher: Fetcher, writer: WriterThread,
-                databasePath: String, maxTiles: Int64? = nil, settings: DownloadSettings = DownloadSettings(),
-                onEnd: @escaping (Outcome) -> Void) throws {
+                databasePath: String, maxTiles: Int64? = nil, maxBytesPerSecond: Int64? = nil,
+                settings: DownloadSettings = DownloadSettings(), onEnd: @escaping (Outcome) -> Void) throws {
         self.packID = packID
         self.loop = loop
         self.fetcher = fetcher
@@ -73,6 +77,8 @@ public final class PackDownload {
         lookup = try StoredResourceLookup(path: databasePath)
         builder = PlanBuilder(region: region)
         retryTimer = LoopTimer(loop: loop)
+        bandwidth = maxBytesPerSecond.map { BandwidthBudget(bytesPerSecond: $0, now: .now) }
+        bandwidthTimer = LoopTimer(loop: loop)
     }
 
     /// Starts with the style (or straight with the tiles for a template region).
@@ -92,6 +98,7 @@ public final class PackDownload {
         ended = true
         retries.removeAll()
         retryTimer.close()
+        bandwidthTimer.close()
         fetcher.cancelAll(owner: UInt64(bitPattern: packID))
     }
 
@@ -179,6 +186,7 @@ public final class PackDownload {
     private func pump() {
         guard !ended, downloading else { return }
         while busy < settings.maxInFlight, pendingIndex < pending.count {
+            guard bandwidthAllowsStart() else { break }
             let resource = pending[pendingIndex]
             pendingIndex += 1
             download(resource)
@@ -193,6 +201,24 @@ public final class PackDownload {
         if busy == 0, pendingIndex == pending.count, bandsExhausted, !lookingUp {
             finish()
         }
+    }
+
+    /// Whether the bandwidth cap lets another transfer start now; when not, `pump` runs again
+    /// once it does.
+    private func bandwidthAllowsStart() -> Bool {
+        guard bandwidth != nil else { return true }
+        if waitingForBandwidth { return false }
+        let now = ContinuousClock.now
+        if bandwidth!.startTransfer(now: now) { return true }
+        waitingForBandwidth = true
+        let delay = bandwidth!.wait(now: now)
+        let milliseconds = UInt64(delay.components.seconds) * 1000 + UInt64(delay.components.attoseconds / 1_000_000_000_000_000)
+        bandwidthTimer.start(after: max(milliseconds, 1)) { [weak self] in
+            guard let self else { return }
+            waitingForBandwidth = false
+            pump()
+        }
+        return false
     }
 
     private func lookUpNextBand() {
@@ -324,6 +350,7 @@ public final class PackDownload {
                                    timeouts: settings.timeouts, owner: UInt64(bitPattern: packID))
         fetcher.submit(request) { [weak self] result in
             guard let self, !ended else { return then(.stopped) }
+            if case .success(let response) = result { bandwidth?.received(response.body.count, now: .now) }
             switch result {
             case .success(let response):
                 switch response.status {
