@@ -33,6 +33,9 @@ public final class PackDownload {
     }
 
     public let packID: Int64
+    /// The pack's progress after rows stored elsewhere were linked to it (those commits are the
+    /// writer's operations, not batches, so `WriterThread.onCommit` does not report them).
+    public var onLinked: ((PackProgress) -> Void)?
     private let loop: EventLoop
     private let fetcher: Fetcher
     private let writer: WriterThread
@@ -174,12 +177,39 @@ public final class PackDownload {
         let lookup = lookup
         loop.runOnThreadPool({ lookup.storedURLs(packID: packID) }, then: { [weak self] stored in
             guard let self else { return }
-            lookingUp = false
             guard !ended else { return }
-            downloading = true
-            // The documents are stored again (cheap, already here); other stored fixed ones are skipped.
-            pending = plan.fixed.filter { documents[$0.url] != nil || !stored.contains($0.url) }
-            pump()
+            // The documents are stored again (cheap, already here); other stored fixed ones are
+            // skipped, and those stored fresh elsewhere are linked.
+            let documents = documents
+            let candidates = plan.fixed.map(\.url).filter { documents[$0] == nil && !stored.contains($0) }
+            linkOnWriter({ database in
+                try database.linkFreshResources(packID: packID, urls: candidates, now: Self.now())
+            }, then: { download, linked in
+                download.lookingUp = false
+                download.downloading = true
+                download.pending = plan.fixed.filter {
+                    documents[$0.url] != nil || !(stored.contains($0.url) || linked?.contains($0.url) == true)
+                }
+                download.pump()
+            })
+        })
+    }
+
+    /// Runs a link operation on the writer, publishes the progress it committed, and hands what
+    /// it linked (nil if it failed: those rows are then simply fetched) back on the loop.
+    private func linkOnWriter<Rows: Sendable>(_ operation: @escaping @Sendable (OfflineDatabase) throws -> OfflineDatabase.Linked<Rows>,
+                                              then: @escaping (PackDownload, Rows?) -> Void) {
+        let owned = LoopBound(self)
+        let continuation = LoopBound(then)
+        let loop = loop
+        writer.perform(operation, completion: { result in
+            let linked = try? result.get()
+            loop.execute {
+                let download = owned.value
+                guard !download.ended else { return }
+                if let progress = linked?.progress { download.onLinked?(progress) }
+                continuation.value(download, linked?.rows)
+            }
         })
     }
 
@@ -236,18 +266,46 @@ public final class PackDownload {
         let xRange = band.xRange
         let yRange = band.yRange
         loop.runOnThreadPool({
-            lookup.storedTiles(packID: packID, urlTemplate: template, pixelRatio: ratio, z: zoom,
-                               xRange: xRange, yRange: yRange)
-        }, then: { [weak self] stored in
+            lookup.tileWindow(packID: packID, urlTemplate: template, pixelRatio: ratio, z: zoom,
+                              xRange: xRange, yRange: yRange, now: Self.now())
+        }, then: { [weak self] window in
             guard let self else { return }
-            lookingUp = false
             guard !ended else { return }
+            // Runs of tiles stored fresh elsewhere, as `[y, x0, x1]`; everything else not linked here is fetched.
+            var linkable: [[Int64]] = []
             for span in band.spans {
-                for x in span.xRange where stored?.contains(x: Int64(x), y: Int64(span.y)) != true {
-                    pending.append(band.pyramid.resource(for: TileID(z: band.zoom, x: x, y: span.y)))
+                let y = Int64(span.y)
+                for x in span.xRange where window?.linkedHere.contains(x: Int64(x), y: y) != true {
+                    if window?.linkable.contains(x: Int64(x), y: y) == true {
+                        if let last = linkable.last, last[0] == y, last[2] == Int64(x) - 1 {
+                            linkable[linkable.count - 1][2] = Int64(x)
+                        } else {
+                            linkable.append([y, Int64(x), Int64(x)])
+                        }
+                    } else {
+                        pending.append(band.pyramid.resource(for: TileID(z: band.zoom, x: x, y: span.y)))
+                    }
                 }
             }
+            guard !linkable.isEmpty else {
+                lookingUp = false
+                return pump()
+            }
             pump()
+            let runs = linkable
+            linkOnWriter({ database in
+                try database.linkFreshTiles(packID: packID, urlTemplate: template, pixelRatio: ratio, z: zoom,
+                                            spans: runs, xRange: xRange, yRange: yRange, now: Self.now())
+            }, then: { download, linked in
+                // Evicted or expired since the lookup, or over the tile limit: fetched after all.
+                for run in runs {
+                    for x in run[1]...run[2] where linked?.contains(x: x, y: run[0]) != true {
+                        download.pending.append(band.pyramid.resource(for: TileID(z: band.zoom, x: Int(x), y: Int(run[0]))))
+                    }
+                }
+                download.lookingUp = false
+                download.pump()
+            })
         })
     }
 

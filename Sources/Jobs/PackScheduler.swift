@@ -150,6 +150,10 @@ public final class PackScheduler {
                 .storageError, "cannot open the database to resume the download: \(error)").json))
             return fillSlots()
         }
+        download.onLinked = { [weak self] progress in
+            guard let self, case let slot?? = active[packID] else { return }
+            onProgress?(packID, progress, slot.expected)
+        }
         active[packID] = download
         transition(PackTransition(packID: packID, from: ["queued"], to: "active", errorJSON: nil))
         download.start()
