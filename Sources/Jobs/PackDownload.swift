@@ -7,7 +7,9 @@ import Store
 
 /// One pack's download, on the loop thread: the style, its TileJSONs (retried like any resource),
 /// the exact expected counts, the fixed resources, then the tiles zoom by zoom, band by band,
-/// skipping what the pack already stored, with at most `maxInFlight` resources under way.
+/// skipping what the pack already stored and linking what another pack or the ambient cache holds
+/// fresh, with at most `maxInFlight` resources under way (and, under `max_bytes_per_second`, only
+/// as fast as the cap allows).
 /// Bodies go to the writer; the end is reported only after the writer has committed them.
 public final class PackDownload {
     /// How a download ended. A stopped download (suspend, delete, shutdown) reports nothing.
