@@ -54,6 +54,12 @@ extension FetchRequest {
         value.utf8.count <= maxHeaderBytes && !value.utf8.contains { $0 == 0 || $0 == 0x0a || $0 == 0x0d }
     }
 
+    /// Whether `name` can be a request header's name (an RFC 9110 token of at most 256 bytes);
+    /// configuration that supplies header names checks them with the same rule as requests.
+    public static func isValidHeaderName(_ name: String) -> Bool {
+        !name.isEmpty && name.utf8.count <= 256 && name.utf8.allSatisfy(isTokenByte)
+    }
+
     private static func isTokenByte(_ byte: UInt8) -> Bool {
         switch byte {
         case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"):

@@ -7,7 +7,9 @@ import Store
 
 /// One pack's download, on the loop thread: the style, its TileJSONs (retried like any resource),
 /// the exact expected counts, the fixed resources, then the tiles zoom by zoom, band by band,
-/// skipping what the pack already stored, with at most `maxInFlight` resources under way.
+/// skipping what the pack already stored and linking what another pack or the ambient cache holds
+/// fresh, with at most `maxInFlight` resources under way (and, under `max_bytes_per_second`, only
+/// as fast as the cap allows).
 /// Bodies go to the writer; the end is reported only after the writer has committed them.
 public final class PackDownload {
     /// How a download ended. A stopped download (suspend, delete, shutdown) reports nothing.
@@ -35,6 +37,9 @@ public final class PackDownload {
     }
 
     public let packID: Int64
+    /// The pack's progress after rows stored elsewhere were linked to it (those commits are the
+    /// writer's operations, not batches, so `WriterThread.onCommit` does not report them).
+    public var onLinked: ((PackProgress) -> Void)?
     private let loop: EventLoop
     private let fetcher: Fetcher
     private let writer: WriterThread
@@ -44,6 +49,10 @@ public final class PackDownload {
     private let observer: DownloadObserver
     /// The pack's own `max_tiles` limit: checked against the exact count before any tile is fetched.
     private let maxTiles: Int64?
+    /// The pack's `max_bytes_per_second`: new transfers wait while it is spent.
+    private var bandwidth: BandwidthBudget?
+    private let bandwidthTimer: LoopTimer
+    private var waitingForBandwidth = false
     private var builder: PlanBuilder
     /// Style and TileJSON responses, stored with the fixed resources instead of being refetched.
     private var documents: [String: FetchResponse] = [:]
@@ -69,8 +78,9 @@ public final class PackDownload {
     private var ended = false
 
     public init(packID: Int64, region: RegionDefinition, loop: EventLoop, fetcher: Fetcher, writer: WriterThread,
-                databasePath: String, maxTiles: Int64? = nil, settings: DownloadSettings = DownloadSettings(),
-                observer: DownloadObserver = DownloadObserver(), onEnd: @escaping (Outcome) -> Void) throws {
+                databasePath: String, maxTiles: Int64? = nil, maxBytesPerSecond: Int64? = nil,
+                settings: DownloadSettings = DownloadSettings(), observer: DownloadObserver = DownloadObserver(),
+                onEnd: @escaping (Outcome) -> Void) throws {
         self.observer = observer
         self.packID = packID
         self.loop = loop
@@ -83,6 +93,8 @@ public final class PackDownload {
         builder = PlanBuilder(region: region)
         retryTimer = LoopTimer(loop: loop)
         watchdog = LoopTimer(loop: loop)
+        bandwidth = maxBytesPerSecond.map { BandwidthBudget(bytesPerSecond: $0, now: .now) }
+        bandwidthTimer = LoopTimer(loop: loop)
     }
 
     /// Starts with the style (or straight with the tiles for a template region).
@@ -109,6 +121,7 @@ public final class PackDownload {
         retries.removeAll()
         retryTimer.close()
         watchdog.close()
+        bandwidthTimer.close()
         fetcher.cancelAll(owner: UInt64(bitPattern: packID))
     }
 
@@ -186,18 +199,46 @@ public final class PackDownload {
         let lookup = lookup
         loop.runOnThreadPool({ lookup.storedURLs(packID: packID) }, then: { [weak self] stored in
             guard let self else { return }
-            lookingUp = false
             guard !ended else { return }
-            downloading = true
-            // The documents are stored again (cheap, already here); other stored fixed ones are skipped.
-            pending = plan.fixed.filter { documents[$0.url] != nil || !stored.contains($0.url) }
-            pump()
+            // The documents are stored again (cheap, already here); other stored fixed ones are
+            // skipped, and those stored fresh elsewhere are linked.
+            let documents = documents
+            let candidates = plan.fixed.map(\.url).filter { documents[$0] == nil && !stored.contains($0) }
+            linkOnWriter({ database in
+                try database.linkFreshResources(packID: packID, urls: candidates, now: Self.now())
+            }, then: { download, linked in
+                download.lookingUp = false
+                download.downloading = true
+                download.pending = plan.fixed.filter {
+                    documents[$0.url] != nil || !(stored.contains($0.url) || linked?.contains($0.url) == true)
+                }
+                download.pump()
+            })
+        })
+    }
+
+    /// Runs a link operation on the writer, publishes the progress it committed, and hands what
+    /// it linked (nil if it failed: those rows are then simply fetched) back on the loop.
+    private func linkOnWriter<Rows: Sendable>(_ operation: @escaping @Sendable (OfflineDatabase) throws -> OfflineDatabase.Linked<Rows>,
+                                              then: @escaping (PackDownload, Rows?) -> Void) {
+        let owned = LoopBound(self)
+        let continuation = LoopBound(then)
+        let loop = loop
+        writer.perform(operation, completion: { result in
+            let linked = try? result.get()
+            loop.execute {
+                let download = owned.value
+                guard !download.ended else { return }
+                if let progress = linked?.progress { download.onLinked?(progress) }
+                continuation.value(download, linked?.rows)
+            }
         })
     }
 
     private func pump() {
         guard !ended, downloading else { return }
         while busy < settings.maxInFlight, pendingIndex < pending.count {
+            guard bandwidthAllowsStart() else { break }
             let resource = pending[pendingIndex]
             pendingIndex += 1
             download(resource)
@@ -212,6 +253,22 @@ public final class PackDownload {
         if busy == 0, pendingIndex == pending.count, bandsExhausted, !lookingUp {
             finish()
         }
+    }
+
+    /// Whether the bandwidth cap lets another transfer start now; when not, `pump` runs again
+    /// once it does.
+    private func bandwidthAllowsStart() -> Bool {
+        guard bandwidth != nil else { return true }
+        if waitingForBandwidth { return false }
+        let now = ContinuousClock.now
+        if bandwidth!.startTransfer(now: now) { return true }
+        waitingForBandwidth = true
+        bandwidthTimer.start(after: max(Self.milliseconds(bandwidth!.wait(now: now)), 1)) { [weak self] in
+            guard let self else { return }
+            waitingForBandwidth = false
+            pump()
+        }
+        return false
     }
 
     private func lookUpNextBand() {
@@ -229,18 +286,46 @@ public final class PackDownload {
         let xRange = band.xRange
         let yRange = band.yRange
         loop.runOnThreadPool({
-            lookup.storedTiles(packID: packID, urlTemplate: template, pixelRatio: ratio, z: zoom,
-                               xRange: xRange, yRange: yRange)
-        }, then: { [weak self] stored in
+            lookup.tileWindow(packID: packID, urlTemplate: template, pixelRatio: ratio, z: zoom,
+                              xRange: xRange, yRange: yRange, now: Self.now())
+        }, then: { [weak self] window in
             guard let self else { return }
-            lookingUp = false
             guard !ended else { return }
+            // Runs of tiles stored fresh elsewhere, as `[y, x0, x1]`; everything else not linked here is fetched.
+            var linkable: [[Int64]] = []
             for span in band.spans {
-                for x in span.xRange where stored?.contains(x: Int64(x), y: Int64(span.y)) != true {
-                    pending.append(band.pyramid.resource(for: TileID(z: band.zoom, x: x, y: span.y)))
+                let y = Int64(span.y)
+                for x in span.xRange where window?.linkedHere.contains(x: Int64(x), y: y) != true {
+                    if window?.linkable.contains(x: Int64(x), y: y) == true {
+                        if let last = linkable.last, last[0] == y, last[2] == Int64(x) - 1 {
+                            linkable[linkable.count - 1][2] = Int64(x)
+                        } else {
+                            linkable.append([y, Int64(x), Int64(x)])
+                        }
+                    } else {
+                        pending.append(band.pyramid.resource(for: TileID(z: band.zoom, x: x, y: span.y)))
+                    }
                 }
             }
+            guard !linkable.isEmpty else {
+                lookingUp = false
+                return pump()
+            }
             pump()
+            let runs = linkable
+            linkOnWriter({ database in
+                try database.linkFreshTiles(packID: packID, urlTemplate: template, pixelRatio: ratio, z: zoom,
+                                            spans: runs, xRange: xRange, yRange: yRange, now: Self.now())
+            }, then: { download, linked in
+                // Evicted or expired since the lookup, or over the tile limit: fetched after all.
+                for run in runs {
+                    for x in run[1]...run[2] where linked?.contains(x: x, y: run[0]) != true {
+                        download.pending.append(band.pyramid.resource(for: TileID(z: band.zoom, x: Int(x), y: Int(run[0]))))
+                    }
+                }
+                download.lookingUp = false
+                download.pump()
+            })
         })
     }
 
@@ -340,13 +425,14 @@ public final class PackDownload {
 
     /// The watchdog: "never `active` with nothing in flight and nothing scheduled", checked. Every
     /// resource counted in `busy` must be a transfer in the fetcher, a pending retry or a body
-    /// being encoded, and a download with nothing busy must be looking up, or finishing. A lost
+    /// being encoded, and a download with nothing busy must be looking up, waiting for its
+    /// bandwidth budget, or finishing. A lost
     /// completion (a path that forgot to resolve) would otherwise leave the pack `active` with
     /// nothing happening, for good; this fails it visibly instead, and `resume` continues it.
     private func checkProgressing() {
         guard !ended else { return }
         let accounted = fetcher.transferCount(owner: UInt64(bitPattern: packID)) + retries.count + encoding
-        if busy > accounted || (busy == 0 && !lookingUp && !finishing) {
+        if busy > accounted || (busy == 0 && !lookingUp && !finishing && !waitingForBandwidth) {
             end(.failed(PackFailure(.internalError, "the download stalled with \(busy) resources under way, "
                                     + "\(accounted) accounted for; resume continues it")))
         }
@@ -372,6 +458,7 @@ public final class PackDownload {
                                    owner: UInt64(bitPattern: packID))
         fetcher.submit(request) { [weak self] result in
             guard let self, !ended else { return then(.stopped) }
+            if case .success(let response) = result { bandwidth?.received(response.body.count, now: .now) }
             switch result {
             case .success(let response):
                 switch response.status {

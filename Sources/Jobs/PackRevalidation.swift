@@ -325,7 +325,7 @@ public final class PackRevalidation {
                 case 401, 403:
                     resolve(row, url: url, .unauthorized(status: response.status))
                 case 408, 429, 500..<600:
-                    if response.status == 429 || response.status == 503, let delay = PackDownload.retryAfter(response) {
+                    if response.status == 429 || response.status == 503, let delay = response.headers.retryAfterDelay(now: PackDownload.now()) {
                         fetcher.pauseHost(of: url, until: .now + delay)
                     }
                     retry(row, url: url, attempt: attempt, status: response.status, message: "HTTP \(response.status)")

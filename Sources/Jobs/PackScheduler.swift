@@ -170,12 +170,17 @@ public final class PackScheduler {
         do {
             download = try PackDownload(packID: packID, region: region, loop: loop, fetcher: fetcher, writer: writer,
                                         databasePath: databasePath, maxTiles: Self.maxTiles(record.limitsJSON),
+                                        maxBytesPerSecond: Self.maxBytesPerSecond(record.limitsJSON),
                                         settings: settings, observer: observer) { [weak self] outcome in
                 self?.ended(packID, outcome)
             }
         } catch {
             active[packID] = nil
             return failToOpen(packID, "resume the download", error)
+        }
+        download.onLinked = { [weak self] progress in
+            guard let self, case let slot?? = active[packID] else { return }
+            onProgress?(packID, progress, slot.expected)
         }
         active[packID] = download
         transition(PackTransition(packID: packID, from: ["queued"], to: "active", errorJSON: nil))
@@ -232,9 +237,18 @@ public final class PackScheduler {
 
     /// `max_tiles` of the pack's stored `limits` (`{"max_tiles": n, ...}`), nil when unset or unreadable.
     static func maxTiles(_ limitsJSON: String?) -> Int64? {
+        limit("max_tiles", in: limitsJSON)
+    }
+
+    /// `max_bytes_per_second` of the pack's stored `limits`, nil when unset, unreadable or below 1.
+    static func maxBytesPerSecond(_ limitsJSON: String?) -> Int64? {
+        limit("max_bytes_per_second", in: limitsJSON).flatMap { $0 >= 1 ? $0 : nil }
+    }
+
+    private static func limit(_ name: String, in limitsJSON: String?) -> Int64? {
         guard let limitsJSON,
               let object = try? JSONSerialization.jsonObject(with: Data(limitsJSON.utf8)) as? [String: Any],
-              let value = object["max_tiles"] as? NSNumber else { return nil }
+              let value = object[name] as? NSNumber else { return nil }
         return value.int64Value
     }
 

@@ -65,12 +65,7 @@ public final class OfflineDatabase {
                     }
                 }
                 for (packID, delta) in deltas {
-                    try database.execute("""
-                        UPDATE packd_progress SET completed_resources = completed_resources + ?2,
-                          completed_bytes = completed_bytes + ?3, completed_tiles = completed_tiles + ?4,
-                          completed_tile_bytes = completed_tile_bytes + ?5 WHERE pack_id = ?1
-                        """, [.integer(packID), .integer(delta.completedResources), .integer(delta.completedBytes),
-                              .integer(delta.completedTiles), .integer(delta.completedTileBytes)])
+                    try addLinked(delta, packID: packID)
                 }
                 if newlyLinkedTiles != 0 {
                     try database.execute("UPDATE packd_totals SET linked_tiles = linked_tiles + ?1 WHERE id = 1",

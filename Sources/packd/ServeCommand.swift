@@ -52,6 +52,34 @@ struct ServeCommand: ParsableCommand {
         var corsOrigins: String?
         @Option(help: "Upstream hosts or CIDRs allowed although private or loopback, comma-separated (PACKD_ALLOW_UPSTREAM_HOSTS; default none).")
         var allowUpstreamHosts: String?
+        @Option(help: "Packs downloading at once; the others wait queued (PACKD_MAX_ACTIVE_PACKS; default 2).")
+        var maxActivePacks: String?
+        @Option(help: "Upstream transfers in flight at once, over all hosts (PACKD_MAX_TRANSFERS; default 64).")
+        var maxTransfers: String?
+        @Option(help: "Upstream transfers in flight at once to one host (PACKD_MAX_TRANSFERS_PER_HOST; default 16).")
+        var maxTransfersPerHost: String?
+        @Option(help: "Upstream transfers one pack keeps in flight (PACKD_MAX_TRANSFERS_PER_PACK; default 32).")
+        var maxTransfersPerPack: String?
+        @Option(help: "New requests per second to one upstream host, e.g. 20 (PACKD_REQUESTS_PER_SECOND_PER_HOST; default unlimited).")
+        var requestsPerSecondPerHost: String?
+        @Option(help: "Attempts per resource, the first included (PACKD_RETRY_ATTEMPTS; default 5).")
+        var retryAttempts: String?
+        @Option(help: "First retry delay, doubled per attempt with jitter, e.g. 200ms (PACKD_RETRY_INITIAL_BACKOFF; default 200ms).")
+        var retryInitialBackoff: String?
+        @Option(help: "Longest retry delay, e.g. 30s (PACKD_RETRY_MAX_BACKOFF; default 30s).")
+        var retryMaxBackoff: String?
+        @Option(help: "Share of a pack's resources that may fail before it stops as too_many_failures, 0 to 1 (PACKD_MAX_FAILURE_SHARE; default 0.05).")
+        var maxFailureShare: String?
+        @Option(help: "Largest upstream body accepted per resource, in bytes (PACKD_MAX_RESOURCE_BYTES; default 33554432).")
+        var maxResourceBytes: String?
+        @Option(help: "Time to connect to an upstream, e.g. 10s (PACKD_UPSTREAM_CONNECT_TIMEOUT; default 10s).")
+        var upstreamConnectTimeout: String?
+        @Option(help: "An upstream transfer receiving nothing this long fails, e.g. 30s (PACKD_UPSTREAM_STALL_TIMEOUT; default 30s).")
+        var upstreamStallTimeout: String?
+        @Option(help: "Longest upstream request, e.g. 2m (PACKD_UPSTREAM_TIMEOUT; default 2m).")
+        var upstreamTimeout: String?
+        @Option(help: "JSON file of upstream rules: headers or query parameters (credentials) added to, or a rewritten base for, URLs starting with a prefix (PACKD_UPSTREAM_RULES_FILE; default none).")
+        var upstreamRulesFile: String?
         @Flag(help: .hidden)
         var debugRoutes = false
     }

@@ -31,6 +31,8 @@ struct ServerConfiguration {
     var cors: CORSPolicy
     /// Which upstream addresses downloads may reach beyond the public internet.
     var upstreamPolicy: AddressPolicy
+    /// Download concurrency, retries, limits and upstream rules.
+    var downloads: DownloadConfiguration
 
     private static let defaultListen = ListenAddress.loopback(port: 8080)
 
@@ -104,20 +106,8 @@ struct ServerConfiguration {
         debugRoutes = options.debugRoutes || ["1", "true", "yes"].contains(environment["PACKD_DEBUG_ROUTES"]?.lowercased() ?? "")
 
         var limits = ServerLimits()
-        func count(_ flag: String?, _ name: String, _ range: ClosedRange<Int>) throws(Invalid) -> Int? {
-            guard let (text, setting) = source.value(flag, name) else { return nil }
-            guard let value = Int(text), range.contains(value) else {
-                throw Invalid(setting: setting, problem: "'\(text)' is not a whole number in \(range.lowerBound)...\(range.upperBound)")
-            }
-            return value
-        }
-        func duration(_ flag: String?, _ name: String) throws(Invalid) -> Duration? {
-            guard let (text, setting) = source.value(flag, name) else { return nil }
-            guard let value = Self.parseDuration(text) else {
-                throw Invalid(setting: setting, problem: "'\(text)' is not a duration such as 500ms, 10s or 2m (at most 24h)")
-            }
-            return value
-        }
+        let count = source.count
+        let duration = source.duration
         limits.maxConnections = try count(options.maxConnections, "MAX_CONNECTIONS", 1...1_000_000) ?? limits.maxConnections
         // http_parser refuses heads over 80 KiB by itself, so a larger setting would be a lie.
         limits.maxHeaderBytes = try count(options.maxHeaderBytes, "MAX_HEADER_BYTES", 1024...80 * 1024) ?? limits.maxHeaderBytes
@@ -130,6 +120,7 @@ struct ServerConfiguration {
         limits.handlerTimeout = try duration(options.handlerTimeout, "HANDLER_TIMEOUT") ?? limits.handlerTimeout
         limits.shutdownGracePeriod = try duration(options.shutdownGrace, "SHUTDOWN_GRACE") ?? limits.shutdownGracePeriod
         self.limits = limits
+        downloads = try DownloadConfiguration(options: options, source: source, upstreamPolicy: upstreamPolicy)
     }
 
     /// `tiles.internal, 10.0.0.0/8, ::1`: CIDRs and addresses become ranges, the rest host names

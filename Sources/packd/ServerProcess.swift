@@ -58,10 +58,12 @@ struct ServerProcess {
             routes: APIRouteBuilder(authenticator: configuration.authenticator, cors: configuration.cors, metrics: metrics),
             logger: Logger(label: "packd.api"))
         api.register(in: &router)
-        let fetcher = try Fetcher(loop: loop, configuration: FetchConfiguration(addressPolicy: configuration.upstreamPolicy))
+        let fetcher = try Fetcher(loop: loop, configuration: configuration.downloads.fetch)
         api.upstream = FetcherUpstream(fetcher: fetcher)
         let scheduler = try PackScheduler(loop: loop, fetcher: fetcher, writer: writer,
-                                          databasePath: configuration.databasePath)
+                                          databasePath: configuration.databasePath,
+                                          maxActive: configuration.downloads.maxActivePacks,
+                                          settings: configuration.downloads.settings)
         DownloadEvents(api: api).connect(scheduler, updates: try PackUpdateChecker(
             loop: loop, fetcher: fetcher, databasePath: configuration.databasePath))
         downloadMetrics.connect(fetcher, scheduler)

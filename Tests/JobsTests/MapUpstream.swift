@@ -113,7 +113,8 @@ final class MapUpstream: @unchecked Sendable {
             counter += 1
             return (self.faults, counter)
         }
-        let path = request.target
+        // A query (an upstream rule's token) does not change what is served.
+        let path = String(request.target.prefix { $0 != "?" })
         if let everything = faults.0.everything { return everything }
         if let every = faults.0.failEvery, faults.1 % every == 0 {
             return .respond(status: 500)

@@ -22,7 +22,7 @@ final class PackdServeProcess {
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
         try process.run()
-        guard Self.poll({ FileManager.default.fileExists(atPath: portFile) }),
+        guard eventually({ FileManager.default.fileExists(atPath: portFile) }),
               let text = try? String(contentsOfFile: portFile, encoding: .utf8),
               let port = Int(text.trimmingCharacters(in: .whitespacesAndNewlines)) else {
             kill(process.processIdentifier, SIGKILL)
@@ -44,7 +44,7 @@ final class PackdServeProcess {
     /// Polls the pack until it is `complete` or `failed`; returns its last document.
     func waitForEnd(_ packID: Int) -> [String: Any] {
         var last: [String: Any] = [:]
-        _ = Self.poll {
+        _ = eventually {
             guard let pack = try? send("GET", "/v1/packs/\(packID)").json() else { return false }
             last = pack
             return ["complete", "failed"].contains(pack["state"] as? String ?? "")
@@ -55,7 +55,7 @@ final class PackdServeProcess {
     /// SIGTERM, then waits for the exit; the exit status.
     func stop() -> Int32 {
         kill(process.processIdentifier, SIGTERM)
-        _ = Self.poll { !process.isRunning }
+        _ = eventually { !process.isRunning }
         if process.isRunning { kill(process.processIdentifier, SIGKILL) }
         process.waitUntilExit()
         database.remove()

@@ -63,7 +63,10 @@ struct HTTPExchange {
         return object
     }
 
-    static func send(port: Int, method: String, path: String, body: Data = Data()) throws -> HTTPExchange {
+    /// `headers` are extra `Name: value` lines; `until` ends the read early (an event stream)
+    /// once the bytes received so far satisfy it.
+    static func send(port: Int, method: String, path: String, body: Data = Data(), headers: [String] = [],
+                     until: (([UInt8]) -> Bool)? = nil) throws -> HTTPExchange {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw Failed() }
         defer { close(fd) }
@@ -81,7 +84,7 @@ struct HTTPExchange {
         guard connected else { throw Failed() }
         var request = Array("""
             \(method) \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nContent-Type: application/json\r
-            Content-Length: \(body.count)\r\n\r\n
+            \(headers.map { $0 + "\r\n" }.joined())Content-Length: \(body.count)\r\n\r\n
             """.utf8)
         request += body
         guard request.withUnsafeBytes({ Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }) == request.count
@@ -92,6 +95,7 @@ struct HTTPExchange {
             let count = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
             if count <= 0 { break }
             response += chunk.prefix(count)
+            if let until, until(response) { break }
         }
         guard let end = response.firstRange(of: Array("\r\n\r\n".utf8)) else { throw Failed() }
         let head = String(decoding: response[..<end.lowerBound], as: UTF8.self)

@@ -1,0 +1,130 @@
+import Foundation
+import Glibc
+import PackdTestSupport
+import Testing
+
+/// The download settings of `packd serve` (flags and `PACKD_*`), and the upstream rules file:
+/// a bad value is named (flag, variable, rule index and field), never echoes a secret, and
+/// stops the process with 64 before it listens.
+@Suite struct DownloadSettingsProcessTests {
+    /// Runs `packd serve` to its exit; returns the status and standard error.
+    private static func run(_ arguments: [String], environment: [String: String] = [:],
+                            files: [String: Data] = [:]) throws -> (status: Int32, stderr: String, directory: URL) {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("packd-dl-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        for (name, content) in files { try content.write(to: directory.appendingPathComponent(name)) }
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: BuiltExecutable.path("packd"))
+        process.arguments = ["serve", "--listen", "127.0.0.1:0", "--database", directory.appendingPathComponent("db").path,
+                             "--port-file", directory.appendingPathComponent("port").path] + arguments
+        process.environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("PACKD_") }
+            .merging(environment) { $1 }
+        process.currentDirectoryURL = directory
+        let stderr = Pipe()
+        process.standardError = stderr
+        process.standardOutput = FileHandle.nullDevice
+        try process.run()
+        let portFile = directory.appendingPathComponent("port").path
+        let deadline = Date().addingTimeInterval(60)
+        while process.isRunning, !FileManager.default.fileExists(atPath: portFile), Date() < deadline { usleep(20_000) }
+        // Started after all: a valid configuration. Stop it.
+        if process.isRunning { kill(process.processIdentifier, SIGTERM) }
+        let message = String(decoding: stderr.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        try? FileManager.default.removeItem(at: directory)
+        return (process.terminationStatus, message, directory)
+    }
+
+    @Test(arguments: [
+        (["--max-active-packs", "0"], [String: String](), "--max-active-packs"),
+        ([], ["PACKD_MAX_TRANSFERS": "lots"], "PACKD_MAX_TRANSFERS"),
+        (["--max-transfers", "4", "--max-transfers-per-host", "8"], [:], "--max-transfers-per-host"),
+        (["--max-transfers-per-pack=0"], [:], "--max-transfers-per-pack"),
+        (["--requests-per-second-per-host", "0"], [:], "--requests-per-second-per-host"),
+        ([], ["PACKD_RETRY_ATTEMPTS": "1000"], "PACKD_RETRY_ATTEMPTS"),
+        (["--retry-initial-backoff", "10s", "--retry-max-backoff", "1s"], [:], "--retry-max-backoff"),
+        (["--max-failure-share", "1.5"], [:], "--max-failure-share"),
+        (["--max-resource-bytes", "10"], [:], "--max-resource-bytes"),
+        ([], ["PACKD_UPSTREAM_TIMEOUT": "forever"], "PACKD_UPSTREAM_TIMEOUT"),
+        (["--upstream-connect-timeout=-1s"], [:], "--upstream-connect-timeout"),
+        (["--upstream-stall-timeout", "2d"], [:], "--upstream-stall-timeout"),
+        (["--upstream-rules-file", "/nonexistent/rules.json"], [:], "--upstream-rules-file"),
+    ])
+    func badDownloadSettingExitsWithUsageError(arguments: [String], environment: [String: String], named: String) throws {
+        let result = try Self.run(arguments, environment: environment)
+        #expect(result.status == 64)
+        #expect(result.stderr.contains("invalid \(named):"), "\(result.stderr)")
+    }
+
+    static let secret = "s3cretV4lue9"
+
+    /// Each bad rules file, and the words its message must contain (the rule index and field).
+    @Test(arguments: [
+        ("not json", "not a JSON document"),
+        (#"[{"prefix": "http://a.example/", "query": {"k": "v"}}]"#, #"expected an object {"rules": [...]}"#),
+        (#"{"rules": [], "extra": 1}"#, "unknown field 'extra'"),
+        (#"{"rules": [{"prefix": "http://a.example/", "query": {"k": "SECRET"}}, {"prefix": "ftp://b.example/", "query": {"k": "v"}}]}"#,
+         "rules[1].prefix"),
+        (#"{"rules": [{"prefix": "http://u:p@a.example/", "query": {"k": "SECRET"}}]}"#, "rules[0].prefix: credentials"),
+        (#"{"rules": [{"prefix": "http://a.example/", "headers": {"Bad Name": "SECRET"}}]}"#, "rules[0].headers"),
+        (#"{"rules": [{"prefix": "http://a.example/", "headers": {"X-Key": "SECRET\r\nInjected: 1"}}]}"#,
+         "rules[0].headers.X-Key: the value contains a control character"),
+        (#"{"rules": [{"prefix": "http://a.example/", "headers": {"Host": "SECRET"}}]}"#, "rules[0].headers.Host"),
+        (#"{"rules": [{"prefix": "http://a.example/", "query": {"key": 42}}]}"#, "rules[0].query.key: expected a string"),
+        (#"{"rules": [{"prefix": "http://a.example/"}]}"#, "rules[0]: a rule needs headers, query or rewrite_prefix"),
+        (#"{"rules": [{"prefix": "http://a.example/", "query": {"k": "SECRET"}}, {"prefix": "http://a.example/", "headers": {"X": "SECRET"}}]}"#,
+         "rules[1].prefix: the same prefix"),
+        (#"{"rules": [{"prefix": "http://a.example/", "rewrite_prefix": "file:///etc/"}]}"#, "rules[0].rewrite_prefix"),
+        (#"{"rules": [{"prefix": "http://a.example/", "token": "SECRET"}]}"#, "rules[0]: unknown field 'token'"),
+    ])
+    func badRulesFileIsNamedPreciselyWithoutItsSecrets(file: String, words: String) throws {
+        let result = try Self.run(["--upstream-rules-file", "rules.json"],
+                                  files: ["rules.json": Data(file.replacingOccurrences(of: "SECRET", with: Self.secret).utf8)])
+        #expect(result.status == 64)
+        #expect(result.stderr.contains("invalid --upstream-rules-file: \(words)"), "\(result.stderr)")
+        #expect(!result.stderr.contains(Self.secret))
+    }
+
+    @Test func oversizedRulesFileIsRefusedUnread() throws {
+        let padding = String(repeating: " ", count: 1 << 20)
+        let file = #"{"rules": [{"prefix": "http://a.example/", "query": {"k": "v"}}]}"# + padding
+        let result = try Self.run([], environment: ["PACKD_UPSTREAM_RULES_FILE": "rules.json"],
+                                  files: ["rules.json": Data(file.utf8)])
+        #expect(result.status == 64)
+        #expect(result.stderr.contains("invalid PACKD_UPSTREAM_RULES_FILE: rules.json is larger than 1048576 bytes"),
+                "\(result.stderr)")
+    }
+
+    /// Valid settings start the server (exit 0 on SIGTERM), and a flag wins over a bad variable.
+    @Test func validSettingsStartAndTheFlagWins() throws {
+        let rules = #"{"rules": [{"prefix": "https://tiles.example/", "headers": {"Authorization": "Bearer x1"},"# +
+            #" "query": {"key": "abc"}, "rewrite_prefix": "http://mirror.example:8080/"}]}"#
+        let result = try Self.run(["--max-active-packs", "3", "--max-transfers", "8", "--max-transfers-per-host", "4",
+                                   "--requests-per-second-per-host", "2.5", "--retry-attempts", "3",
+                                   "--retry-initial-backoff", "50ms", "--retry-max-backoff", "2s",
+                                   "--max-failure-share", "0", "--max-resource-bytes", "1048576",
+                                   "--upstream-connect-timeout", "2s", "--upstream-stall-timeout", "5s",
+                                   "--upstream-timeout", "1m", "--upstream-rules-file", "rules.json"],
+                                  environment: ["PACKD_MAX_ACTIVE_PACKS": "many"],
+                                  files: ["rules.json": Data(rules.utf8)])
+        #expect(result.status == 0, "\(result.stderr)")
+    }
+
+    @Test func helpListsEveryDownloadSetting() throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: BuiltExecutable.path("packd"))
+        process.arguments = ["serve", "--help"]
+        let output = Pipe()
+        process.standardOutput = output
+        try process.run()
+        let help = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        for name in ["max-active-packs", "max-transfers", "max-transfers-per-host", "max-transfers-per-pack",
+                     "requests-per-second-per-host", "retry-attempts", "retry-initial-backoff", "retry-max-backoff",
+                     "max-failure-share", "max-resource-bytes", "upstream-connect-timeout", "upstream-stall-timeout",
+                     "upstream-timeout", "upstream-rules-file"] {
+            #expect(help.contains("--\(name)"), "\(name)")
+            #expect(help.contains("PACKD_\(name.uppercased().replacingOccurrences(of: "-", with: "_"))"), "\(name)")
+        }
+    }
+}
