@@ -151,9 +151,7 @@ final class EstimateJob {
     /// a pre-compressed file) is inflated, bounded by the document limit.
     static func decoded(_ body: [UInt8], url: String) throws(PlanError) -> [UInt8] {
         do {
-            return try body.withUnsafeBytes { raw in
-                ZlibCodec.isGzip(raw) ? try ZlibCodec.inflateGzipMembers(raw, limit: documentLimits.maxBodyBytes) : body
-            }
+            return try ZlibCodec.gunzippedIfGzip(body, limit: documentLimits.maxBodyBytes)
         } catch {
             throw PlanError(.documentTooLarge, "the gzip body is corrupt or inflates beyond \(documentLimits.maxBodyBytes) bytes", url: url)
         }

@@ -140,7 +140,12 @@ public final class PackDownload {
             switch resolution {
             case .body(let response):
                 do throws(PlanError) {
-                    try add(&builder, Data(response.body))
+                    // Fetch passes `Content-Encoding: gzip` bodies through; parsers need the JSON.
+                    guard let document = try? ZlibCodec.gunzippedIfGzip(response.body, limit: settings.maxBodyBytes) else {
+                        throw PlanError(.documentTooLarge, "the gzip body is corrupt or inflates beyond \(settings.maxBodyBytes) bytes",
+                                        url: resource.url)
+                    }
+                    try add(&builder, Data(document))
                 } catch {
                     end(.failed(PackFailure(.invalidDocument, error.description, url: resource.url)))
                     return

@@ -127,6 +127,20 @@ public enum ZlibCodec {
         return output
     }
 
+    /// A document as its parser needs it: gzip bodies (an upstream's `Content-Encoding: gzip`,
+    /// which Fetch passes through untouched) inflated within `limit`, anything else unchanged.
+    public static func gunzippedIfGzip(_ body: [UInt8], limit: Int = defaultInflateLimit) throws(Failure) -> [UInt8] {
+        do {
+            return try body.withUnsafeBytes { raw in
+                isGzip(raw) ? try inflateGzipMembers(raw, limit: limit) : body
+            }
+        } catch let failure as Failure {
+            throw failure
+        } catch {
+            throw .corrupt("\(error)")
+        }
+    }
+
     public static func isGzip(_ bytes: UnsafeRawBufferPointer) -> Bool {
         bytes.count >= 3 && bytes[0] == 0x1F && bytes[1] == 0x8B && bytes[2] == 8
     }

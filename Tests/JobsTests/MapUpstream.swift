@@ -29,6 +29,8 @@ final class MapUpstream: @unchecked Sendable {
         var firstTileRetryAfterDate: Duration?
         /// The status of that answer (429, or 503 which honours `Retry-After` the same way).
         var firstTileRetryAfterStatus = 429
+        /// The style and TileJSON are sent `Content-Encoding: gzip`, as nginx's `gzip on` does.
+        var gzipDocuments = false
     }
 
     /// Per-tile-request fault chances in percent, drawn from a seeded generator so a failing run
@@ -137,6 +139,9 @@ final class MapUpstream: @unchecked Sendable {
         }
         guard let body = body(for: path) else { return .respond(status: 404) }
         var reply = TestUpstream.Reply.respond(status: 200, headers: [("Cache-Control", "max-age=3600")], body: body)
+        if faults.0.gzipDocuments, path == "/style.json" || path == "/tiles.json" {
+            reply = .respond(status: 200, headers: [("Content-Encoding", "gzip")], body: gzip(body))
+        }
         if path.hasPrefix("/tiles/") {
             if Self.hash(path) % 3 == 0 {
                 reply = .respond(status: 200, headers: [("Content-Encoding", "gzip")], body: gzip(body))

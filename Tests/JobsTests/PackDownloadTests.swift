@@ -71,6 +71,20 @@ import Testing
                 try StoreReader(path: run.database.path).pack(run.packID))
     }
 
+    /// Upstreams that gzip their JSON (nginx's `gzip on`) are read: Fetch hands the body over
+    /// still encoded, and the style and TileJSON parsers need it inflated.
+    @Test func gzipEncodedStyleAndTileJSONAreRead() throws {
+        var faults = MapUpstream.Faults()
+        faults.gzipDocuments = true
+        let run = try DownloadRun(faults: faults, maxZoom: 3)
+        defer { run.close() }
+        #expect(run.finish() == ["active", "complete"], "\(run.harness.publishedError(run.packID) ?? "")")
+        let reader = try StoreReader(path: run.database.path)
+        let style = try #require(try reader.read(.resource(url: run.upstream.base + "/style.json", kind: .style)))
+        #expect(try style.body?.decoded() == Array(run.upstream.style.utf8))
+        #expect(run.harness.publishedExpected(run.packID)?.precise == true)
+    }
+
     @Test func forbiddenStyleFailsAtOnceAsUnauthorized() throws {
         let run = try Self.runWithStyleStatus(403)
         #expect(run.states == ["active", "failed"])
