@@ -28,18 +28,18 @@ final class ImportRoutes {
     }
 
     private func receive(_ request: HTTPRequest, _ responder: APIResponder) {
-        let mediaType = request.headers["Content-Type"]?.split(separator: ";").first?
-            .trimmingCharacters(in: .whitespaces).lowercased()
-        guard let mediaType, Self.contentTypes.contains(mediaType) else {
-            return responder.respond(Problem(.unsupportedMediaType,
-                                             detail: "the body must be a MapLibre offline database sent as application/vnd.sqlite3 or application/octet-stream"))
-        }
         guard let body = request.bodyStream else {
             return responder.respondInternalError(ImportError.file("no body stream"), logger: logger, "receiving the import")
         }
+        let mediaType = request.headers["Content-Type"]?.split(separator: ";").first?
+            .trimmingCharacters(in: .whitespaces).lowercased()
+        guard let mediaType, Self.contentTypes.contains(mediaType) else {
+            return refuse(after: body, responder, Problem(.unsupportedMediaType,
+                detail: "the body must be a MapLibre offline database sent as application/vnd.sqlite3 or application/octet-stream"))
+        }
         guard slots.acquire() else {
-            return responder.respond(Problem(.unavailable, detail: "\(slots.limit) exports or imports are running; try again shortly"),
-                                     headers: ["Retry-After": "5"])
+            return refuse(after: body, responder, Problem(.unavailable, detail: "\(slots.limit) exports or imports are running; try again shortly"),
+                          headers: ["Retry-After": "5"])
         }
         let upload = UploadFile(path: settings.scratchPath("import", "sqlite"), loop: store.loop, body: body)
         upload.receive { [self] result in
@@ -90,6 +90,14 @@ final class ImportRoutes {
                 }
             }
         }
+    }
+
+    /// Answers once the (discarded) body has been read: answered at once, a request with an
+    /// unread body and `Connection: close` would hold its connection until the body timeout.
+    /// The route's body limit bounds what is read.
+    private func refuse(after body: RequestBodyStream, _ responder: APIResponder, _ problem: Problem, headers: HTTPHeaders = HTTPHeaders()) {
+        body.onChunk = { _ in }
+        body.onEnd = { responder.respond(problem, headers: headers) }
     }
 
     private func refuse(_ error: ImportError, _ responder: APIResponder) {
