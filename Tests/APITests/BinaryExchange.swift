@@ -17,13 +17,24 @@ struct BinaryExchange {
     }
 
     static func send(port: Int, _ method: String, _ target: String, headers: [String: String] = [:],
-                     body: [UInt8]? = nil) throws -> BinaryExchange {
+                     body: [UInt8]? = nil, chunked: Bool = false) throws -> BinaryExchange {
         let client = try StreamClient(port: port)
         var head = "\(method) \(target) HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n"
         for (name, value) in headers { head += "\(name): \(value)\r\n" }
-        if let body { head += "Content-Length: \(body.count)\r\n" }
+        if let body { head += chunked ? "Transfer-Encoding: chunked\r\n" : "Content-Length: \(body.count)\r\n" }
         var bytes = Array((head + "\r\n").utf8)
-        bytes += body ?? []
+        if chunked, let body {
+            // 16 KiB chunks: the server learns the size only as the body arrives.
+            var offset = 0
+            while offset < body.count {
+                let end = min(offset + 16 << 10, body.count)
+                bytes += Array(String(end - offset, radix: 16).utf8) + [13, 10] + body[offset..<end] + [13, 10]
+                offset = end
+            }
+            bytes += Array("0\r\n\r\n".utf8)
+        } else {
+            bytes += body ?? []
+        }
         try sendAll(client.fd, bytes)
         var raw: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 1 << 16)

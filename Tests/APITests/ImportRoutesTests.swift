@@ -117,6 +117,13 @@ import Testing
             #expect(try post(truncated).status == 422)
 
             #expect(try post(Array(repeating: 0, count: 300 << 10)).status == 413)
+            // Without a length the limit is found mid-upload: 413, and the partial file is removed.
+            let chunked = try BinaryExchange.send(port: target.port, "POST", "/v1/imports", headers: Self.sqlite,
+                                                  body: Array(repeating: 0, count: 2 << 20), chunked: true)
+            #expect(chunked.status == 413)
+            // A chunked upload under the limit is stored and checked like any other.
+            #expect(try BinaryExchange.send(port: target.port, "POST", "/v1/imports", headers: Self.sqlite, body: wrongSchema,
+                                            chunked: true).status == 422)
             #expect(try post(file, headers: ["Content-Type": "application/json"]).status == 415)
             #expect(try post(file, headers: [:]).status == 415)
 
