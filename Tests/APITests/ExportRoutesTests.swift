@@ -6,10 +6,10 @@ import Testing
 /// `GET /v1/packs/{id}/export` through a real server and database: the file and its headers,
 /// HEAD, the refusals, and that no scratch file outlives its answer.
 @Suite struct ExportRoutesTests {
-    func withServer(uploadLimit: UInt64? = nil, _ body: (RoutesFixture, String) throws -> Void) throws {
+    func withServer(uploadLimit: UInt64? = nil, concurrentTransfers: Int = 2, _ body: (RoutesFixture, String) throws -> Void) throws {
         let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("packd-scratch-\(UUID().uuidString)").path
         try FileManager.default.createDirectory(atPath: scratch, withIntermediateDirectories: true)
-        var sharing = SharingSettings(scratchDirectory: scratch)
+        var sharing = SharingSettings(scratchDirectory: scratch, concurrentTransfers: concurrentTransfers)
         if let uploadLimit { sharing.importLimits.maximumBytes = uploadLimit }
         let fixture = try RoutesFixture(sharing: sharing)
         defer {
@@ -144,6 +144,27 @@ import Testing
             shutdown(client.fd, Int32(SHUT_RDWR))
             #expect(waitUntil { Self.scratchFiles(scratch).isEmpty })
             #expect(try server.send("GET", "/v1/packs/\(pack)").status == 200)
+        }
+    }
+
+    /// Exports and imports share a bound: an upload in progress holds the only slot, so an
+    /// export gets 503 with Retry-After until the upload is answered.
+    @Test func transfersBeyondTheLimitGet503() throws {
+        try withServer(concurrentTransfers: 1) { server, _ in
+            let pack = try SharedPackSeed.pack(in: server)
+            let uploader = try StreamClient(port: server.port)
+            let length = 100_000
+            try uploader.send("POST /v1/imports HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/vnd.sqlite3\r\nContent-Length: \(length)\r\n\r\nSQLite")
+            var busy: RoutesFixture.Reply?
+            #expect(waitUntil {
+                busy = try? server.send("GET", "/v1/packs/\(pack)/export")
+                return busy?.status == 503
+            })
+            #expect(busy?.header("Retry-After") == "5")
+            try uploader.send(String(repeating: "x", count: length - 6))
+            try uploader.readHead()
+            #expect(uploader.status == 422)
+            #expect(try BinaryExchange.send(port: server.port, "GET", "/v1/packs/\(pack)/export").status == 200)
         }
     }
 }
