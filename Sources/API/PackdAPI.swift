@@ -11,6 +11,8 @@ public final class PackdAPI {
     public let packs: PackRoutes
     public let maintenance: PackMaintenanceRoutes
     public let routes: APIRouteBuilder
+    /// Scratch directory, upload limit and concurrency of the export and import endpoints.
+    public var sharing = SharingSettings()
     let logger: Logger
     private let upstreamAccess = UpstreamAccess()
 
@@ -46,6 +48,7 @@ public final class PackdAPI {
             .register(in: &router, using: routes)
         EstimateRoutes(store: store, upstream: upstreamAccess, logger: logger).register(in: &router, using: routes)
         EventRoutes(store: store, events: events, logger: logger).register(in: &router, using: routes)
+        SharingRoutes(store: store, settings: sharing, logger: logger).register(in: &router, using: routes)
         let metrics = routes.metrics
         let store = store
         let logger = logger

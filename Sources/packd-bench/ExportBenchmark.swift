@@ -17,6 +17,8 @@ struct ExportBenchmark: ParsableCommand {
     @Option(help: "Directory for the databases and exports (default: a new temp directory).") var directory: String?
     @Flag(help: "Reuse the pack database a previous run left in --directory.") var reuse = false
     @Flag(help: "Keep the exports (pack.maplibre.db, pack.mbtiles, pack.pmtiles) for external checks.") var keepExports = false
+    @Flag(help: "Also export each format over HTTP from a release packd serve (built next to packd-bench) and compare.")
+    var http = false
 
     func run() throws {
         let directory = self.directory ?? NSTemporaryDirectory() + "packd-export-bench-" + UUID().uuidString
@@ -66,6 +68,19 @@ struct ExportBenchmark: ParsableCommand {
             print(name + String(format: " %7.2f %10.2f %8.2f %10.2f %12.1f %13.1f %10.1f", result.seconds,
                                 result.seconds / baseline.seconds, result.cpu, result.cpu / baseline.cpu,
                                 Double(result.peak) / 1024, Double(result.anonymousPeak) / 1024, Double(result.size) / 1e6))
+        }
+        if http {
+            let overHTTP = try ExportOverHTTP(databasePath: databasePath, directory: directory).run(formats: ["maplibre", "mbtiles", "pmtiles"])
+            print("over HTTP (packd serve)         wall s  × store-level  server CPU s  × store-level  server anon MB: before  peak  body MB")
+            for result in overHTTP {
+                let storeLevel = results.first { $0.name == result.format }
+                let name = ("GET export?format=" + result.format).padding(toLength: 30, withPad: " ", startingAt: 0)
+                print(name + String(format: " %7.2f %13.2f %13.2f %13.2f %22.1f %5.1f %8.1f", result.seconds,
+                                    result.seconds / (storeLevel?.seconds ?? .nan), result.serverCPUSeconds,
+                                    result.serverCPUSeconds / (storeLevel?.cpu ?? .nan),
+                                    Double(result.anonymousBeforeKB) / 1024, Double(result.anonymousPeakKB) / 1024,
+                                    Double(result.bytes) / 1e6))
+            }
         }
     }
 
@@ -172,8 +187,9 @@ enum PeakMemory {
         try? "5".write(toFile: "/proc/self/clear_refs", atomically: false, encoding: .utf8)
     }
 
-    static func kilobytes(_ field: String = "VmHWM:") -> Int {
-        guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8) else { return 0 }
+    /// Of this process, or of `pid`.
+    static func kilobytes(_ field: String = "VmHWM:", pid: Int32? = nil) -> Int {
+        guard let status = try? String(contentsOfFile: "/proc/\(pid.map(String.init) ?? "self")/status", encoding: .utf8) else { return 0 }
         for line in status.split(separator: "\n") where line.hasPrefix(field) {
             return Int(line.split(separator: " ").dropFirst().first ?? "0") ?? 0
         }
@@ -187,11 +203,14 @@ final class AnonymousMemorySampler: @unchecked Sendable {
     private let lock = NSLock()
     private var peak = 0
     private var running = true
+    private let pid: Int32?
 
-    init() {
+    /// Samples this process, or `pid` (a `packd serve` the benchmark started).
+    init(pid: Int32? = nil) {
+        self.pid = pid
         Thread { [self] in
             while lock.withLock({ running }) {
-                let current = PeakMemory.kilobytes("RssAnon:")
+                let current = PeakMemory.kilobytes("RssAnon:", pid: pid)
                 lock.withLock { peak = max(peak, current) }
                 usleep(10_000)
             }
@@ -200,7 +219,7 @@ final class AnonymousMemorySampler: @unchecked Sendable {
 
     /// Stops polling and returns the peak in KiB (including one last reading).
     func stop() -> Int {
-        let current = PeakMemory.kilobytes("RssAnon:")
+        let current = PeakMemory.kilobytes("RssAnon:", pid: pid)
         return lock.withLock {
             running = false
             return max(peak, current)

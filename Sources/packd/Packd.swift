@@ -6,6 +6,6 @@ struct Packd: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "packd",
         abstract: "Downloads map regions into MapLibre offline databases and serves them over HTTP.",
-        subcommands: [ServeCommand.self]
+        subcommands: [ServeCommand.self, ExportCommand.self, ImportCommand.self]
     )
 }

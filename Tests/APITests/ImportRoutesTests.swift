@@ -1,0 +1,137 @@
+import API
+import Foundation
+import Store
+import Testing
+
+/// `POST /v1/imports` through real servers: a `maplibre` export of one server merged into a
+/// second one byte for byte, MapLibre's newer-wins rule on replays, and hostile uploads refused
+/// with nothing merged and no scratch file left.
+@Suite struct ImportRoutesTests {
+    static let sqlite = ["Content-Type": "application/vnd.sqlite3"]
+
+    func withServers(uploadLimit: UInt64? = nil, _ body: (_ source: RoutesFixture, _ target: RoutesFixture, _ scratch: String) throws -> Void) throws {
+        let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("packd-scratch-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: scratch, withIntermediateDirectories: true)
+        var sharing = SharingSettings(scratchDirectory: scratch)
+        if let uploadLimit { sharing.importLimits.maximumBytes = uploadLimit }
+        let source = try RoutesFixture(sharing: sharing)
+        let target = try RoutesFixture(sharing: sharing)
+        defer {
+            for fixture in [source, target] {
+                fixture.stop()
+                fixture.removeFiles()
+            }
+            try? FileManager.default.removeItem(atPath: scratch)
+        }
+        try body(source, target, scratch)
+    }
+
+    func export(_ server: RoutesFixture, _ pack: Int64) throws -> [UInt8] {
+        let got = try BinaryExchange.send(port: server.port, "GET", "/v1/packs/\(pack)/export?format=maplibre")
+        guard got.status == 200 else { throw ClientFailure(description: "export: \(got.status)") }
+        return got.body
+    }
+
+    func packCount(_ server: RoutesFixture) throws -> Int {
+        (try server.send("GET", "/v1/storage").json["packs"] as? Int) ?? -1
+    }
+
+    @Test func exportImportsIntoASecondServerByteForByteAndReplaysFollowNewerWins() throws {
+        try withServers { source, target, scratch in
+            let pack = try SharedPackSeed.pack(in: source, maxZoom: 2)
+            let file = try export(source, pack)
+
+            let first = try BinaryExchange.send(port: target.port, "POST", "/v1/imports", headers: Self.sqlite, body: file)
+            #expect(first.status == 200)
+            let added = try #require(first.json["added"] as? [[String: Any]])
+            #expect(added.count == 1)
+            #expect((first.json["updated"] as? [Any])?.isEmpty == true)
+            #expect(first.json["tiles"] as? Int == 21)
+            #expect(first.json["resources"] as? Int == 1)
+            #expect(first.json["skipped_regions"] as? Int == 0)
+            let imported = Int64(try #require(added.first?["id"] as? Int))
+            #expect(try SharedPackSeed.contents(of: imported, at: target.path) == SharedPackSeed.contents(of: pack, at: source.path))
+            // The imported pack exports again to the same rows: a second hop loses nothing either.
+            let again = try BinaryExchange.send(port: target.port, "GET", "/v1/packs/\(imported)/export?partial=true")
+            let againPath = try ExportRoutesTests.write(again.body, in: target.directory, "again.db")
+            #expect(try SharedPackSeed.contents(of: 1, at: againPath) == SharedPackSeed.contents(of: pack, at: source.path))
+
+            // The same file again: nothing newer, nothing merged.
+            let replay = try BinaryExchange.send(port: target.port, "POST", "/v1/imports", headers: Self.sqlite, body: file)
+            #expect(replay.status == 200)
+            #expect((replay.json["added"] as? [Any])?.isEmpty == true)
+            #expect((replay.json["updated"] as? [Any])?.isEmpty == true)
+            #expect(replay.json["skipped_regions"] as? Int == 1)
+            #expect(replay.json["tiles"] as? Int == 0)
+
+            // One tile newer and one older than stored: only the newer one replaces.
+            let edited = try ExportRoutesTests.write(file, in: source.directory, "edited.db")
+            let database = try Database(path: edited, mode: .readWrite)
+            try database.execute("UPDATE tiles SET data = x'89504e470d0a1a0a6e6577', modified = modified + 100 WHERE z = 1 AND x = 0 AND y = 0")
+            try database.execute("UPDATE tiles SET data = x'89504e470d0a1a0a6f6c64', modified = modified - 100 WHERE z = 1 AND x = 1 AND y = 1")
+            database.finalizeStatements()
+            let newer = try BinaryExchange.send(port: target.port, "POST", "/v1/imports", headers: Self.sqlite,
+                                                body: Array(try Data(contentsOf: URL(fileURLWithPath: edited))))
+            #expect(newer.status == 200)
+            #expect(((newer.json["updated"] as? [[String: Any]])?.map { $0["id"] as? Int }) == [Int(imported)])
+            #expect(newer.json["tiles"] as? Int == 1)
+            let stored = try Database(path: target.path, mode: .readOnly)
+            #expect(try stored.scalarString("SELECT hex(data) FROM tiles WHERE z = 1 AND x = 0 AND y = 0") == "89504E470D0A1A0A6E6577")
+            #expect(try stored.scalarString("SELECT hex(data) FROM tiles WHERE z = 1 AND x = 1 AND y = 1") != "89504E470D0A1A0A6F6C64")
+            #expect(try packCount(target) == 1)
+            #expect(waitUntil { ExportRoutesTests.scratchFiles(scratch).isEmpty })
+        }
+    }
+
+    @Test func hostileUploadsAreRefusedAndMergeNothing() throws {
+        try withServers(uploadLimit: 256 << 10) { source, target, scratch in
+            let pack = try SharedPackSeed.pack(in: source)
+            let file = try export(source, pack)
+            func post(_ body: [UInt8], headers: [String: String] = Self.sqlite) throws -> BinaryExchange {
+                try BinaryExchange.send(port: target.port, "POST", "/v1/imports", headers: headers, body: body)
+            }
+            func variant(_ name: String, _ sql: String) throws -> [UInt8] {
+                let path = try ExportRoutesTests.write(file, in: source.directory, name)
+                let database = try Database(path: path, mode: .readWrite)
+                try database.execute(sql)
+                database.finalizeStatements()
+                return Array(try Data(contentsOf: URL(fileURLWithPath: path)))
+            }
+
+            let notSQLite = try post(Array(repeating: 0x41, count: 8192))
+            #expect(notSQLite.status == 422)
+            #expect(String(decoding: notSQLite.body, as: UTF8.self).contains("not an SQLite database"))
+
+            let wrongSchema = try variant("schema.db", "CREATE TABLE extra (id INTEGER)")
+            #expect(try post(wrongSchema).status == 422)
+            let wrongVersion = try variant("version.db", "PRAGMA user_version = 7")
+            #expect(try post(wrongVersion).status == 422)
+            let trigger = try variant("trigger.db", "CREATE TRIGGER boom AFTER INSERT ON tiles BEGIN DELETE FROM tiles; END")
+            let triggered = try post(trigger)
+            #expect(triggered.status == 422)
+            #expect(String(decoding: triggered.body, as: UTF8.self).contains("trigger boom"))
+            let view = try variant("view.db", "CREATE VIEW peek AS SELECT * FROM tiles")
+            #expect(try post(view).status == 422)
+            var truncated = file
+            truncated.removeLast(file.count / 2)
+            #expect(try post(truncated).status == 422)
+
+            #expect(try post(Array(repeating: 0, count: 300 << 10)).status == 413)
+            // Without a length the limit is found mid-upload: 413, and the partial file is removed.
+            let chunked = try BinaryExchange.send(port: target.port, "POST", "/v1/imports", headers: Self.sqlite,
+                                                  body: Array(repeating: 0, count: 2 << 20), chunked: true)
+            #expect(chunked.status == 413)
+            // A chunked upload under the limit is stored and checked like any other.
+            #expect(try BinaryExchange.send(port: target.port, "POST", "/v1/imports", headers: Self.sqlite, body: wrongSchema,
+                                            chunked: true).status == 422)
+            #expect(try post(file, headers: ["Content-Type": "application/json"]).status == 415)
+            #expect(try post(file, headers: [:]).status == 415)
+
+            #expect(try packCount(target) == 0)
+            #expect(waitUntil { ExportRoutesTests.scratchFiles(scratch).isEmpty })
+            // Still importing after all that.
+            #expect(try post(file).status == 200)
+            #expect(try packCount(target) == 1)
+        }
+    }
+}
