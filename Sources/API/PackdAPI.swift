@@ -32,6 +32,7 @@ public final class PackdAPI {
         StorageRoutes(store: store, packs: packs, logger: logger).register(in: &router, using: routes)
         ResourceRoutes(store: store, authenticator: routes.authenticator, logger: logger).register(in: &router, using: routes)
         EventRoutes(store: store, events: events, logger: logger).register(in: &router, using: routes)
+        OfflineResourceRoutes(store: store, authenticator: routes.authenticator, logger: logger).register(in: &router, using: routes)
         let metrics = routes.metrics
         let store = store
         let logger = logger

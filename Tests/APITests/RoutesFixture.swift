@@ -22,7 +22,8 @@ final class RoutesFixture: @unchecked Sendable {
 
     /// `withKeys`: the three keys above are configured; without, every request is allowed.
     /// `directory`: reopen an earlier fixture's database.
-    init(withKeys: Bool = false, reopening directory: URL? = nil, limits: ServerLimits = ServerLimits()) throws {
+    init(withKeys: Bool = false, reopening directory: URL? = nil, limits: ServerLimits = ServerLimits(),
+         cors: CORSPolicy = .disabled) throws {
         self.directory = directory ?? FileManager.default.temporaryDirectory.appendingPathComponent("packd-routes-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: self.directory, withIntermediateDirectories: true)
         path = self.directory.appendingPathComponent("packd.sqlite").path
@@ -30,7 +31,7 @@ final class RoutesFixture: @unchecked Sendable {
         let authenticator = withKeys
             ? try APIKeyAuthenticator(parsing: "read:\(Self.readKey)\nwrite:\(Self.writeKey)\nadmin:\(Self.adminKey)", source: "test")
             : APIKeyAuthenticator()
-        let routes = APIRouteBuilder(authenticator: authenticator, cors: .disabled, metrics: PackdMetrics())
+        let routes = APIRouteBuilder(authenticator: authenticator, cors: cors, metrics: PackdMetrics())
         nonisolated(unsafe) var built: PackdAPI?
         let writer = writer
         let path = path
