@@ -290,9 +290,11 @@ import Testing
                 #expect(reply.header("Access-Control-Allow-Origin") == "*", "\(path)")
                 #expect(reply.header("Access-Control-Expose-Headers")?.contains("ETag") == true, "\(path)")
             }
-            let preflight = try server.send("OPTIONS", "/v1/packs/\(packID)/tiles/vec/0/0/0", headers: [
-                "Origin": "https://viewer.example", "Access-Control-Request-Method": "GET", "Access-Control-Request-Headers": "authorization",
-            ])
+            // Preflights are the router's, outside openapi.yaml's operations: sent unrecorded.
+            let preflight = try StreamClient(port: server.port)
+            try preflight.send("OPTIONS /v1/packs/\(packID)/tiles/vec/0/0/0 HTTP/1.1\r\nHost: x\r\nOrigin: https://viewer.example\r\n"
+                               + "Access-Control-Request-Method: GET\r\nAccess-Control-Request-Headers: authorization\r\n\r\n")
+            try preflight.readHead()
             #expect(preflight.status == 204)
             #expect(preflight.header("Access-Control-Allow-Origin") == "*")
         }
