@@ -24,6 +24,7 @@ public final class OfflineResourceRoutes {
     let publicURL: String?
     let logger: Logger
     private let indexes = OfflinePackIndexCache()
+    private let responses = OfflineResponseCache()
 
     public init(store: StoreAccess, authenticator: APIKeyAuthenticator, publicURL: String? = nil,
                 logger: Logger = Logger(label: "packd.api")) {
@@ -157,18 +158,39 @@ public final class OfflineResourceRoutes {
     /// What the pool hands back for one stored row.
     private struct Prepared: Sendable {
         var headers: [(String, String)]
+        var etag: String
+        var modified: Int64?
         var notModified: Bool
-        /// nil: stored as "no content".
+        /// nil: stored as "no content" (or not read, for a 304).
         var body: [UInt8]?
     }
 
     /// Reads `key` as linked to the pack and answers it: 304 on a matching `If-None-Match` (or,
     /// without one, `If-Modified-Since`), 204 for "no content", else the bytes (gzip when stored
-    /// compressed and accepted).
+    /// compressed and accepted). Recently served answers come from `responses`, on the loop.
     private func serveStored(_ key: ResourceKey, packID: Int64, _ request: HTTPRequest, _ responder: APIResponder) {
         let tags = request.headers["If-None-Match"]
         let since = tags == nil ? request.headers["If-Modified-Since"].flatMap { HTTPCacheHeaders.parseHTTPDate($0) } : nil
         let acceptsGzip = Self.acceptsGzip(request.headers["Accept-Encoding"])
+        let cacheKey = OfflineResponseCache.Key(packID: packID, row: key, gzip: acceptsGzip)
+        @Sendable func isNotModified(etag: String, modified: Int64?) -> Bool {
+            if let tags { return PackRoutes.matches(tags, etag) }
+            guard let since, let modified else { return false }
+            return modified <= since
+        }
+        func answer(headers: HTTPHeaders, notModified: Bool, body: [UInt8]?) {
+            if notModified {
+                var headers = headers
+                headers.remove("Content-Type")
+                headers.remove("Content-Encoding")
+                return responder.respond(HTTPResponse(status: .notModified, headers: headers))
+            }
+            guard let body else { return responder.respond(HTTPResponse(status: .noContent, headers: headers)) }
+            responder.respond(HTTPResponse(status: .ok, headers: headers, body: body))
+        }
+        if let cached = responses.entry(cacheKey) {
+            return answer(headers: cached.headers, notModified: isNotModified(etag: cached.etag, modified: cached.modified), body: cached.body)
+        }
         store.read({ reader -> Prepared? in
             guard let resource = try reader.read(key, linkedTo: packID) else { return nil }
             var headers: [(String, String)] = []
@@ -176,29 +198,31 @@ public final class OfflineResourceRoutes {
             headers.append(("ETag", etag))
             if let modified = resource.cache.modified { headers.append(("Last-Modified", HTTPDate.format(modified))) }
             if let expires = resource.cache.expires { headers.append(("Expires", HTTPDate.format(expires))) }
-            let notModified = tags.map { PackRoutes.matches($0, etag) } ?? since.map { since in
-                resource.cache.modified.map { $0 <= since } ?? false
-            } ?? false
-            guard let stored = resource.body, !notModified else { return Prepared(headers: headers, notModified: notModified, body: nil) }
-            if stored.compressed { headers.append(("Vary", "Accept-Encoding")) }
+            var prepared = Prepared(headers: headers, etag: etag, modified: resource.cache.modified,
+                                    notModified: isNotModified(etag: etag, modified: resource.cache.modified), body: nil)
+            guard let stored = resource.body, !prepared.notModified else { return prepared }
+            if stored.compressed { prepared.headers.append(("Vary", "Accept-Encoding")) }
             if acceptsGzip, let gzip = try stored.gzipped() {
-                headers.append(("Content-Encoding", "gzip"))
-                headers.append(("Content-Type", OfflineMediaType.contentType(of: key, decodedPrefix: nil)))
-                return Prepared(headers: headers, notModified: false, body: gzip)
+                prepared.headers.append(("Content-Encoding", "gzip"))
+                prepared.headers.append(("Content-Type", OfflineMediaType.contentType(of: key, decodedPrefix: nil)))
+                prepared.body = gzip
+            } else {
+                let body = try stored.decoded()
+                prepared.headers.append(("Content-Type", OfflineMediaType.contentType(of: key, decodedPrefix: body.prefix(16))))
+                prepared.body = body
             }
-            let body = try stored.decoded()
-            headers.append(("Content-Type", OfflineMediaType.contentType(of: key, decodedPrefix: body.prefix(16))))
-            return Prepared(headers: headers, notModified: false, body: body)
-        }) { result in
+            return prepared
+        }) { [responses, logger] result in
             switch result {
-            case .failure(let error): responder.respondInternalError(error, logger: self.logger, "reading a stored resource")
+            case .failure(let error): responder.respondInternalError(error, logger: logger, "reading a stored resource")
             case .success(nil): responder.respond(Problem(.notFound, detail: "pack \(packID) does not hold this resource"))
             case .success(let prepared?):
                 var headers = HTTPHeaders()
                 for (name, value) in prepared.headers { headers.set(name, value) }
-                if prepared.notModified { return responder.respond(HTTPResponse(status: .notModified, headers: headers)) }
-                guard let body = prepared.body else { return responder.respond(HTTPResponse(status: .noContent, headers: headers)) }
-                responder.respond(HTTPResponse(status: .ok, headers: headers, body: body))
+                if !prepared.notModified {
+                    responses.insert(cacheKey, headers: headers, etag: prepared.etag, modified: prepared.modified, body: prepared.body)
+                }
+                answer(headers: headers, notModified: prepared.notModified, body: prepared.body)
             }
         }
     }
