@@ -30,7 +30,7 @@ public final class OfflineResourceRoutes {
                 logger: Logger = Logger(label: "packd.api")) {
         self.store = store
         self.authenticator = authenticator
-        self.publicURL = publicURL.map { $0.hasSuffix("/") ? String($0.dropLast()) : $0 }
+        self.publicURL = publicURL.flatMap(Self.publicBaseURL)
         self.logger = logger
     }
 
@@ -272,6 +272,21 @@ public final class OfflineResourceRoutes {
             query = "?access_token=" + OfflineLinks.segment(token)
         }
         return OfflineLinks(packBase: origin + "/v1/packs/\(packID)", query: query)
+    }
+
+    /// A configured public base URL, checked (`http(s)://host[:port][/path]`, no user info, query
+    /// or fragment) and without a trailing slash; nil when it is not one.
+    public static func publicBaseURL(_ text: String) -> String? {
+        let lower = text.lowercased()
+        guard text.utf8.count <= 512, lower.hasPrefix("http://") || lower.hasPrefix("https://") else { return nil }
+        let rest = text.drop { $0 != ":" }.dropFirst(3)
+        let host = rest.prefix { $0 != "/" }
+        guard isHost(String(host)), !text.contains(where: { "?#@ ".contains($0) || $0.asciiValue.map { $0 < 0x21 || $0 > 0x7E } ?? true }) else {
+            return nil
+        }
+        var url = text
+        while url.hasSuffix("/") { url.removeLast() }
+        return url
     }
 
     static func isHost(_ text: String) -> Bool {

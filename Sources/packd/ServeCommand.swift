@@ -52,6 +52,8 @@ struct ServeCommand: ParsableCommand {
         var corsOrigins: String?
         @Option(help: "Upstream hosts or CIDRs allowed although private or loopback, comma-separated (PACKD_ALLOW_UPSTREAM_HOSTS; default none).")
         var allowUpstreamHosts: String?
+        @Option(help: "Base URL clients reach packd at, for the URLs in offline style.json and TileJSON, e.g. https://maps.example.org/packd (PACKD_PUBLIC_URL; default: http:// and the request's Host).")
+        var publicURL: String?
         @Flag(help: .hidden)
         var debugRoutes = false
     }

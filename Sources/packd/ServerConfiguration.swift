@@ -31,6 +31,8 @@ struct ServerConfiguration {
     var cors: CORSPolicy
     /// Which upstream addresses downloads may reach beyond the public internet.
     var upstreamPolicy: AddressPolicy
+    /// `scheme://host[:port][/path]` for offline URLs; nil: from each request's `Host`.
+    var publicURL: String?
 
     private static let defaultListen = ListenAddress.loopback(port: 8080)
 
@@ -93,6 +95,12 @@ struct ServerConfiguration {
             } catch {
                 throw Invalid(setting: setting, problem: error.description)
             }
+        }
+        if let (text, setting) = source.value(options.publicURL, "PUBLIC_URL") {
+            guard let url = OfflineResourceRoutes.publicBaseURL(text) else {
+                throw Invalid(setting: setting, problem: "'\(text.prefix(100))' is not an http(s) URL without user info, query or fragment")
+            }
+            publicURL = url
         }
         upstreamPolicy = AddressPolicy()
         if let (text, setting) = source.value(options.allowUpstreamHosts, "ALLOW_UPSTREAM_HOSTS") {

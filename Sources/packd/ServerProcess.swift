@@ -55,6 +55,7 @@ struct ServerProcess {
             store: StoreAccess(loop: loop, writer: writer, path: configuration.databasePath),
             routes: APIRouteBuilder(authenticator: configuration.authenticator, cors: configuration.cors, metrics: metrics),
             logger: Logger(label: "packd.api"))
+        api.offlinePublicURL = configuration.publicURL
         api.register(in: &router)
         let fetcher = try Fetcher(loop: loop, configuration: FetchConfiguration(addressPolicy: configuration.upstreamPolicy))
         let scheduler = try PackScheduler(loop: loop, fetcher: fetcher, writer: writer,

@@ -300,6 +300,25 @@ import Testing
         }
     }
 
+    @Test func configuredPublicURLIsTheBaseOfEveryURL() throws {
+        let server = try RoutesFixture(publicURL: "https://maps.example.net/packd/")
+        defer {
+            server.stop()
+            server.removeFiles()
+        }
+        let (packID, _) = try Self.storePack(in: server)
+        let style = try server.send("GET", "/v1/packs/\(packID)/style.json", headers: ["Host": "ignored.example"])
+        let sources = try #require(style.json["sources"] as? [String: [String: Any]])
+        #expect(sources["vec"]?["url"] as? String == "https://maps.example.net/packd/v1/packs/\(packID)/sources/vec.json")
+        #expect(style.json["glyphs"] as? String == "https://maps.example.net/packd/v1/packs/\(packID)/glyphs/{fontstack}/{range}.pbf")
+
+        #expect(OfflineResourceRoutes.publicBaseURL("http://127.0.0.1:8080") == "http://127.0.0.1:8080")
+        #expect(OfflineResourceRoutes.publicBaseURL("https://[::1]:8443/a/b//") == "https://[::1]:8443/a/b")
+        for bad in ["ftp://host", "https://user@host", "https://host/?q=1", "https://host/#f", "https:///path", "https://ho st", "host:8080"] {
+            #expect(OfflineResourceRoutes.publicBaseURL(bad) == nil, "\(bad)")
+        }
+    }
+
     @Test func accessTokenIsCarriedIntoTheRewrittenURLs() throws {
         try withPack(withKeys: true) { server, packID, _ in
             #expect(try server.send("GET", "/v1/packs/\(packID)/style.json").status == 401)

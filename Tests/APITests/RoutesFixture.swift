@@ -23,7 +23,7 @@ final class RoutesFixture: @unchecked Sendable {
     /// `withKeys`: the three keys above are configured; without, every request is allowed.
     /// `directory`: reopen an earlier fixture's database.
     init(withKeys: Bool = false, reopening directory: URL? = nil, limits: ServerLimits = ServerLimits(),
-         cors: CORSPolicy = .disabled) throws {
+         cors: CORSPolicy = .disabled, publicURL: String? = nil) throws {
         self.directory = directory ?? FileManager.default.temporaryDirectory.appendingPathComponent("packd-routes-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: self.directory, withIntermediateDirectories: true)
         path = self.directory.appendingPathComponent("packd.sqlite").path
@@ -38,6 +38,7 @@ final class RoutesFixture: @unchecked Sendable {
         server = try APIFixture(limits: limits) { router, loop in
             let logger = Logger(label: "routes-test") { _ in SwiftLogNoOpLogHandler() }
             let api = try! PackdAPI(store: StoreAccess(loop: loop, writer: writer, path: path), routes: routes, logger: logger)
+            api.offlinePublicURL = publicURL
             api.register(in: &router)
             built = api
         }
