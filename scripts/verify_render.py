@@ -60,16 +60,40 @@ PAGE = """<!doctype html>
 <body><div id="map"></div><pre id="result">pending</pre>
 <script>
 const failures = [];
+const requests = [];
 let loaded = 0;
+// Every request the map makes (style, TileJSON, tiles, sprites, glyphs, data; from workers too)
+// goes through this protocol, so each one's outcome is seen: GL JS itself stays silent about
+// some failures (a 404 tile is drawn as empty).
+maplibregl.addProtocol("observed", async (params, abortController) => {
+  const url = "http://" + params.url.slice("observed://".length);
+  let response;
+  try {
+    response = await fetch(url, {signal: abortController.signal});
+  } catch (error) {
+    if (!abortController.signal.aborted) failures.push(`${url}: ${error}`);
+    throw error;
+  }
+  requests.push(`${response.status} ${url}`);
+  if (!response.ok) {
+    failures.push(`${url}: HTTP ${response.status}`);
+    throw new Error(`HTTP ${response.status}`);
+  }
+  if (response.status === 204 || params.type === "arrayBuffer" || params.type === "image") {
+    return {data: await response.arrayBuffer()};
+  }
+  return {data: params.type === "json" ? await response.json() : await response.text()};
+});
 const map = new maplibregl.Map({container: "map", style: %(style)s, center: [%(lon)s, %(lat)s], zoom: %(zoom)s,
-                                 fadeDuration: 0, attributionControl: false});
+                                 fadeDuration: 0, attributionControl: false,
+                                 transformRequest: (url) => ({url: url.startsWith("http://") ? "observed://" + url.slice(7) : url})});
 map.on("error", (event) => failures.push(String(event.error && (event.error.message || event.error))));
 map.on("data", (event) => { if (event.dataType === "source" && event.tile) loaded += 1; });
 let finished = false;
 function finish(state) {
   if (finished) return;
   finished = true;
-  const result = JSON.stringify({state, failures, loaded, style: map.isStyleLoaded()});
+  const result = JSON.stringify({state, failures, loaded, requests: requests.length, style: map.isStyleLoaded()});
   document.getElementById("result").textContent = result;
   fetch(%(report)s, {method: "POST", body: result});
 }
