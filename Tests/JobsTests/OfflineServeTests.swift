@@ -12,21 +12,16 @@ import Testing
         let upstream = try MapUpstream()
         var upstreamRunning = true
         defer { if upstreamRunning { upstream.stop() } }
-        let database = try TemporaryDatabase()
-        defer { database.remove() }
-        let packd = try PackdServeProcess(database: database, arguments: ["--log-level", "warning"])
+        let packd = try PackdServeProcess()
+        var packdRunning = true
+        defer { if packdRunning { _ = packd.stop() } }
         let port = packd.port
 
         let maxZoom = 3
-        let created = try HTTPExchange.send(port: port, method: "POST", path: "/v1/packs",
-                                            body: try JSONSerialization.data(withJSONObject: ["region": PackDownloadTests.region(upstream, maxZoom: maxZoom)]))
+        let created = try packd.send("POST", "/v1/packs", json: ["region": PackDownloadTests.region(upstream, maxZoom: maxZoom)])
         let packID = try #require(try created.json()["id"] as? Int)
-        var state = ""
-        #expect(PackdServeProcess.poll {
-            state = (try? HTTPExchange.send(port: port, method: "GET", path: "/v1/packs/\(packID)").json()["state"] as? String) ?? ""
-            return state == "complete" || state == "failed"
-        })
-        try #require(state == "complete")
+        let pack = packd.waitForEnd(packID)
+        try #require(pack["state"] as? String == "complete", "\(pack)")
         upstream.stop()
         upstreamRunning = false
 
@@ -74,6 +69,7 @@ import Testing
         let outside = tiles.replacingOccurrences(of: "{z}/{x}/{y}", with: "\(maxZoom + 1)/0/0")
         #expect(try get(outside).status == 404, "a zoom the pack does not hold")
 
-        #expect(packd.terminate())
+        packdRunning = false
+        #expect(packd.stop() == 0)
     }
 }

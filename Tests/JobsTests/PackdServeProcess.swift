@@ -2,19 +2,23 @@ import Foundation
 import Glibc
 import PackdTestSupport
 
-/// `packd serve` as a child process on an ephemeral loopback port with its database in
-/// `database`, allowed to download from 127.0.0.1 (the in-process upstream).
+/// `packd serve` as a child process on an ephemeral 127.0.0.1 port with its own database, allowed
+/// to reach the in-process upstream on 127.0.0.1. (The same type as on main, where `eventually`
+/// comes from JobsHarness; here `poll` stands in for it.)
 final class PackdServeProcess {
+    let database: TemporaryDatabase
     let process = Process()
     let port: Int
 
     struct NotStarted: Error {}
 
-    init(database: TemporaryDatabase, arguments: [String] = []) throws {
+    /// `allowLoopbackUpstream`: `--allow-upstream-hosts 127.0.0.1`, so the in-process upstream is reachable.
+    init(allowLoopbackUpstream: Bool = true) throws {
+        database = try TemporaryDatabase()
         let portFile = database.directory.appendingPathComponent("port").path
         process.executableURL = URL(fileURLWithPath: BuiltExecutable.path("packd"))
-        process.arguments = ["serve", "--listen", "127.0.0.1:0", "--port-file", portFile, "--database", database.path,
-                             "--allow-upstream-hosts", "127.0.0.1"] + arguments
+        process.arguments = ["serve", "--listen", "127.0.0.1:0", "--port-file", portFile, "--database", database.path]
+            + (allowLoopbackUpstream ? ["--allow-upstream-hosts", "127.0.0.1"] : [])
         process.currentDirectoryURL = database.directory
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
@@ -28,14 +32,35 @@ final class PackdServeProcess {
         self.port = port
     }
 
-    deinit {
-        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+    /// `/v1/resources?url=…` for `url`, percent-encoded as one query value.
+    static func resourcePath(_ url: String, fetch: Bool) -> String {
+        "/v1/resources?url=" + (url.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? "") + (fetch ? "&fetch=true" : "")
     }
 
-    /// SIGTERM, then waits for the exit; true when it exited in time.
-    func terminate() -> Bool {
+    func send(_ method: String, _ path: String, json: Any? = nil) throws -> HTTPExchange {
+        try HTTPExchange.send(port: port, method: method, path: path,
+                              body: try json.map { try JSONSerialization.data(withJSONObject: $0) } ?? Data())
+    }
+
+    /// Polls the pack until it is `complete` or `failed`; returns its last document.
+    func waitForEnd(_ packID: Int) -> [String: Any] {
+        var last: [String: Any] = [:]
+        _ = Self.poll {
+            guard let pack = try? send("GET", "/v1/packs/\(packID)").json() else { return false }
+            last = pack
+            return ["complete", "failed"].contains(pack["state"] as? String ?? "")
+        }
+        return last
+    }
+
+    /// SIGTERM, then waits for the exit; the exit status.
+    func stop() -> Int32 {
         kill(process.processIdentifier, SIGTERM)
-        return Self.poll { !self.process.isRunning }
+        _ = Self.poll { !process.isRunning }
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        process.waitUntilExit()
+        database.remove()
+        return process.terminationStatus
     }
 
     /// Re-checks `condition` until it holds or 60 s pass (a condition, not a timed sleep).

@@ -11,8 +11,20 @@ import Testing
         defer { upstream.stop() }
         let database = try TemporaryDatabase()
         defer { database.remove() }
-        let packd = try PackdServeProcess(database: database)
-        let port = packd.port
+        let portFile = database.directory.appendingPathComponent("port").path
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: BuiltExecutable.path("packd"))
+        process.arguments = ["serve", "--listen", "127.0.0.1:0", "--port-file", portFile, "--database", database.path,
+                             "--allow-upstream-hosts", "127.0.0.1"]
+        process.currentDirectoryURL = database.directory
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        defer { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
+
+        #expect(poll { FileManager.default.fileExists(atPath: portFile) })
+        let port = try #require(Int((try String(contentsOfFile: portFile, encoding: .utf8))
+            .trimmingCharacters(in: .whitespacesAndNewlines)))
         let body: [String: Any] = ["name": "e2e", "start": true, "region": PackDownloadTests.region(upstream, maxZoom: 5)]
         let created = try HTTPExchange.send(port: port, method: "POST", path: "/v1/packs",
                                             body: try JSONSerialization.data(withJSONObject: body))
@@ -20,7 +32,7 @@ import Testing
         let packID = try #require(try created.json()["id"] as? Int)
 
         var last: [String: Any] = [:]
-        #expect(PackdServeProcess.poll {
+        #expect(poll {
             guard let pack = try? HTTPExchange.send(port: port, method: "GET", path: "/v1/packs/\(packID)").json()
             else { return false }
             last = pack
@@ -33,8 +45,19 @@ import Testing
         #expect(progress["expected_resources"] as? Int == planned)
         #expect(progress["expected_is_precise"] as? Bool == true)
 
-        #expect(packd.terminate())
-        #expect(packd.process.terminationStatus == 0)
+        kill(process.processIdentifier, SIGTERM)
+        #expect(poll { !process.isRunning })
+        #expect(process.terminationStatus == 0)
+    }
+
+    /// Re-checks `condition` until it holds or 60 s pass (a condition, not a timed sleep).
+    private func poll(_ condition: () -> Bool) -> Bool {
+        let deadline = Date().addingTimeInterval(60)
+        while Date() < deadline {
+            if condition() { return true }
+            usleep(20_000)
+        }
+        return condition()
     }
 }
 
