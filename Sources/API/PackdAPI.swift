@@ -10,8 +10,6 @@ public final class PackdAPI {
     public let events: EventBroadcaster
     public let packs: PackRoutes
     public let routes: APIRouteBuilder
-    /// The base of the URLs in offline `style.json`/TileJSON (`--public-url`); nil: the request's `Host`.
-    public var offlinePublicURL: String?
     let logger: Logger
 
     /// Loop thread only (the broadcaster is loop-owned). Event ids continue after the largest one
@@ -29,12 +27,14 @@ public final class PackdAPI {
         packs = PackRoutes(store: store, events: events, logger: logger)
     }
 
+    /// The base of the URLs in offline `style.json`/TileJSON (`--public-url`); nil: the request's `Host`.
+    public var offlinePublicURL: String?
+
     public func register(in router: inout Router) {
         packs.register(in: &router, using: routes)
         StorageRoutes(store: store, packs: packs, logger: logger).register(in: &router, using: routes)
         ResourceRoutes(store: store, authenticator: routes.authenticator, logger: logger).register(in: &router, using: routes)
         EventRoutes(store: store, events: events, logger: logger).register(in: &router, using: routes)
-        OfflineResourceRoutes(store: store, authenticator: routes.authenticator, publicURL: offlinePublicURL, logger: logger).register(in: &router, using: routes)
         let metrics = routes.metrics
         let store = store
         let logger = logger
@@ -50,6 +50,7 @@ public final class PackdAPI {
                                                body: metrics.exposition()))
             }
         }
+        OfflineResourceRoutes(store: store, authenticator: routes.authenticator, publicURL: offlinePublicURL, logger: logger).register(in: &router, using: routes)
     }
 
     /// Ends the event streams (before the server's shutdown grace period runs out).

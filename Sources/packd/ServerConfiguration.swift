@@ -29,10 +29,10 @@ struct ServerConfiguration {
     var debugRoutes: Bool
     var authenticator: APIKeyAuthenticator
     var cors: CORSPolicy
-    /// Which upstream addresses downloads may reach beyond the public internet.
-    var upstreamPolicy: AddressPolicy
     /// `scheme://host[:port][/path]` for offline URLs; nil: from each request's `Host`.
     var publicURL: String?
+    /// Which upstream addresses downloads may reach beyond the public internet.
+    var upstreamPolicy: AddressPolicy
 
     private static let defaultListen = ListenAddress.loopback(port: 8080)
 
