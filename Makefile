@@ -8,26 +8,25 @@ SYSTEM_PACKAGES := libuv1-dev libcurl4-openssl-dev libsqlite3-dev libhttp-parser
 BENCH_PACKAGES  := nginx wrk curl
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: deps bench-deps build release run test check-openapi bench bench-server soak verify clean
+# Installs those of the Debian packages $(1) that are missing (apt-get, with sudo when not root).
+define install-missing
+@missing=""; for p in $(1); do \
+  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$p"; \
+done; \
+if [ -n "$$missing" ]; then \
+  echo "installing:$$missing"; \
+  $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $$missing; \
+fi
+endef
+
+.PHONY: deps bench-deps build release run test check-openapi bench bench-server soak verify verify-render clean
 
 ## Installs the system libraries that are missing (apt-get, with sudo when not root).
 deps:
-	@missing=""; for p in $(SYSTEM_PACKAGES); do \
-	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$p"; \
-	done; \
-	if [ -n "$$missing" ]; then \
-	  echo "installing:$$missing"; \
-	  $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $$missing; \
-	fi
+	$(call install-missing,$(SYSTEM_PACKAGES))
 
 bench-deps: deps
-	@missing=""; for p in $(BENCH_PACKAGES); do \
-	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$p"; \
-	done; \
-	if [ -n "$$missing" ]; then \
-	  echo "installing:$$missing"; \
-	  $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $$missing; \
-	fi
+	$(call install-missing,$(BENCH_PACKAGES))
 
 build: deps
 	$(SWIFT) build
@@ -53,7 +52,7 @@ check-openapi:
 	python3 -c "import yaml, openapi_spec_validator as v; d = yaml.safe_load(open('openapi.yaml')); assert d['openapi'].startswith('3.1'), 'not OpenAPI 3.1'; v.validate(d); print('openapi.yaml: valid OpenAPI', d['openapi'])"
 
 ## Benchmarks against baselines measured in the same run (see Sources/packd-bench).
-BENCHMARKS ?= server geo store export fetch
+BENCHMARKS ?= server serve-tiles geo store export fetch
 bench: bench-deps
 	$(SWIFT) build -c release
 	@bin=$$($(SWIFT) build -c release --show-bin-path); \
@@ -67,6 +66,17 @@ bench-server: bench-deps
 ## package on a PMTiles export (each installed when missing; a missing tool fails, never skips).
 verify: deps
 	scripts/verify-exports.sh
+
+## A pack rendered offline by real clients: MapLibre Native (PyPI mapli) draws the same pictures
+## from packd's style.json with the fixture upstream stopped as from the live upstream, and
+## MapLibre GL JS (PyPI maplibre) in headless Chromium loads it with no failed request. Installs
+## nginx, chromium and the Python packages when missing; a missing tool fails, never skips.
+RENDER_PACKAGES := nginx chromium curl
+verify-render: deps
+	$(call install-missing,$(RENDER_PACKAGES))
+	@python3 -c "import mapli, maplibre, PIL" 2>/dev/null || python3 -m pip install -q mapli maplibre pillow
+	$(SWIFT) build
+	EGL_PLATFORM=surfaceless scripts/verify-render.sh
 
 ## Long end-to-end runs that do not belong in `make test`.
 soak: deps

@@ -53,7 +53,10 @@ def match_operation(spec, method, path):
         for segment, part in zip(segments, parts):
             if segment.startswith("{") and segment.endswith("}"):
                 continue
-            if segment.endswith(".json") and segment.startswith("{"):
+            if segment.startswith("{") and "}" in segment:
+                # `{source}.json`, `{range}.pbf`: a parameter with a literal suffix.
+                if not part.endswith(segment[segment.index("}") + 1:]):
+                    break
                 continue
             if segment != part:
                 break

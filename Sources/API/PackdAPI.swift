@@ -39,6 +39,9 @@ public final class PackdAPI {
         maintenance = PackMaintenanceRoutes(store: store, packs: packs, logger: logger)
     }
 
+    /// The base of the URLs in offline `style.json`/TileJSON (`--public-url`); nil: the request's `Host`.
+    public var offlinePublicURL: String?
+
     public func register(in router: inout Router) {
         packs.register(in: &router, using: routes)
         maintenance.register(in: &router, using: routes)
@@ -64,6 +67,7 @@ public final class PackdAPI {
                                                body: metrics.exposition()))
             }
         }
+        OfflineResourceRoutes(store: store, authenticator: routes.authenticator, publicURL: offlinePublicURL, logger: logger).register(in: &router, using: routes)
     }
 
     /// Ends the event streams (before the server's shutdown grace period runs out).

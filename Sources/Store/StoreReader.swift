@@ -176,21 +176,25 @@ public final class StoreReader {
     // MARK: Reading rows
 
     /// Reads a stored resource or tile (MapLibre's `getResource`/`getTile` columns) and reports
-    /// the access for the batched `accessed` update.
-    public func read(_ key: ResourceKey) throws -> StoredResource? {
+    /// the access for the batched `accessed` update. With `packID`, only a row linked to that pack
+    /// is found (serving a pack offline: a row held only by another pack or the ambient cache is
+    /// not part of it).
+    public func read(_ key: ResourceKey, linkedTo packID: Int64? = nil) throws -> StoredResource? {
         let statement: Statement
+        let link: [DatabaseValue] = packID.map { [.integer($0)] } ?? []
         switch key {
         case .tile(let tile):
             statement = try database.cachedStatement("""
                 SELECT id, etag, expires, must_revalidate, modified, data, compressed, accessed FROM tiles
                 WHERE url_template = ?1 AND pixel_ratio = ?2 AND z = ?3 AND x = ?4 AND y = ?5
-                """)
-            try statement.bind([.text(tile.urlTemplate), .integer(tile.pixelRatio), .integer(tile.z), .integer(tile.x), .integer(tile.y)])
+                """ + (packID == nil ? "" : " AND EXISTS (SELECT 1 FROM region_tiles WHERE region_id = ?6 AND tile_id = tiles.id)"))
+            try statement.bind([.text(tile.urlTemplate), .integer(tile.pixelRatio), .integer(tile.z), .integer(tile.x), .integer(tile.y)]
+                               + link)
         case .resource(let url, _):
             statement = try database.cachedStatement("""
                 SELECT id, etag, expires, must_revalidate, modified, data, compressed, accessed FROM resources WHERE url = ?1
-                """)
-            try statement.bind([.text(url)])
+                """ + (packID == nil ? "" : " AND EXISTS (SELECT 1 FROM region_resources WHERE region_id = ?2 AND resource_id = resources.id)"))
+            try statement.bind([.text(url)] + link)
         }
         defer { statement.reset() }
         guard try statement.step() else { return nil }

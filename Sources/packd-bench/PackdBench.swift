@@ -10,6 +10,7 @@ struct PackdBench: ParsableCommand {
         subcommands: [
             // Each area adds its benchmark command here.
             ServerBenchmark.self,
+            ServeTilesBenchmark.self,
             StoreBenchmark.self,
             ExportBenchmark.self,
             GeoBenchmark.self,

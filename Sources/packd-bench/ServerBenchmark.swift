@@ -63,14 +63,16 @@ struct ServerBenchmark: ParsableCommand {
         URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent()
     }
 
-    private func startPackd(in directory: URL) throws -> (process: Process, port: Int) {
+    /// Starts the release `packd serve` on a free port with a database in `directory`
+    /// (`arguments` added: `serve-tiles` lets it download from a loopback upstream).
+    func startPackd(in directory: URL, arguments: [String] = []) throws -> (process: Process, port: Int) {
         let portFile = directory.appendingPathComponent("packd.port").path
         let process = Process()
         process.executableURL = binDirectory.appendingPathComponent("packd")
         process.arguments = [
             "serve", "--listen", "127.0.0.1:0", "--port-file", portFile, "--log-level", logLevel,
             "--database", directory.appendingPathComponent("bench.sqlite").path,
-        ]
+        ] + arguments
         _ = FileManager.default.createFile(atPath: directory.appendingPathComponent("packd.log").path, contents: nil)
         process.standardError = try FileHandle(forWritingTo: directory.appendingPathComponent("packd.log"))
         process.standardOutput = FileHandle.nullDevice
@@ -81,10 +83,10 @@ struct ServerBenchmark: ParsableCommand {
         return (process, port)
     }
 
-    private func runWrk(name: String, url: String) throws -> Result {
+    func runWrk(name: String, url: String, headers: [String] = []) throws -> Result {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/wrk")
-        process.arguments = ["-t\(threads)", "-c\(connections)", "-d\(duration)", "--latency", url]
+        process.arguments = ["-t\(threads)", "-c\(connections)", "-d\(duration)", "--latency"] + headers.flatMap { ["-H", $0] } + [url]
         let pipe = Pipe()
         process.standardOutput = pipe
         try process.run()
@@ -130,7 +132,7 @@ struct ServerBenchmark: ParsableCommand {
         return nil
     }
 
-    private func stop(_ process: Process) {
+    func stop(_ process: Process) {
         guard process.isRunning else { return }
         kill(process.processIdentifier, SIGTERM)
         process.waitUntilExit()

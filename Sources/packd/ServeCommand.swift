@@ -50,6 +50,8 @@ struct ServeCommand: ParsableCommand {
         var apiKeysFile: String?
         @Option(help: "Origins allowed by CORS: * or a comma-separated list of http(s) origins (PACKD_CORS_ORIGINS; default none).")
         var corsOrigins: String?
+        @Option(help: "Base URL clients reach packd at, for the URLs in offline style.json and TileJSON, e.g. https://maps.example.org/packd (PACKD_PUBLIC_URL; default: http:// and the request's Host).")
+        var publicURL: String?
         @Option(help: "Upstream hosts or CIDRs allowed although private or loopback, comma-separated (PACKD_ALLOW_UPSTREAM_HOSTS; default none).")
         var allowUpstreamHosts: String?
         @Option(help: "Packs downloading at once; the others wait queued (PACKD_MAX_ACTIVE_PACKS; default 2).")

@@ -29,6 +29,8 @@ struct ServerConfiguration {
     var debugRoutes: Bool
     var authenticator: APIKeyAuthenticator
     var cors: CORSPolicy
+    /// `scheme://host[:port][/path]` for offline URLs; nil: from each request's `Host`.
+    var publicURL: String?
     /// Which upstream addresses downloads may reach beyond the public internet.
     var upstreamPolicy: AddressPolicy
     /// Download concurrency, retries, limits and upstream rules.
@@ -95,6 +97,12 @@ struct ServerConfiguration {
             } catch {
                 throw Invalid(setting: setting, problem: error.description)
             }
+        }
+        if let (text, setting) = source.value(options.publicURL, "PUBLIC_URL") {
+            guard let url = OfflineResourceRoutes.publicBaseURL(text) else {
+                throw Invalid(setting: setting, problem: "'\(text.prefix(100))' is not an http(s) URL without user info, query or fragment")
+            }
+            publicURL = url
         }
         upstreamPolicy = AddressPolicy()
         if let (text, setting) = source.value(options.allowUpstreamHosts, "ALLOW_UPSTREAM_HOSTS") {

@@ -57,6 +57,7 @@ struct ServerProcess {
             store: StoreAccess(loop: loop, writer: writer, path: configuration.databasePath),
             routes: APIRouteBuilder(authenticator: configuration.authenticator, cors: configuration.cors, metrics: metrics),
             logger: Logger(label: "packd.api"))
+        api.offlinePublicURL = configuration.publicURL
         api.register(in: &router)
         let fetcher = try Fetcher(loop: loop, configuration: configuration.downloads.fetch)
         api.upstream = FetcherUpstream(fetcher: fetcher)

@@ -153,11 +153,16 @@ final class StreamClient {
 
     /// The whole body of a Content-Length or chunked response.
     func readBody() throws -> String {
+        String(decoding: try readBodyBytes(), as: UTF8.self)
+    }
+
+    /// The whole body as bytes (tiles, images, gzip).
+    func readBodyBytes() throws -> [UInt8] {
         while !bodyEnded {
             guard try fill() else { break }
         }
         defer { body = [] }
-        return String(decoding: body, as: UTF8.self)
+        return body
     }
 
     /// The next event of the stream, or `nil` when the stream ended. Comments are counted, and

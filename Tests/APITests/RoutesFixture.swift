@@ -24,7 +24,7 @@ final class RoutesFixture: @unchecked Sendable {
     /// `directory`: reopen an earlier fixture's database.
     /// `sharing`: the export/import settings (scratch directory, upload limit).
     init(withKeys: Bool = false, reopening directory: URL? = nil, limits: ServerLimits = ServerLimits(),
-         sharing: SharingSettings? = nil) throws {
+         sharing: SharingSettings? = nil, cors: CORSPolicy = .disabled, publicURL: String? = nil) throws {
         self.directory = directory ?? FileManager.default.temporaryDirectory.appendingPathComponent("packd-routes-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: self.directory, withIntermediateDirectories: true)
         path = self.directory.appendingPathComponent("packd.sqlite").path
@@ -32,7 +32,7 @@ final class RoutesFixture: @unchecked Sendable {
         let authenticator = withKeys
             ? try APIKeyAuthenticator(parsing: "read:\(Self.readKey)\nwrite:\(Self.writeKey)\nadmin:\(Self.adminKey)", source: "test")
             : APIKeyAuthenticator()
-        let routes = APIRouteBuilder(authenticator: authenticator, cors: .disabled, metrics: PackdMetrics())
+        let routes = APIRouteBuilder(authenticator: authenticator, cors: cors, metrics: PackdMetrics())
         nonisolated(unsafe) var built: PackdAPI?
         let writer = writer
         let path = path
@@ -40,6 +40,7 @@ final class RoutesFixture: @unchecked Sendable {
             let logger = Logger(label: "routes-test") { _ in SwiftLogNoOpLogHandler() }
             let api = try! PackdAPI(store: StoreAccess(loop: loop, writer: writer, path: path), routes: routes, logger: logger)
             if let sharing { api.sharing = sharing }
+            api.offlinePublicURL = publicURL
             api.register(in: &router)
             built = api
         }

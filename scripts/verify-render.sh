@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# A pack rendered offline by real map clients (`make verify-render`).
+#
+# 1. The Natural Earth fixture upstream (../shared/fixtures/serve-ne.sh, nginx) and `packd serve`
+#    start on free loopback ports; a pack of the fixture style is POSTed and downloaded.
+# 2. MapLibre Native (PyPI `mapli`) renders the area at two zooms from the live upstream.
+# 3. The upstream is stopped. MapLibre Native renders the same views from packd's
+#    GET /v1/packs/{id}/style.json: each picture must equal the live one pixel for pixel.
+# 4. MapLibre GL JS (the `maplibre-gl.js` that PyPI `maplibre` ships) in headless Chromium loads
+#    the offline style and must reach `idle` with no failed request (map errors or console).
+# A missing tool fails the run; nothing is skipped.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+fixtures=${PACKD_FIXTURES:-../shared/fixtures}
+packd=${PACKD_BIN:-$(swift build --show-bin-path)/packd}
+lon=10 lat=47.5 zooms="3 5"
+work=$(mktemp -d /tmp/packd-verify-render.XXXXXX)
+chmod 755 "$work"  # nginx workers (not root) read the fixture under it
+pids=()
+cleanup() {
+  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+  [ -f "$work/ne/nginx.pid" ] && kill "$(cat "$work/ne/nginx.pid")" 2>/dev/null || true
+}
+trap cleanup EXIT
+fail() { echo "verify-render: FAIL: $*" >&2; exit 1; }
+
+for tool in nginx curl python3; do command -v "$tool" >/dev/null || fail "$tool is not installed"; done
+chromium=$(command -v chromium || command -v chromium-browser || true)
+[ -n "$chromium" ] || fail "chromium is not installed (apt-get install chromium)"
+python3 -c "import mapli, PIL" 2>/dev/null || fail "the Python packages mapli and pillow are not installed"
+gljs=$(python3 -c "import logging; logging.disable(logging.CRITICAL); import maplibre, os; print(os.path.join(os.path.dirname(maplibre.__file__), 'srcjs', 'maplibre-gl.js'))" 2>/dev/null) \
+  || fail "the Python package maplibre is not installed"
+[ -f "$gljs" ] || fail "maplibre-gl.js not found at $gljs"
+[ -x "$packd" ] || fail "packd is not built at $packd"
+[ -x "$fixtures/serve-ne.sh" ] || fail "the fixture upstream $fixtures/serve-ne.sh is missing"
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+
+# 1. Upstream and packd; the pack downloads.
+upstream_port=$(free_port)
+style_url=$("$fixtures/serve-ne.sh" "$upstream_port" "$work/ne" 2>/dev/null)
+curl -fsS -o /dev/null "$style_url" || fail "the fixture upstream does not answer at $style_url"
+"$packd" serve --listen 127.0.0.1:0 --port-file "$work/port" --database "$work/packd.sqlite" \
+  --allow-upstream-hosts 127.0.0.1 --cors-origins '*' --log-level warning 2>"$work/packd.log" &
+pids+=($!)
+for _ in $(seq 600); do [ -s "$work/port" ] && break; sleep 0.1; done
+[ -s "$work/port" ] || fail "packd did not start: $(cat "$work/packd.log")"
+api="http://127.0.0.1:$(cat "$work/port")"
+created=$(curl -fsS -X POST "$api/v1/packs" -H 'Content-Type: application/json' \
+  -d "{\"name\": \"verify-render\", \"region\": {\"style_url\": \"$style_url\", \"bounds\": [-20, 25, 40, 65], \"min_zoom\": 0, \"max_zoom\": 5}}")
+pack=$(echo "$created" | python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])')
+state=""
+for _ in $(seq 1200); do
+  state=$(curl -fsS "$api/v1/packs/$pack" | python3 -c 'import json,sys; print(json.load(sys.stdin)["state"])')
+  case "$state" in complete|failed) break ;; esac
+  sleep 0.25
+done
+[ "$state" = complete ] || fail "pack $pack ended $state: $(curl -fsS "$api/v1/packs/$pack")"
+echo "pack $pack downloaded: $(curl -fsS "$api/v1/packs/$pack" | python3 -c 'import json,sys; p=json.load(sys.stdin)["progress"]; print(p["completed_resources"], "resources,", p["completed_tiles"], "tiles")')"
+
+# 2. Live pictures.
+python3 scripts/verify_render.py render "$style_url" "$work/live" $lon $lat $zooms || fail "rendering from the live upstream failed"
+
+# 3. Upstream off; offline pictures must be identical.
+kill "$(cat "$work/ne/nginx.pid")"
+for _ in $(seq 100); do curl -s -o /dev/null "$style_url" || break; sleep 0.1; done
+curl -s -o /dev/null "$style_url" && fail "the upstream still answers"
+offline="$api/v1/packs/$pack/style.json"
+curl -fsS "$offline" | grep -q "127.0.0.1:$upstream_port" && fail "the offline style still points at the upstream"
+python3 scripts/verify_render.py render "$offline" "$work/offline" $lon $lat $zooms || fail "rendering the offline style failed"
+for z in $zooms; do
+  python3 scripts/verify_render.py compare "$work/live-z$z.png" "$work/offline-z$z.png" || fail "zoom $z: the offline picture differs (see $work)"
+done
+
+# 4. MapLibre GL JS in headless Chromium, upstream still off. The page observes every request
+#    the map makes (a custom protocol via transformRequest) and reports each failure.
+report_port=$(free_port)
+python3 scripts/verify_render.py page "$gljs" "$offline" $lon $lat 4 "http://127.0.0.1:$report_port/result" "$work/gljs.html"
+python3 scripts/verify_render.py receive "$report_port" "$work/gljs.json" 90 &
+receiver=$!
+"$chromium" --headless --no-sandbox --use-angle=swiftshader --enable-unsafe-swiftshader \
+  --user-data-dir="$work/chromium" --enable-logging=stderr --v=0 --remote-debugging-port=0 \
+  "file://$work/gljs.html" >/dev/null 2>"$work/chromium.log" &
+pids+=($!)
+wait "$receiver" || fail "MapLibre GL JS reported nothing within 90 s: $(tail -5 "$work/chromium.log")"
+result=$(cat "$work/gljs.json")
+echo "MapLibre GL JS: $result"
+echo "$result" | python3 -c 'import json,sys; r=json.load(sys.stdin); sys.exit(0 if r["state"] == "ok" and not r["failures"] and r["loaded"] > 0 and r["requests"] > r["loaded"] else 1)' \
+  || fail "MapLibre GL JS did not load the offline style cleanly: $result"
+if grep -E "Failed to load resource|net::ERR_" "$work/chromium.log"; then fail "Chromium reported failed requests"; fi
+echo "verify-render: OK (MapLibre Native at zooms $zooms identical offline; MapLibre GL JS made $(echo "$result" | python3 -c 'import json,sys; r=json.load(sys.stdin); print(r["requests"], "requests,", r["loaded"], "tiles loaded,")') none failed)"
+rm -rf "$work"

@@ -1,0 +1,154 @@
+#!/usr/bin/env python3
+"""Renders a MapLibre style with MapLibre Native (the `mapli` package) and compares pictures.
+
+usage:
+  verify_render.py render STYLE_URL OUT_PREFIX LON LAT ZOOM [ZOOM...]  -> OUT_PREFIX-zZOOM.png
+  verify_render.py compare A.png B.png                                 -> exit 1 unless pixel-identical
+  verify_render.py page MAPLIBRE_GL_JS STYLE_URL LON LAT ZOOM REPORT_URL OUT.html
+                                             -> a page for headless Chromium that POSTs its result
+  verify_render.py receive PORT OUT.json SECONDS  -> waits for that one POST on 127.0.0.1:PORT
+
+Each `render` runs in its own process, so nothing MapLibre Native cached while rendering from
+the live upstream can serve the offline render.
+"""
+import io
+import json
+import os
+import sys
+import time
+
+
+def render(style_url, prefix, lon, lat, zooms):
+    os.environ.setdefault("EGL_PLATFORM", "surfaceless")
+    import mapli
+
+    pool = mapli.RenderPool(workers=1)
+    pool.register_style("s", url=style_url)
+    for zoom in zooms:
+        png = pool.render("s", lon=float(lon), lat=float(lat), zoom=float(zoom), width=512, height=512)
+        path = f"{prefix}-z{zoom}.png"
+        with open(path, "wb") as handle:
+            handle.write(png)
+        print(f"rendered {path} ({len(png)} bytes)")
+
+
+def compare(a, b):
+    from PIL import Image, ImageChops
+
+    first = Image.open(a).convert("RGBA")
+    second = Image.open(b).convert("RGBA")
+    if first.size != second.size:
+        print(f"{a} and {b} differ in size: {first.size} != {second.size}")
+        return 1
+    box = ImageChops.difference(first, second).getbbox()
+    colours = len(first.getcolors(1 << 24) or [])
+    if box is not None:
+        print(f"{a} and {b} differ inside {box}")
+        return 1
+    if colours < 3:
+        # A blank picture equals another blank picture: that proves nothing.
+        print(f"{a} has {colours} colours: nothing was drawn")
+        return 1
+    print(f"{a} == {b} ({first.size[0]}x{first.size[1]}, {colours} colours)")
+    return 0
+
+
+PAGE = """<!doctype html>
+<html><head><meta charset="utf-8"><title>pending</title>
+<style>body{margin:0} #map{width:512px;height:512px}</style>
+<script>%(js)s</script></head>
+<body><div id="map"></div><pre id="result">pending</pre>
+<script>
+const failures = [];
+const requests = [];
+let loaded = 0;
+// Every request the map makes (style, TileJSON, tiles, sprites, glyphs, data; from workers too)
+// goes through this protocol, so each one's outcome is seen: GL JS itself stays silent about
+// some failures (a 404 tile is drawn as empty).
+maplibregl.addProtocol("observed", async (params, abortController) => {
+  const url = "http://" + params.url.slice("observed://".length);
+  let response;
+  try {
+    response = await fetch(url, {signal: abortController.signal});
+  } catch (error) {
+    if (!abortController.signal.aborted) failures.push(`${url}: ${error}`);
+    throw error;
+  }
+  requests.push(`${response.status} ${url}`);
+  if (!response.ok) {
+    failures.push(`${url}: HTTP ${response.status}`);
+    throw new Error(`HTTP ${response.status}`);
+  }
+  if (response.status === 204 || params.type === "arrayBuffer" || params.type === "image") {
+    return {data: await response.arrayBuffer()};
+  }
+  return {data: params.type === "json" ? await response.json() : await response.text()};
+});
+const map = new maplibregl.Map({container: "map", style: %(style)s, center: [%(lon)s, %(lat)s], zoom: %(zoom)s,
+                                 fadeDuration: 0, attributionControl: false,
+                                 transformRequest: (url) => ({url: url.startsWith("http://") ? "observed://" + url.slice(7) : url})});
+map.on("error", (event) => failures.push(String(event.error && (event.error.message || event.error))));
+map.on("data", (event) => { if (event.dataType === "source" && event.tile) loaded += 1; });
+let finished = false;
+function finish(state) {
+  if (finished) return;
+  finished = true;
+  const result = JSON.stringify({state, failures, loaded, requests: requests.length, style: map.isStyleLoaded()});
+  document.getElementById("result").textContent = result;
+  fetch(%(report)s, {method: "POST", body: result});
+}
+map.once("idle", () => finish(failures.length === 0 ? "ok" : "failed"));
+setTimeout(() => finish("timeout"), 60000);
+</script></body></html>
+"""
+
+
+def page(js_path, style_url, lon, lat, zoom, report_url, out):
+    with open(js_path, encoding="utf-8") as handle:
+        js = handle.read()
+    with open(out, "w", encoding="utf-8") as handle:
+        handle.write(PAGE % {"js": js, "style": json.dumps(style_url), "lon": float(lon), "lat": float(lat),
+                             "zoom": float(zoom), "report": json.dumps(report_url)})
+
+
+def receive(port, out, seconds):
+    """Serves 127.0.0.1:PORT until the page POSTs its result (or SECONDS pass)."""
+    from http.server import BaseHTTPRequestHandler, HTTPServer
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self):
+            body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+            with open(out, "wb") as handle:
+                handle.write(body)
+            self.send_response(204)
+            self.send_header("Access-Control-Allow-Origin", "*")
+            self.end_headers()
+
+        def log_message(self, *args):
+            pass
+
+    server = HTTPServer(("127.0.0.1", int(port)), Handler)
+    server.timeout = 1
+    deadline = time.monotonic() + float(seconds)
+    while time.monotonic() < deadline and not os.path.exists(out):
+        server.handle_request()
+    return 0 if os.path.exists(out) else 1
+
+
+def main(argv):
+    if len(argv) >= 7 and argv[1] == "render":
+        render(argv[2], argv[3], argv[4], argv[5], argv[6:])
+        return 0
+    if len(argv) == 4 and argv[1] == "compare":
+        return compare(argv[2], argv[3])
+    if len(argv) == 9 and argv[1] == "page":
+        page(*argv[2:])
+        return 0
+    if len(argv) == 5 and argv[1] == "receive":
+        return receive(*argv[2:])
+    print(__doc__, file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
