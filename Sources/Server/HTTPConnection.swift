@@ -453,6 +453,13 @@ final class HTTPConnection: LoopHandleOwner {
                 let dropped = slots
                 slots = []
                 for slot in dropped { slot.connectionDidClose() }
+                if let current = inbound, current.responder === first {
+                    // Answered before its body was read (a refused upload): the rest of the body
+                    // is skipped by the lingering close, not awaited until the body timeout.
+                    inbound = nil
+                    current.bodyStream?.fail(.clientDisconnected)
+                    finishIfDone()
+                }
                 break
             }
             if let next = slots.first, !next.pending.isEmpty {

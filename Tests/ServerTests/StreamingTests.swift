@@ -162,6 +162,29 @@ import Testing
         #expect(pausedReads.current < size / 1024)
     }
 
+    /// An upload refused before its body is read (an auth refusal, a 415) on a `Connection:
+    /// close` request: the answer goes out and the connection closes after the short lingering
+    /// close, instead of waiting out the body timeout for a body the client stopped sending.
+    @Test func uploadAnsweredBeforeItsBodyClosesWithoutAwaitingTheBody() throws {
+        var limits = ServerLimits()
+        limits.bodyTimeout = .seconds(600)
+        let server = try TestServer(limits: limits) { router, _ in
+            router.post("/imports", options: RouteOptions(maxBodyBytes: 8 << 20, body: .streamed)) { _, responder in
+                responder.respond(HTTPResponse(status: .unauthorized, body: Array("no".utf8)))
+            }
+        }
+        defer { server.stop() }
+        let client = try server.client()
+        try client.send("POST /imports HTTP/1.1\r\nConnection: close\r\nContent-Length: 1000000\r\n\r\n")
+        try client.send([UInt8](repeating: 7, count: 1000))
+        let started = ContinuousClock.now
+        #expect(try client.readResponse().status == 401)
+        #expect(try client.waitForClose())
+        // The lingering close lasts 2 s; the body timeout (600 s) is what a regression waits for.
+        #expect(ContinuousClock.now - started < .seconds(60))
+        #expect(eventually { server.onLoop { server.server.connectionCount } == 0 })
+    }
+
     @Test func abortedStreamIsVisiblyTruncatedAndAbortedRequestGetsNoAnswer() throws {
         let server = try TestServer { router, _ in
             router.get("/truncated") { _, responder in
