@@ -133,9 +133,15 @@ public final class StoreReader {
     public func storedTiles(packID: Int64, urlTemplate: String, pixelRatio: Int64, z: Int64,
                             xRange: ClosedRange<Int64>, yRange: ClosedRange<Int64>) throws -> TileBitmap {
         var bitmap = try TileBitmap(xRange: xRange, yRange: yRange)
+        // The unique index is (url_template, pixel_ratio, z, x, y): with `x BETWEEN` and `y BETWEEN`
+        // SQLite seeks the x range and then walks every y of each column — the whole zoom for a
+        // band of a few wide rows, so banding a big region was quadratic. One seek per column
+        // (the CTE, forced outermost by CROSS JOIN) reads only the window's own rows.
         let statement = try database.cachedStatement("""
-            SELECT x, y FROM tiles
-            WHERE url_template = ?1 AND pixel_ratio = ?2 AND z = ?3 AND x BETWEEN ?4 AND ?5 AND y BETWEEN ?6 AND ?7
+            WITH RECURSIVE columns(x) AS (SELECT ?4 UNION ALL SELECT x + 1 FROM columns WHERE x < ?5)
+            SELECT tiles.x, tiles.y FROM columns CROSS JOIN tiles
+            WHERE tiles.url_template = ?1 AND tiles.pixel_ratio = ?2 AND tiles.z = ?3 AND tiles.x = columns.x
+              AND tiles.y BETWEEN ?6 AND ?7
               AND EXISTS (SELECT 1 FROM region_tiles WHERE region_id = ?8 AND tile_id = tiles.id)
             """)
         try statement.forEachRow([.text(urlTemplate), .integer(pixelRatio), .integer(z), .integer(xRange.lowerBound),
