@@ -14,10 +14,16 @@ public struct DownloadSettings: Sendable {
     public var maxBodyBytes: Int
     /// Tiles looked up in the store per query when skipping what is already stored.
     public var lookupBatchTiles: Int
+    /// Bytes handed to the writer and not yet committed before fetching pauses: what bounds
+    /// memory when the disk is slower than the network.
+    public var maxUncommittedBytes: Int
+    /// What a write costs beside its body (key, headers, queue entry), so a flood of tiny or
+    /// empty tiles is bounded too.
+    static let writeOverheadBytes = 1024
 
     public init(maxInFlight: Int = 32, maxAttempts: Int = 5, initialBackoff: Duration = .milliseconds(200),
                 maxBackoff: Duration = .seconds(30), tolerableFailureShare: Double = 0.05,
-                maxBodyBytes: Int = 32 << 20, lookupBatchTiles: Int = 4096) {
+                maxBodyBytes: Int = 32 << 20, lookupBatchTiles: Int = 4096, maxUncommittedBytes: Int = 16 << 20) {
         self.maxInFlight = max(1, maxInFlight)
         self.maxAttempts = max(1, maxAttempts)
         self.initialBackoff = initialBackoff
@@ -25,6 +31,7 @@ public struct DownloadSettings: Sendable {
         self.tolerableFailureShare = tolerableFailureShare
         self.maxBodyBytes = maxBodyBytes
         self.lookupBatchTiles = max(1, lookupBatchTiles)
+        self.maxUncommittedBytes = max(4 * Self.writeOverheadBytes, maxUncommittedBytes)
     }
 
     /// Failures tolerated before stopping early: the share, but never fewer than 16 (a small pack

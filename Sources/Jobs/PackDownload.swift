@@ -59,6 +59,12 @@ public final class PackDownload {
     private var failedResources = 0
     private var downloading = false
     private var ended = false
+    /// Bytes handed to the writer and not yet known to be committed (`settings.maxUncommittedBytes`
+    /// bounds them: a writer slower than the network stalls fetching instead of queueing bodies
+    /// without limit), split into the bytes each pending `whenCommitted` marker covers and the
+    /// bytes submitted since the last marker.
+    private var uncommittedBytes = 0
+    private var bytesSinceMarker = 0
 
     public init(packID: Int64, region: RegionDefinition, loop: EventLoop, fetcher: Fetcher, writer: WriterThread,
                 databasePath: String, maxTiles: Int64? = nil, settings: DownloadSettings = DownloadSettings(),
@@ -178,7 +184,7 @@ public final class PackDownload {
 
     private func pump() {
         guard !ended, downloading else { return }
-        while busy < settings.maxInFlight, pendingIndex < pending.count {
+        while busy < settings.maxInFlight, uncommittedBytes < settings.maxUncommittedBytes, pendingIndex < pending.count {
             let resource = pending[pendingIndex]
             pendingIndex += 1
             download(resource)
@@ -239,6 +245,7 @@ public final class PackDownload {
             case .noContent:
                 if resource.kind == .tile {
                     writer.submit(ResourceWrite(key: Self.key(of: resource), content: .noContent, packID: packID))
+                    submitted(bytes: 0)
                     resolved()
                 } else {
                     recordFailure(resource, status: 404, message: "the upstream has no content here", attempts: 1)
@@ -260,15 +267,16 @@ public final class PackDownload {
                                   cache: Self.cacheHeaders(response.headers), packID: packID)
         let body = response.body
         let writer = writer
-        loop.runOnThreadPool({ () -> Bool in
-            guard let stored = try? StoredBody.encoding(body) else { return false }
+        loop.runOnThreadPool({ () -> Int? in
+            guard let stored = try? StoredBody.encoding(body) else { return nil }
             var write = write
             write.content = .body(stored)
             writer.submit(write)
-            return true
-        }, then: { [weak self] submitted in
+            return stored.storedSize
+        }, then: { [weak self] storedSize in
             guard let self, !ended else { return }
-            if submitted {
+            if let storedSize {
+                submitted(bytes: storedSize)
                 resolved()
             } else {
                 recordFailure(resource, status: response.status, message: "the body could not be decoded", attempts: 1)
@@ -289,6 +297,27 @@ public final class PackDownload {
             return
         }
         resolved()
+    }
+
+    /// Accounts a write just handed to the writer; every quarter of the bound gets a
+    /// `whenCommitted` marker that releases its bytes, so fetching stalls only while the writer
+    /// really holds `maxUncommittedBytes`.
+    private func submitted(bytes: Int) {
+        let cost = bytes + DownloadSettings.writeOverheadBytes
+        uncommittedBytes += cost
+        bytesSinceMarker += cost
+        guard bytesSinceMarker >= settings.maxUncommittedBytes / 4 else { return }
+        let covered = bytesSinceMarker
+        bytesSinceMarker = 0
+        let owned = LoopBound(self)
+        let loop = loop
+        writer.whenCommitted {
+            loop.execute {
+                let download = owned.value
+                download.uncommittedBytes -= covered
+                download.pump()
+            }
+        }
     }
 
     private func resolved() {
