@@ -51,6 +51,9 @@ public final class PackDownload {
     private var lookingUp = false
     /// Resources started and not yet resolved (in a transfer, waiting for a retry, or encoding).
     private var busy = 0
+    /// Of `busy`, the bodies being encoded on the thread pool: their transfer is done, so they do
+    /// not hold one of the `maxInFlight` transfer slots (a loaded pool must not idle the network).
+    private var encoding = 0
     private var retries: [PendingRetry] = []
     private let retryTimer: LoopTimer
     /// Known once the documents are in (before any fixed resource or tile is fetched).
@@ -184,7 +187,8 @@ public final class PackDownload {
 
     private func pump() {
         guard !ended, downloading else { return }
-        while busy < settings.maxInFlight, uncommittedBytes < settings.maxUncommittedBytes, pendingIndex < pending.count {
+        while busy - encoding < settings.maxInFlight, uncommittedBytes < settings.maxUncommittedBytes,
+              pendingIndex < pending.count {
             let resource = pending[pendingIndex]
             pendingIndex += 1
             download(resource)
@@ -242,10 +246,13 @@ public final class PackDownload {
             switch resolution {
             case .body(let response):
                 store(resource, response)
+                pump() // the transfer slot is free while the body is encoded
             case .noContent:
                 if resource.kind == .tile {
                     writer.submit(ResourceWrite(key: Self.key(of: resource), content: .noContent, packID: packID))
-                    submitted(bytes: 0)
+                    let cost = Self.writeCost(bytes: 0)
+                    uncommittedBytes += cost
+                    submitted(cost: cost)
                     resolved()
                 } else {
                     recordFailure(resource, status: 404, message: "the upstream has no content here", attempts: 1)
@@ -267,18 +274,26 @@ public final class PackDownload {
                                   cache: Self.cacheHeaders(response.headers), packID: packID)
         let body = response.body
         let writer = writer
-        loop.runOnThreadPool({ () -> Int? in
-            guard let stored = try? StoredBody.encoding(body) else { return nil }
+        // Counted against the bound from now (the body is held from here until committed), but
+        // marked for release only once the writer has it.
+        let cost = Self.writeCost(bytes: body.count)
+        uncommittedBytes += cost
+        encoding += 1
+        loop.runOnThreadPool({ () -> Bool in
+            guard let stored = try? StoredBody.encoding(body) else { return false }
             var write = write
             write.content = .body(stored)
             writer.submit(write)
-            return stored.storedSize
-        }, then: { [weak self] storedSize in
-            guard let self, !ended else { return }
-            if let storedSize {
-                submitted(bytes: storedSize)
+            return true
+        }, then: { [weak self] submitted in
+            guard let self else { return }
+            encoding -= 1
+            guard !ended else { return }
+            if submitted {
+                self.submitted(cost: cost)
                 resolved()
             } else {
+                uncommittedBytes -= cost
                 recordFailure(resource, status: response.status, message: "the body could not be decoded", attempts: 1)
             }
         })
@@ -299,12 +314,12 @@ public final class PackDownload {
         resolved()
     }
 
-    /// Accounts a write just handed to the writer; every quarter of the bound gets a
-    /// `whenCommitted` marker that releases its bytes, so fetching stalls only while the writer
-    /// really holds `maxUncommittedBytes`.
-    private func submitted(bytes: Int) {
-        let cost = bytes + DownloadSettings.writeOverheadBytes
-        uncommittedBytes += cost
+    private static func writeCost(bytes: Int) -> Int { bytes + DownloadSettings.writeOverheadBytes }
+
+    /// Accounts a write (already counted in `uncommittedBytes`) just handed to the writer; every
+    /// quarter of the bound gets a `whenCommitted` marker that releases its bytes, so fetching
+    /// stalls only while the writer really holds `maxUncommittedBytes`.
+    private func submitted(cost: Int) {
         bytesSinceMarker += cost
         guard bytesSinceMarker >= settings.maxUncommittedBytes / 4 else { return }
         let covered = bytesSinceMarker
