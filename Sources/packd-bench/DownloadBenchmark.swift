@@ -49,11 +49,12 @@ struct DownloadBenchmark: ParsableCommand {
 
         var curlSeconds: Double?
         if curl {
-            curlSeconds = try runCurl(urls: window.urls(template: template), directory: directory)
-            if let seconds = curlSeconds {
-                print(String(format: "curl --parallel-max %d  %9.0f tiles/s  %8.1f MB/s  (%.2f s, to /dev/null)",
-                             parallel, Double(tiles) / seconds, megabytes / seconds, seconds))
-            }
+            let cpuBefore = Self.childrenCPUSeconds()
+            let seconds = try runCurl(urls: window.urls(template: template), directory: directory)
+            curlSeconds = seconds
+            print(String(format: "curl --parallel-max %d  %9.0f tiles/s  %8.1f MB/s  (%.2f s, to /dev/null; CPU %.0f µs/tile)",
+                         parallel, Double(tiles) / seconds, megabytes / seconds, seconds,
+                         (Self.childrenCPUSeconds() - cpuBefore) / Double(tiles) * 1e6))
         }
 
         let database = directory.appendingPathComponent("bench.sqlite")
@@ -71,6 +72,7 @@ struct DownloadBenchmark: ParsableCommand {
             throw ValidationError("POST /v1/packs answered \(created.status): \(String(decoding: created.body, as: UTF8.self))")
         }
         var peaks: [Int] = []
+        var cpu = 0.0
         var downloadSeconds: Double
 
         if let resumeAt {
@@ -79,6 +81,7 @@ struct DownloadBenchmark: ParsableCommand {
             _ = try LoopbackHTTPClient.request(port: packd.port, method: "POST", path: "/v1/packs/\(packID)/suspend")
             let suspended = try waitForPack(packd, packID) { $0.state != "active" && $0.state != "queued" }
             peaks.append(packd.peakResidentBytes ?? 0)
+            cpu += packd.cpuSeconds ?? 0
             packd.stop()
             downloadSeconds = suspendedAt - start
             print(String(format: "packd (first run)     suspended with %d of %d tiles stored after %.2f s, peak RSS %.1f MiB",
@@ -96,22 +99,26 @@ struct DownloadBenchmark: ParsableCommand {
             let done = try waitForPack(packd, packID) { $0.state != "active" && $0.state != "queued" }
             downloadSeconds += Date().timeIntervalSince1970 - resumedAt
             peaks.append(packd.peakResidentBytes ?? 0)
-            try report(done, seconds: downloadSeconds, megabytes: megabytes, curlSeconds: curlSeconds, peaks: peaks)
+            cpu += packd.cpuSeconds ?? 0
+            try report(done, seconds: downloadSeconds, megabytes: megabytes, curlSeconds: curlSeconds, peaks: peaks, cpu: cpu)
         } else {
             let done = try waitForPack(packd, packID) { $0.state != "active" && $0.state != "queued" }
             downloadSeconds = Date().timeIntervalSince1970 - start
             peaks.append(packd.peakResidentBytes ?? 0)
-            try report(done, seconds: downloadSeconds, megabytes: megabytes, curlSeconds: curlSeconds, peaks: peaks)
+            cpu += packd.cpuSeconds ?? 0
+            try report(done, seconds: downloadSeconds, megabytes: megabytes, curlSeconds: curlSeconds, peaks: peaks, cpu: cpu)
         }
     }
 
-    private func report(_ pack: PackStatus, seconds: Double, megabytes: Double, curlSeconds: Double?, peaks: [Int]) throws {
+    private func report(_ pack: PackStatus, seconds: Double, megabytes: Double, curlSeconds: Double?, peaks: [Int],
+                        cpu: Double) throws {
         guard pack.state == "complete", pack.tiles == tiles else {
             throw ValidationError("the pack ended \(pack.state) with \(pack.tiles) of \(tiles) tiles stored")
         }
         let peak = Double(peaks.max() ?? 0) / 1_048_576
-        print(String(format: "packd (stored, committed) %9.0f tiles/s  %8.1f MB/s  (%.2f s, POST to complete%@)",
-                     Double(tiles) / seconds, megabytes / seconds, seconds, peaks.count > 1 ? ", both runs" : ""))
+        print(String(format: "packd (stored, committed) %9.0f tiles/s  %8.1f MB/s  (%.2f s, POST to complete%@; CPU %.0f µs/tile)",
+                     Double(tiles) / seconds, megabytes / seconds, seconds, peaks.count > 1 ? ", both runs" : "",
+                     cpu / Double(tiles) * 1e6))
         if let curlSeconds {
             print(String(format: "ratio packd/curl: %.2f   (target >= 0.60, >= 5000 tiles/s)", curlSeconds / seconds))
         }
@@ -176,6 +183,14 @@ struct DownloadBenchmark: ParsableCommand {
             seed = seed &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
             return UInt8(truncatingIfNeeded: seed >> 33)
         })
+    }
+
+    /// CPU seconds of waited-for children (curl), from getrusage.
+    static func childrenCPUSeconds() -> Double {
+        var usage = rusage()
+        getrusage(RUSAGE_CHILDREN.rawValue, &usage)
+        return Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec)
+            + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6
     }
 
     static func fileSize(_ url: URL) -> Int {

@@ -53,6 +53,16 @@ struct PackdServeProcess {
         return nil
     }
 
+    /// User plus system CPU seconds the process has used so far (`/proc/PID/stat`).
+    var cpuSeconds: Double? {
+        guard let stat = try? String(contentsOfFile: "/proc/\(process.processIdentifier)/stat", encoding: .utf8),
+              let close = stat.lastIndex(of: ")") else { return nil }
+        // Fields after the command name: state is field 3, utime 14 and stime 15.
+        let fields = stat[stat.index(after: close)...].split(separator: " ")
+        guard fields.count > 12, let user = Double(fields[11]), let system = Double(fields[12]) else { return nil }
+        return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
+    }
+
     /// SIGTERM (packd suspends its downloads durably) and waits for the exit.
     func stop() {
         guard process.isRunning else { return }
