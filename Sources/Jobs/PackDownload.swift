@@ -54,6 +54,17 @@ public final class PackDownload {
     /// Of `busy`, the bodies being encoded on the thread pool: their transfer is done, so they do
     /// not hold one of the `maxInFlight` transfer slots (a loaded pool must not idle the network).
     private var encoding = 0
+    /// Bodies waiting for an encode job, and the jobs on the thread pool (`startEncodeJob`).
+    private var encodeQueue: [PendingEncode] = []
+    private var encodeJobs = 0
+    private static let maxEncodeJobs = 2
+
+    private struct PendingEncode {
+        let resource: PlannedResource
+        let response: FetchResponse
+        /// What the write counts against `maxUncommittedBytes`.
+        let cost: Int
+    }
     private var retries: [PendingRetry] = []
     private let retryTimer: LoopTimer
     /// Known once the documents are in (before any fixed resource or tile is fetched).
@@ -270,32 +281,54 @@ public final class PackDownload {
 
     /// Encodes the body on the thread pool (deflate is the costly part of a write) and submits it.
     private func store(_ resource: PlannedResource, _ response: FetchResponse) {
-        let write = ResourceWrite(key: Self.key(of: resource), content: .noContent,
-                                  cache: Self.cacheHeaders(response.headers), packID: packID)
-        let body = response.body
-        let writer = writer
         // Counted against the bound from now (the body is held from here until committed), but
         // marked for release only once the writer has it.
-        let cost = Self.writeCost(bytes: body.count)
+        let cost = Self.writeCost(bytes: response.body.count)
         uncommittedBytes += cost
         encoding += 1
-        loop.runOnThreadPool({ () -> Bool in
-            guard let stored = try? StoredBody.encoding(body) else { return false }
-            var write = write
-            write.content = .body(stored)
-            writer.submit(write)
-            return true
-        }, then: { [weak self] submitted in
-            guard let self else { return }
-            encoding -= 1
-            guard !ended else { return }
-            if submitted {
-                self.submitted(cost: cost)
-                resolved()
-            } else {
-                uncommittedBytes -= cost
-                recordFailure(resource, status: response.status, message: "the body could not be decoded", attempts: 1)
+        encodeQueue.append(PendingEncode(resource: resource, response: response, cost: cost))
+        startEncodeJob()
+    }
+
+    /// Encodes the queued bodies on the thread pool (deflate is the costly part of a write) and
+    /// submits their writes in one go. At most `maxEncodeJobs` run at once and each takes the
+    /// whole queue, so a busy pool batches: two thread hops and one writer wake-up per batch
+    /// instead of per tile. The cache headers are parsed there too, off the loop.
+    private func startEncodeJob() {
+        guard encodeJobs < Self.maxEncodeJobs, !encodeQueue.isEmpty else { return }
+        let items = encodeQueue
+        encodeQueue.removeAll(keepingCapacity: true)
+        encodeJobs += 1
+        let writer = writer
+        let packID = packID
+        loop.runOnThreadPool({ () -> [Bool] in
+            var writes: [ResourceWrite] = []
+            writes.reserveCapacity(items.count)
+            let encoded = items.map { item -> Bool in
+                guard let stored = try? StoredBody.encoding(item.response.body) else { return false }
+                writes.append(ResourceWrite(key: Self.key(of: item.resource), content: .body(stored),
+                                            cache: Self.cacheHeaders(item.response.headers), packID: packID))
+                return true
             }
+            writer.submit(contentsOf: writes)
+            return encoded
+        }, then: { [weak self] encoded in
+            guard let self else { return }
+            encodeJobs -= 1
+            encoding -= items.count
+            guard !ended else { return }
+            for (item, submitted) in zip(items, encoded) {
+                if submitted {
+                    self.submitted(cost: item.cost)
+                    resolved()
+                } else {
+                    uncommittedBytes -= item.cost
+                    recordFailure(item.resource, status: item.response.status, message: "the body could not be decoded",
+                                  attempts: 1)
+                }
+                if ended { return }
+            }
+            startEncodeJob()
         })
     }
 
