@@ -1,4 +1,5 @@
 import ArgumentParser
+import CSQLite
 import Foundation
 import Glibc
 
@@ -29,6 +30,8 @@ struct DownloadBenchmark: ParsableCommand {
     var resumeAt: Int?
     @Option(help: "Milliseconds between polls of the pack's state.") var pollMilliseconds = 25
     @Option(help: "packd log level.") var logLevel = "warning"
+    @Option(help: "Create the database with this SQLite page size before packd opens it (packd's own default is 4096).")
+    var pageSize: Int?
     @Option(help: "Keep the work folder (database, logs) here instead of a deleted temporary one.") var keep: String?
 
     func run() throws {
@@ -59,6 +62,7 @@ struct DownloadBenchmark: ParsableCommand {
 
         let database = directory.appendingPathComponent("bench.sqlite")
         try? FileManager.default.removeItem(at: database)
+        if let pageSize { try Self.createEmptyDatabase(at: database.path, pageSize: pageSize) }
         let arguments = ["--allow-upstream-hosts", "127.0.0.1", "--log-level", logLevel]
         var packd = try PackdServeProcess.start(in: directory, database: database, arguments: arguments)
         defer { packd.stop() }
@@ -183,6 +187,16 @@ struct DownloadBenchmark: ParsableCommand {
             seed = seed &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
             return UInt8(truncatingIfNeeded: seed >> 33)
         })
+    }
+
+    /// An empty database file whose header fixes `pageSize` (and incremental auto-vacuum, as packd
+    /// would set): packd then migrates it as a new database.
+    static func createEmptyDatabase(at path: String, pageSize: Int) throws {
+        var db: OpaquePointer?
+        defer { sqlite3_close(db) }
+        guard sqlite3_open(path, &db) == SQLITE_OK,
+              sqlite3_exec(db, "PRAGMA page_size = \(pageSize); PRAGMA auto_vacuum = INCREMENTAL; VACUUM;", nil, nil, nil) == SQLITE_OK
+        else { throw ValidationError("cannot create \(path) with page size \(pageSize)") }
     }
 
     /// CPU seconds of waited-for children (curl), from getrusage.
