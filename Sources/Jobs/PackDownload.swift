@@ -208,7 +208,9 @@ public final class PackDownload {
             pending.removeFirst(pendingIndex)
             pendingIndex = 0
         }
-        if pending.count - pendingIndex < settings.maxInFlight, !lookingUp, !bandsExhausted {
+        // Look the next band up while half a band is still pending, so transfers do not wait for it.
+        if pending.count - pendingIndex < max(settings.maxInFlight, settings.lookupBatchTiles / 2), !lookingUp,
+           !bandsExhausted {
             lookUpNextBand()
         }
         if busy == 0, pendingIndex == pending.count, bandsExhausted, !lookingUp {
