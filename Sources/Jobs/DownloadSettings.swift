@@ -23,7 +23,7 @@ public struct DownloadSettings: Sendable {
 
     public init(maxInFlight: Int = 32, maxAttempts: Int = 5, initialBackoff: Duration = .milliseconds(200),
                 maxBackoff: Duration = .seconds(30), tolerableFailureShare: Double = 0.05,
-                maxBodyBytes: Int = 32 << 20, lookupBatchTiles: Int = 4096, maxUncommittedBytes: Int = 16 << 20) {
+                maxBodyBytes: Int = 32 << 20, lookupBatchTiles: Int = 16_384, maxUncommittedBytes: Int = 16 << 20) {
         self.maxInFlight = max(1, maxInFlight)
         self.maxAttempts = max(1, maxAttempts)
         self.initialBackoff = initialBackoff
