@@ -34,6 +34,15 @@ struct DownloadBenchmark: ParsableCommand {
     var pageSize: Int?
     @Option(help: "Keep the work folder (database, logs) here instead of a deleted temporary one.") var keep: String?
 
+    func validate() throws {
+        guard tiles > 0, size >= 0, parallel > 0, pollMilliseconds > 0 else {
+            throw ValidationError("--tiles, --parallel and --poll-milliseconds must be positive, --size not negative")
+        }
+        if let resumeAt, !(1..<tiles).contains(resumeAt) {
+            throw ValidationError("--resume-at must be between 1 and --tiles - 1")
+        }
+    }
+
     func run() throws {
         let directory = keep.map { URL(fileURLWithPath: $0) }
             ?? FileManager.default.temporaryDirectory.appendingPathComponent("packd-bench-download-\(getpid())")
