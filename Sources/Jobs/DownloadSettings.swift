@@ -21,10 +21,16 @@ public struct DownloadSettings: Sendable {
     public var timeouts: FetchRequest.Timeouts
     /// How often a download checks that it is still doing something (see `PackDownload`'s watchdog).
     public var watchdogInterval: Duration
+    /// Bytes handed to the writer and not yet committed before fetching pauses: what bounds
+    /// memory when the disk is slower than the network.
+    public var maxUncommittedBytes: Int
+    /// What a write costs beside its body (key, headers, queue entry), so a flood of tiny or
+    /// empty tiles is bounded too.
+    static let writeOverheadBytes = 1024
 
     public init(maxInFlight: Int = 32, maxAttempts: Int = 5, initialBackoff: Duration = .milliseconds(200),
                 maxBackoff: Duration = .seconds(30), tolerableFailureShare: Double = 0.05,
-                maxBodyBytes: Int = 32 << 20, lookupBatchTiles: Int = 4096,
+                maxBodyBytes: Int = 32 << 20, lookupBatchTiles: Int = 16_384, maxUncommittedBytes: Int = 16 << 20,
                 timeouts: FetchRequest.Timeouts = FetchRequest.Timeouts(), watchdogInterval: Duration = .seconds(10)) {
         self.maxInFlight = max(1, maxInFlight)
         self.maxAttempts = max(1, maxAttempts)
@@ -35,6 +41,7 @@ public struct DownloadSettings: Sendable {
         self.lookupBatchTiles = max(1, lookupBatchTiles)
         self.timeouts = timeouts
         self.watchdogInterval = max(watchdogInterval, .milliseconds(10))
+        self.maxUncommittedBytes = max(4 * Self.writeOverheadBytes, maxUncommittedBytes)
     }
 
     /// Failures tolerated before stopping early: the share, but never fewer than 16 (a small pack

@@ -63,10 +63,22 @@ public final class PackDownload {
     private var lookingUp = false
     /// Resources started and not yet resolved (in a transfer, waiting for a retry, or encoding).
     private var busy = 0
+    /// Of `busy`, the bodies being encoded on the thread pool: their transfer is done, so they do
+    /// not hold one of the `maxInFlight` transfer slots (a loaded pool must not idle the network).
+    private var encoding = 0
+    /// Bodies waiting for an encode job, and the jobs on the thread pool (`startEncodeJob`).
+    private var encodeQueue: [PendingEncode] = []
+    private var encodeJobs = 0
+    private static let maxEncodeJobs = 2
+
+    private struct PendingEncode {
+        let resource: PlannedResource
+        let response: FetchResponse
+        /// What the write counts against `maxUncommittedBytes`.
+        let cost: Int
+    }
     private var retries: [PendingRetry] = []
     private let retryTimer: LoopTimer
-    /// Bodies being encoded on the thread pool (part of `busy`).
-    private var encoding = 0
     /// Everything resolved; waiting for the writer to commit before reporting.
     private var finishing = false
     private let watchdog: LoopTimer
@@ -76,6 +88,12 @@ public final class PackDownload {
     private var failedResources = 0
     private var downloading = false
     private var ended = false
+    /// Bytes handed to the writer and not yet known to be committed (`settings.maxUncommittedBytes`
+    /// bounds them: a writer slower than the network stalls fetching instead of queueing bodies
+    /// without limit), split into the bytes each pending `whenCommitted` marker covers and the
+    /// bytes submitted since the last marker.
+    private var uncommittedBytes = 0
+    private var bytesSinceMarker = 0
 
     public init(packID: Int64, region: RegionDefinition, loop: EventLoop, fetcher: Fetcher, writer: WriterThread,
                 databasePath: String, maxTiles: Int64? = nil, maxBytesPerSecond: Int64? = nil,
@@ -242,7 +260,8 @@ public final class PackDownload {
 
     private func pump() {
         guard !ended, downloading else { return }
-        while busy < settings.maxInFlight, pendingIndex < pending.count {
+        while busy - encoding < settings.maxInFlight, uncommittedBytes < settings.maxUncommittedBytes,
+              pendingIndex < pending.count {
             guard bandwidthAllowsStart() else { break }
             let resource = pending[pendingIndex]
             pendingIndex += 1
@@ -252,7 +271,9 @@ public final class PackDownload {
             pending.removeFirst(pendingIndex)
             pendingIndex = 0
         }
-        if pending.count - pendingIndex < settings.maxInFlight, !lookingUp, !bandsExhausted {
+        // Look the next band up while half a band is still pending, so transfers do not wait for it.
+        if pending.count - pendingIndex < max(settings.maxInFlight, settings.lookupBatchTiles / 2), !lookingUp,
+           !bandsExhausted {
             lookUpNextBand()
         }
         if busy == 0, pendingIndex == pending.count, bandsExhausted, !lookingUp {
@@ -345,10 +366,14 @@ public final class PackDownload {
             switch resolution {
             case .body(let response):
                 store(resource, response)
+                pump() // the transfer slot is free while the body is encoded
             case .noContent:
                 if resource.kind == .tile {
                     writer.submit(ResourceWrite(key: Self.key(of: resource), content: .noContent, packID: packID))
                     observer.resourceDownloaded()
+                    let cost = Self.writeCost(bytes: 0)
+                    uncommittedBytes += cost
+                    submitted(cost: cost)
                     resolved()
                 } else {
                     recordFailure(resource, status: 404, message: "the upstream has no content here", attempts: 1)
@@ -368,27 +393,55 @@ public final class PackDownload {
 
     /// Encodes the body on the thread pool (deflate is the costly part of a write) and submits it.
     private func store(_ resource: PlannedResource, _ response: FetchResponse) {
-        let write = ResourceWrite(key: Self.key(of: resource), content: .noContent,
-                                  cache: Self.cacheHeaders(response.headers), packID: packID)
-        let body = response.body
-        let writer = writer
+        // Counted against the bound from now (the body is held from here until committed), but
+        // marked for release only once the writer has it.
+        let cost = Self.writeCost(bytes: response.body.count)
+        uncommittedBytes += cost
         encoding += 1
-        loop.runOnThreadPool({ () -> Bool in
-            guard let stored = try? StoredBody.encoding(body) else { return false }
-            var write = write
-            write.content = .body(stored)
-            writer.submit(write)
-            return true
-        }, then: { [weak self] submitted in
-            guard let self else { return }
-            encoding -= 1
-            guard !ended else { return }
-            if submitted {
-                observer.resourceDownloaded()
-                resolved()
-            } else {
-                recordFailure(resource, status: response.status, message: "the body could not be decoded", attempts: 1)
+        encodeQueue.append(PendingEncode(resource: resource, response: response, cost: cost))
+        startEncodeJob()
+    }
+
+    /// Encodes the queued bodies on the thread pool (deflate is the costly part of a write) and
+    /// submits their writes in one go. At most `maxEncodeJobs` run at once and each takes the
+    /// whole queue, so a busy pool batches: two thread hops and one writer wake-up per batch
+    /// instead of per tile. The cache headers are parsed there too, off the loop.
+    private func startEncodeJob() {
+        guard encodeJobs < Self.maxEncodeJobs, !encodeQueue.isEmpty else { return }
+        let items = encodeQueue
+        encodeQueue.removeAll(keepingCapacity: true)
+        encodeJobs += 1
+        let writer = writer
+        let packID = packID
+        loop.runOnThreadPool({ () -> [Bool] in
+            var writes: [ResourceWrite] = []
+            writes.reserveCapacity(items.count)
+            let encoded = items.map { item -> Bool in
+                guard let stored = try? StoredBody.encoding(item.response.body) else { return false }
+                writes.append(ResourceWrite(key: Self.key(of: item.resource), content: .body(stored),
+                                            cache: Self.cacheHeaders(item.response.headers), packID: packID))
+                return true
             }
+            writer.submit(contentsOf: writes)
+            return encoded
+        }, then: { [weak self] encoded in
+            guard let self else { return }
+            encodeJobs -= 1
+            encoding -= items.count
+            guard !ended else { return }
+            for (item, submitted) in zip(items, encoded) {
+                if submitted {
+                    self.submitted(cost: item.cost)
+                    observer.resourceDownloaded()
+                    resolved()
+                } else {
+                    uncommittedBytes -= item.cost
+                    recordFailure(item.resource, status: item.response.status, message: "the body could not be decoded",
+                                  attempts: 1)
+                }
+                if ended { return }
+            }
+            startEncodeJob()
         })
     }
 
@@ -405,6 +458,27 @@ public final class PackDownload {
             return
         }
         resolved()
+    }
+
+    private static func writeCost(bytes: Int) -> Int { bytes + DownloadSettings.writeOverheadBytes }
+
+    /// Accounts a write (already counted in `uncommittedBytes`) just handed to the writer; every
+    /// quarter of the bound gets a `whenCommitted` marker that releases its bytes, so fetching
+    /// stalls only while the writer really holds `maxUncommittedBytes`.
+    private func submitted(cost: Int) {
+        bytesSinceMarker += cost
+        guard bytesSinceMarker >= settings.maxUncommittedBytes / 4 else { return }
+        let covered = bytesSinceMarker
+        bytesSinceMarker = 0
+        let owned = LoopBound(self)
+        let loop = loop
+        writer.whenCommitted {
+            loop.execute {
+                let download = owned.value
+                download.uncommittedBytes -= covered
+                download.pump()
+            }
+        }
     }
 
     private func resolved() {
@@ -431,13 +505,14 @@ public final class PackDownload {
     /// The watchdog: "never `active` with nothing in flight and nothing scheduled", checked. Every
     /// resource counted in `busy` must be a transfer in the fetcher, a pending retry or a body
     /// being encoded, and a download with nothing busy must be looking up, waiting for its
-    /// bandwidth budget, or finishing. A lost
+    /// bandwidth budget or for the writer to commit what it holds, or finishing. A lost
     /// completion (a path that forgot to resolve) would otherwise leave the pack `active` with
     /// nothing happening, for good; this fails it visibly instead, and `resume` continues it.
     private func checkProgressing() {
         guard !ended else { return }
         let accounted = fetcher.transferCount(owner: UInt64(bitPattern: packID)) + retries.count + encoding
-        if busy > accounted || (busy == 0 && !lookingUp && !finishing && !waitingForBandwidth) {
+        let waiting = lookingUp || finishing || waitingForBandwidth || uncommittedBytes >= settings.maxUncommittedBytes
+        if busy > accounted || (busy == 0 && !waiting) {
             end(.failed(PackFailure(.internalError, "the download stalled with \(busy) resources under way, "
                                     + "\(accounted) accounted for; resume continues it")))
         }

@@ -30,6 +30,8 @@ public final class WriterThread: @unchecked Sendable {
     private enum Item {
         case write(ResourceWrite)
         case flush(@Sendable () -> Void)
+        /// Called once the writes before it are committed, without forcing a commit.
+        case afterCommit(@Sendable () -> Void)
         /// `cancel` answers the caller when the writer has already stopped.
         case operation(run: (OfflineDatabase) -> Void, cancel: () -> Void)
     }
@@ -54,6 +56,8 @@ public final class WriterThread: @unchecked Sendable {
     private let onCommit: @Sendable (BatchOutcome) -> Void
     private let store: OfflineDatabase
     private var thread: Thread?
+    /// `whenCommitted` callbacks waiting for the open batch to commit (writer thread only).
+    private var commitWaiters: [@Sendable () -> Void] = []
     private let finished = NSCondition()
     private var hasFinished = false
 
@@ -88,6 +92,13 @@ public final class WriterThread: @unchecked Sendable {
     /// Commits everything submitted before this call, then calls `completion` (on the writer thread).
     public func flush(_ completion: @escaping @Sendable () -> Void = {}) {
         enqueue(.flush(completion), countsAsWrite: false)
+    }
+
+    /// Calls `completion` (on the writer thread) once everything submitted before this call is
+    /// committed, in the batch it would have been committed in anyway: unlike `flush`, it never
+    /// cuts a batch short, so a producer can use it for backpressure without shrinking batches.
+    public func whenCommitted(_ completion: @escaping @Sendable () -> Void) {
+        enqueue(.afterCommit(completion), countsAsWrite: false)
     }
 
     /// Runs `operation` on the writer thread after the writes submitted before it are committed;
@@ -143,7 +154,7 @@ public final class WriterThread: @unchecked Sendable {
             // Nobody will take it: answer now rather than leave a caller waiting forever.
             switch item {
             case .write: break
-            case .flush(let completion): completion()
+            case .flush(let completion), .afterCommit(let completion): completion()
             case .operation(_, let cancel): cancel()
             }
             return
@@ -199,6 +210,8 @@ public final class WriterThread: @unchecked Sendable {
                     commit(&batch)
                     batchDeadline = nil
                     completion()
+                case .afterCommit(let completion):
+                    if batch.isEmpty { completion() } else { commitWaiters.append(completion) }
                 case .operation(let operation, _):
                     commit(&batch)
                     batchDeadline = nil
@@ -239,6 +252,9 @@ public final class WriterThread: @unchecked Sendable {
         outcome.duration = started.duration(to: .now)
         batch.removeAll(keepingCapacity: true)
         onCommit(outcome)
+        let waiters = commitWaiters
+        commitWaiters.removeAll(keepingCapacity: true)
+        for waiter in waiters { waiter() }
     }
 
     private func commitTouchesIfAny() {

@@ -8,7 +8,10 @@ struct NginxBaseline {
     let port: Int
 
     /// Starts nginx on a free loopback port and returns once it accepts connections.
-    static func start(in directory: URL, root: URL, workers: Int, accessLog: Bool) throws -> NginxBaseline {
+    /// `locations` replaces the default static `location / { }`; the access log (when on) has
+    /// nginx's combined format, or `$msec $request_uri` lines when `timedAccessLog` is set.
+    static func start(in directory: URL, root: URL, workers: Int, accessLog: Bool, timedAccessLog: Bool = false,
+                      locations: String = "location / { }") throws -> NginxBaseline {
         let port = try freeLoopbackPort()
         let path = directory.path
         let config = """
@@ -19,7 +22,8 @@ struct NginxBaseline {
         user root;
         events { worker_connections 4096; }
         http {
-            access_log \(accessLog ? "\(path)/nginx-access.log" : "off");
+            log_format timed '$msec $request_uri';
+            access_log \(accessLog ? "\(path)/nginx-access.log\(timedAccessLog ? " timed" : "")" : "off");
             client_body_temp_path \(path)/body;
             proxy_temp_path \(path)/proxy;
             fastcgi_temp_path \(path)/fastcgi;
@@ -29,7 +33,7 @@ struct NginxBaseline {
             server {
                 listen 127.0.0.1:\(port);
                 root \(root.path);
-                location / { }
+                \(locations)
             }
         }
         """

@@ -15,6 +15,7 @@ struct PackdBench: ParsableCommand {
             ExportBenchmark.self,
             GeoBenchmark.self,
             FetchBenchmark.self,
+            DownloadBenchmark.self,
         ]
     )
 }

@@ -32,8 +32,9 @@ struct ServeTilesBenchmark: ParsableCommand {
         defer { nginx.stop() }
         try rewriteStyle(root: root, base: "http://127.0.0.1:\(nginx.port)")
 
-        let packd = try server.startPackd(in: directory, arguments: ["--allow-upstream-hosts", "127.0.0.1"])
-        defer { server.stop(packd.process) }
+        let packd = try PackdServeProcess.start(in: directory, database: directory.appendingPathComponent("bench.sqlite"),
+                                                arguments: ["--log-level", server.logLevel, "--allow-upstream-hosts", "127.0.0.1"])
+        defer { packd.stop() }
         let api = "http://127.0.0.1:\(packd.port)"
         let packID = try downloadPack(api: api, styleURL: "http://127.0.0.1:\(nginx.port)/style.json", maxZoom: maxZoom)
 

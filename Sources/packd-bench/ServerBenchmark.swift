@@ -32,8 +32,9 @@ struct ServerBenchmark: ParsableCommand {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
 
-        let packd = try startPackd(in: directory)
-        defer { stop(packd.process) }
+        let packd = try PackdServeProcess.start(in: directory, database: directory.appendingPathComponent("bench.sqlite"),
+                                                arguments: ["--log-level", logLevel])
+        defer { packd.stop() }
         let root = directory.appendingPathComponent("www")
         try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
         try Data("ok".utf8).write(to: root.appendingPathComponent("ok.txt"))
@@ -57,30 +58,6 @@ struct ServerBenchmark: ParsableCommand {
             let sorted = ratios.sorted()
             print(String(format: "median ratio over %d rounds: %.2f (min %.2f, max %.2f)", sorted.count, sorted[sorted.count / 2], sorted.first ?? 0, sorted.last ?? 0))
         }
-    }
-
-    private var binDirectory: URL {
-        URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent()
-    }
-
-    /// Starts the release `packd serve` on a free port with a database in `directory`
-    /// (`arguments` added: `serve-tiles` lets it download from a loopback upstream).
-    func startPackd(in directory: URL, arguments: [String] = []) throws -> (process: Process, port: Int) {
-        let portFile = directory.appendingPathComponent("packd.port").path
-        let process = Process()
-        process.executableURL = binDirectory.appendingPathComponent("packd")
-        process.arguments = [
-            "serve", "--listen", "127.0.0.1:0", "--port-file", portFile, "--log-level", logLevel,
-            "--database", directory.appendingPathComponent("bench.sqlite").path,
-        ] + arguments
-        _ = FileManager.default.createFile(atPath: directory.appendingPathComponent("packd.log").path, contents: nil)
-        process.standardError = try FileHandle(forWritingTo: directory.appendingPathComponent("packd.log"))
-        process.standardOutput = FileHandle.nullDevice
-        try process.run()
-        guard let port = waitForPort(file: portFile, process: process) else {
-            throw ValidationError("packd did not start (is it built next to packd-bench? run swift build -c release)")
-        }
-        return (process, port)
     }
 
     func runWrk(name: String, url: String, headers: [String] = []) throws -> Result {
@@ -120,22 +97,4 @@ struct ServerBenchmark: ParsableCommand {
         }
         return nil
     }
-
-    private func waitForPort(file: String, process: Process) -> Int? {
-        let deadline = Date().addingTimeInterval(10)
-        while Date() < deadline && process.isRunning {
-            if let text = try? String(contentsOfFile: file, encoding: .utf8), let port = Int(text.trimmingCharacters(in: .whitespacesAndNewlines)) {
-                return port
-            }
-            usleep(20_000)
-        }
-        return nil
-    }
-
-    func stop(_ process: Process) {
-        guard process.isRunning else { return }
-        kill(process.processIdentifier, SIGTERM)
-        process.waitUntilExit()
-    }
-
 }

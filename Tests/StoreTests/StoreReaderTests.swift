@@ -28,6 +28,31 @@ import Testing
         #expect(anywhere.contains(x: 6, y: 2))
     }
 
+    @Test func storedTilesAreRightWhenAWindowsRowsHaveFarApartIDs() throws {
+        let directory = TemporaryDirectory()
+        let path = directory.file("r.db")
+        let store = try OfflineDatabase(path: path)
+        let a = try store.createPack(StoreFixtures.pack("a"), now: 1)
+        let b = try store.createPack(StoreFixtures.pack("b"), now: 1)
+        // Rows of one window written far apart (thousands of other rows between them): the
+        // lookup cannot scan the pack's links over that id range and seeks per row instead.
+        #expect(store.apply([try StoreFixtures.tile(z: 6, x: 3, y: 2, pack: a)], now: 10).error == nil)
+        let filler = try (0..<6000).map { try StoreFixtures.tile(z: 12, x: Int64($0), y: 0, pack: a) }
+        #expect(store.apply(filler, now: 10).error == nil)
+        #expect(store.apply([try StoreFixtures.tile(z: 6, x: 4, y: 2, pack: b),
+                             try StoreFixtures.tile(z: 6, x: 5, y: 3, pack: a)], now: 10).error == nil)
+
+        let reader = try StoreReader(path: path)
+        let bitmap = try reader.storedTiles(packID: a, urlTemplate: StoreFixtures.template, pixelRatio: 1, z: 6,
+                                            xRange: 0...9, yRange: 0...3)
+        #expect(bitmap.count == 2)
+        #expect(bitmap.spans(y: 2) == [3...3])
+        #expect(bitmap.spans(y: 3) == [5...5])
+        let other = try reader.storedTiles(packID: b, urlTemplate: StoreFixtures.template, pixelRatio: 1, z: 6,
+                                           xRange: 0...9, yRange: 0...3)
+        #expect(other.count == 1 && other.contains(x: 4, y: 2))
+    }
+
     @Test func freshTilesExcludeExpiredOnes() throws {
         let directory = TemporaryDirectory()
         let path = directory.file("r.db")

@@ -73,6 +73,31 @@ final class Signal: @unchecked Sendable {
         #expect(try StoreReader(path: directory.file("w.db")).progress(pack)?.completedTiles == 25)
     }
 
+    @Test func whenCommittedWaitsForTheBatchWithoutCuttingItShort() throws {
+        let directory = TemporaryDirectory()
+        let log = CommitLog()
+        let writer = try WriterThread(path: directory.file("w.db"),
+                                      configuration: .init(maximumBatchCount: 10, maximumBatchDelay: .seconds(3600)),
+                                      onCommit: log.record)
+        defer { writer.stop() }
+        let pack = try makePack(writer, "p")
+        let committed = Signal()
+        writer.submit(contentsOf: try (0..<4).map { try StoreFixtures.tile(z: 5, x: Int64($0), y: 0, pack: pack) })
+        writer.whenCommitted { committed.fire() }
+        writer.submit(contentsOf: try (4..<8).map { try StoreFixtures.tile(z: 5, x: Int64($0), y: 0, pack: pack) })
+        // Eight writes in a batch of ten with an hour's delay: nothing commits, nothing fires.
+        #expect(!committed.waitBriefly())
+        #expect(log.all.isEmpty)
+        writer.submit(contentsOf: try (8..<10).map { try StoreFixtures.tile(z: 5, x: Int64($0), y: 0, pack: pack) })
+        // The tenth write fills the batch: one full batch, then the callback.
+        #expect(committed.wait())
+        #expect(log.all.map(\.appliedWrites) == [10])
+        // With nothing pending it answers at once.
+        let idle = Signal()
+        writer.whenCommitted { idle.fire() }
+        #expect(idle.wait())
+    }
+
     @Test func commitsAPartialBatchWhenItsTimeIsUp() throws {
         let directory = TemporaryDirectory()
         let log = CommitLog()
