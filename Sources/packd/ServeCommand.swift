@@ -52,6 +52,8 @@ struct ServeCommand: ParsableCommand {
         var corsOrigins: String?
         @Option(help: "Upstream hosts or CIDRs allowed although private or loopback, comma-separated (PACKD_ALLOW_UPSTREAM_HOSTS; default none).")
         var allowUpstreamHosts: String?
+        @Option(help: "Interval of the heartbeat comment on event streams, e.g. 15s (PACKD_EVENT_HEARTBEAT; default 15s).")
+        var eventHeartbeat: String?
         @Flag(help: .hidden)
         var debugRoutes = false
     }

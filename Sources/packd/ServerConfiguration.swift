@@ -31,6 +31,8 @@ struct ServerConfiguration {
     var cors: CORSPolicy
     /// Which upstream addresses downloads may reach beyond the public internet.
     var upstreamPolicy: AddressPolicy
+    /// Server-sent events: the heartbeat comment interval (tests shorten it).
+    var events = EventBroadcaster.Configuration()
 
     private static let defaultListen = ListenAddress.loopback(port: 8080)
 
@@ -130,6 +132,9 @@ struct ServerConfiguration {
         limits.handlerTimeout = try duration(options.handlerTimeout, "HANDLER_TIMEOUT") ?? limits.handlerTimeout
         limits.shutdownGracePeriod = try duration(options.shutdownGrace, "SHUTDOWN_GRACE") ?? limits.shutdownGracePeriod
         self.limits = limits
+        if let heartbeat = try duration(options.eventHeartbeat, "EVENT_HEARTBEAT") {
+            events.heartbeatInterval = UInt64(max(1, (heartbeat / .milliseconds(1)).rounded()))
+        }
     }
 
     /// `tiles.internal, 10.0.0.0/8, ::1`: CIDRs and addresses become ranges, the rest host names

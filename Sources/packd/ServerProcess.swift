@@ -54,6 +54,7 @@ struct ServerProcess {
         let api = try PackdAPI(
             store: StoreAccess(loop: loop, writer: writer, path: configuration.databasePath),
             routes: APIRouteBuilder(authenticator: configuration.authenticator, cors: configuration.cors, metrics: metrics),
+            eventConfiguration: configuration.events,
             logger: Logger(label: "packd.api"))
         api.register(in: &router)
         let fetcher = try Fetcher(loop: loop, configuration: FetchConfiguration(addressPolicy: configuration.upstreamPolicy))
