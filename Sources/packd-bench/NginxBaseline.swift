@@ -8,7 +8,8 @@ struct NginxBaseline {
     let port: Int
 
     /// Starts nginx on a free loopback port and returns once it accepts connections.
-    static func start(in directory: URL, root: URL, workers: Int, accessLog: Bool) throws -> NginxBaseline {
+    /// `locations` are extra directives for the server block (e.g. one file answering a whole path).
+    static func start(in directory: URL, root: URL, workers: Int, accessLog: Bool, locations: String = "") throws -> NginxBaseline {
         let port = try freeLoopbackPort()
         let path = directory.path
         let config = """
@@ -30,6 +31,7 @@ struct NginxBaseline {
                 listen 127.0.0.1:\(port);
                 root \(root.path);
                 location / { }
+                \(locations)
             }
         }
         """

@@ -14,6 +14,7 @@ struct PackdBench: ParsableCommand {
             ExportBenchmark.self,
             GeoBenchmark.self,
             FetchBenchmark.self,
+            APIBenchmark.self,
         ]
     )
 }
