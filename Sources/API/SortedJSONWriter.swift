@@ -33,29 +33,37 @@ enum SortedJSONWriter {
             let number = value as! Double
             // JSON has no NaN or infinity; JSONSerialization refuses them, a document says null.
             return output.append(contentsOf: (number.isFinite ? String(describing: number) : "null").utf8)
+        case ObjectIdentifier(NSNull.self): return output.append(contentsOf: "null".utf8)
+        case ObjectIdentifier([String: Any].self): return writeObject(value as! [String: Any], to: &output)
+        case ObjectIdentifier([Any].self): return writeArray(value as! [Any], to: &output)
         default: break
         }
-        if value is NSNull { return output.append(contentsOf: "null".utf8) }
-        if let object = value as? [String: Any] {
-            output.append(UInt8(ascii: "{"))
-            for (index, key) in object.keys.sorted().enumerated() {
-                if index > 0 { output.append(UInt8(ascii: ",")) }
-                writeString(key, to: &output)
-                output.append(UInt8(ascii: ":"))
-                write(object[key]!, to: &output)
-            }
-            return output.append(UInt8(ascii: "}"))
-        }
-        if let array = value as? [Any] {
-            output.append(UInt8(ascii: "["))
-            for (index, element) in array.enumerated() {
-                if index > 0 { output.append(UInt8(ascii: ",")) }
-                write(element, to: &output)
-            }
-            return output.append(UInt8(ascii: "]"))
-        }
+        // Other containers ([String: Int], [Double], ...) through a cast: it bridges, so it is
+        // kept off the path of the documents' own [String: Any] and [Any].
+        if let object = value as? [String: Any] { return writeObject(object, to: &output) }
+        if let array = value as? [Any] { return writeArray(array, to: &output) }
         let fragment = try? JSONSerialization.data(withJSONObject: value, options: [.fragmentsAllowed, .withoutEscapingSlashes])
         output.append(contentsOf: fragment.map(Array.init) ?? Array("null".utf8))
+    }
+
+    private static func writeObject(_ object: [String: Any], to output: inout [UInt8]) {
+        output.append(UInt8(ascii: "{"))
+        for (index, key) in object.keys.sorted().enumerated() {
+            if index > 0 { output.append(UInt8(ascii: ",")) }
+            writeString(key, to: &output)
+            output.append(UInt8(ascii: ":"))
+            write(object[key]!, to: &output)
+        }
+        output.append(UInt8(ascii: "}"))
+    }
+
+    private static func writeArray(_ array: [Any], to output: inout [UInt8]) {
+        output.append(UInt8(ascii: "["))
+        for (index, element) in array.enumerated() {
+            if index > 0 { output.append(UInt8(ascii: ",")) }
+            write(element, to: &output)
+        }
+        output.append(UInt8(ascii: "]"))
     }
 
     private static func writeString(_ string: String, to output: inout [UInt8]) {
