@@ -64,6 +64,10 @@ struct PackDocument: Sendable {
 
     /// The region in the API's normalised form; the stored MapLibre definition is the source.
     static func region(_ definition: String) -> Any {
+        NormalisedRegionCache.shared.region(definition, normalise: normalise)
+    }
+
+    private static func normalise(_ definition: String) -> Any {
         guard let json = try? JSONSerialization.jsonObject(with: Data(definition.utf8)),
               let region = try? RegionDefinition(mapLibreJSON: json) else { return [String: Any]() }
         return region.jsonObject
