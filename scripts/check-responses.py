@@ -5,7 +5,8 @@ The API tests write one JSON object a line (method, target, status, headers, bod
 named by PACKD_RECORD_RESPONSES. For each, this finds the operation (method + path template),
 and fails when the status is not documented for it (and no `default` covers it), when the
 Content-Type is not one the response documents, or when a JSON body does not validate against
-the documented schema (JSON Schema 2020-12 as OpenAPI 3.1 uses it, formats checked).
+the documented schema (JSON Schema 2020-12 as OpenAPI 3.1 uses it, formats checked). A recorded
+`text/event-stream` body is checked event by event against its `x-event-schema`.
 
 usage: scripts/check-responses.py [openapi.yaml] recorded.jsonl
 """
@@ -92,8 +93,11 @@ def check(spec, record):
     documented = {key.split(";")[0].strip().lower(): key for key in content}
     if media not in documented and "*/*" not in content:
         return [f"{method} {template} {status}: Content-Type {media!r} not in {sorted(content)}"]
+    media_object = (content.get(documented[media]) or {}) if media in documented else {}
+    if media == "text/event-stream" and "x-event-schema" in media_object:
+        return check_events(spec, f"{method} {target} {status}", media_object["x-event-schema"], body)
     # A `*/*` body (a stored resource) is opaque bytes: only documented JSON types are parsed.
-    schema = (content.get(documented[media]) or {}).get("schema") if media in documented else None
+    schema = media_object.get("schema")
     if schema is None or not media.endswith("json") or not body:
         return []
     try:
@@ -104,6 +108,34 @@ def check(spec, record):
     validator = OAS31Validator(root, format_checker=FormatChecker())
     errors = sorted(validator.iter_errors(instance), key=lambda e: list(e.absolute_path))
     return [f"{method} {target} {status}: {'/'.join(map(str, e.absolute_path)) or '(root)'}: {e.message}" for e in errors[:5]]
+
+
+def check_events(spec, where, schema, body):
+    """Each event of a recorded `text/event-stream` (comments skipped) as `{id, event, data}`
+    against the stream's `x-event-schema`; ids must increase."""
+    root = {"components": spec["components"], "allOf": [schema]}
+    validator = OAS31Validator(root, format_checker=FormatChecker())
+    problems, last_id = [], None
+    for block in body.split("\n\n"):
+        fields = {}
+        for line in block.split("\n"):
+            if not line or line.startswith(":"):
+                continue
+            name, _, value = line.partition(":")
+            fields[name] = value[1:] if value.startswith(" ") else value
+        if not fields:
+            continue
+        try:
+            event = {"id": int(fields.get("id", "")), "event": fields.get("event"), "data": json.loads(fields.get("data", ""))}
+        except ValueError:
+            problems.append(f"{where}: event is not id/event/JSON data: {block[:200]!r}")
+            continue
+        if last_id is not None and event["id"] <= last_id:
+            problems.append(f"{where}: event id {event['id']} after {last_id}")
+        last_id = event["id"]
+        for error in sorted(validator.iter_errors(event), key=lambda e: list(e.absolute_path))[:3]:
+            problems.append(f"{where}: event {event['id']} {'/'.join(map(str, error.absolute_path)) or '(root)'}: {error.message}")
+    return problems
 
 
 def main(argv):

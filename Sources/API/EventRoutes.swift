@@ -47,6 +47,10 @@ public struct EventRoutes {
             return responder.respond(error)
         }
         let fromRing = lastEventID.map { events.canReplay(after: $0) } ?? false
+        // An id above any this server handed out (another database's, or a log lost with its
+        // database) says nothing about what the client missed: it gets a snapshot, not a replay
+        // of nothing followed by ids lower than the one it holds.
+        let newestID = events.lastEventID
         // The all-packs stream without Last-Event-ID starts at the next event; the others start
         // with what the client missed or a snapshot.
         let wantsSnapshot = packID != nil || lastEventID != nil
@@ -56,7 +60,7 @@ public struct EventRoutes {
                 start.packExists = false
                 return start
             }
-            if let lastEventID, !fromRing, let oldest = try reader.oldestEventID(), oldest <= lastEventID + 1 {
+            if let lastEventID, !fromRing, lastEventID <= newestID, let oldest = try reader.oldestEventID(), oldest <= lastEventID + 1 {
                 let stored = try reader.events(after: lastEventID, packID: packID, limit: Self.maximumStoredReplay)
                 if stored.count < Self.maximumStoredReplay {
                     start.stored = EventLog.packEvents(stored)

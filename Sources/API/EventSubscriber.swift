@@ -78,7 +78,7 @@ final class EventSubscriber {
     /// behind anyway (the queued events will show it the stream is alive).
     func heartbeat() {
         guard queuedCount == 0, stream.canWrite else { return }
-        stream.write(":\n\n")
+        stream.write(": heartbeat\n\n")
     }
 
     /// Writes `frames` ahead of anything live (replay or snapshot at subscription time).

@@ -180,6 +180,6 @@ enum JSONBody {
 
     /// Sorted-key JSON bytes of a `JSONSerialization` value: stable bodies and ETags.
     static func encode(_ value: Any) -> [UInt8] {
-        (try? JSONSerialization.data(withJSONObject: value, options: [.sortedKeys, .withoutEscapingSlashes])).map(Array.init) ?? Array("null".utf8)
+        SortedJSONWriter.encode(value)
     }
 }

@@ -61,21 +61,8 @@ struct ServerBenchmark: ParsableCommand {
     }
 
     func runWrk(name: String, url: String, headers: [String] = []) throws -> Result {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/wrk")
-        process.arguments = ["-t\(threads)", "-c\(connections)", "-d\(duration)", "--latency"] + headers.flatMap { ["-H", $0] } + [url]
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        try process.run()
-        let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        guard let rps = Self.value(after: "Requests/sec:", in: output), let p99 = Self.latency(percentile: "99%", in: output) else {
-            throw ValidationError("cannot read wrk output:\n\(output)")
-        }
-        if output.contains("Non-2xx") || output.contains("Socket errors") {
-            print("warning: \(name): wrk reported errors:\n\(output)")
-        }
-        return Result(name: name, requestsPerSecond: rps, p99Milliseconds: p99)
+        let result = try Wrk(threads: threads, connections: connections, duration: duration).run(url, headers: headers)
+        return Result(name: name, requestsPerSecond: result.requestsPerSecond, p99Milliseconds: result.p99Milliseconds)
     }
 
     static func value(after label: String, in output: String) -> Double? {

@@ -82,6 +82,8 @@ struct ServeCommand: ParsableCommand {
         var upstreamTimeout: String?
         @Option(help: "JSON file of upstream rules: headers or query parameters (credentials) added to, or a rewritten base for, URLs starting with a prefix (PACKD_UPSTREAM_RULES_FILE; default none).")
         var upstreamRulesFile: String?
+        @Option(help: "Interval of the heartbeat comment on event streams, e.g. 15s (PACKD_EVENT_HEARTBEAT; default 15s).")
+        var eventHeartbeat: String?
         @Flag(help: .hidden)
         var debugRoutes = false
     }

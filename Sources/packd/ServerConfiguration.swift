@@ -35,6 +35,8 @@ struct ServerConfiguration {
     var upstreamPolicy: AddressPolicy
     /// Download concurrency, retries, limits and upstream rules.
     var downloads: DownloadConfiguration
+    /// Server-sent events: the heartbeat comment interval (tests shorten it).
+    var events = EventBroadcaster.Configuration()
 
     private static let defaultListen = ListenAddress.loopback(port: 8080)
 
@@ -129,6 +131,9 @@ struct ServerConfiguration {
         limits.shutdownGracePeriod = try duration(options.shutdownGrace, "SHUTDOWN_GRACE") ?? limits.shutdownGracePeriod
         self.limits = limits
         downloads = try DownloadConfiguration(options: options, source: source, upstreamPolicy: upstreamPolicy)
+        if let heartbeat = try duration(options.eventHeartbeat, "EVENT_HEARTBEAT") {
+            events.heartbeatInterval = UInt64(max(1, (heartbeat / .milliseconds(1)).rounded()))
+        }
     }
 
     /// `tiles.internal, 10.0.0.0/8, ::1`: CIDRs and addresses become ranges, the rest host names

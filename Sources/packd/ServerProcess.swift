@@ -56,6 +56,7 @@ struct ServerProcess {
         let api = try PackdAPI(
             store: StoreAccess(loop: loop, writer: writer, path: configuration.databasePath),
             routes: APIRouteBuilder(authenticator: configuration.authenticator, cors: configuration.cors, metrics: metrics),
+            eventConfiguration: configuration.events,
             logger: Logger(label: "packd.api"))
         api.offlinePublicURL = configuration.publicURL
         api.register(in: &router)

@@ -1,3 +1,4 @@
+import PackdTestSupport
 import Foundation
 import Glibc
 
@@ -55,8 +56,8 @@ struct BinaryExchange {
         }
         exchange.body = Array(raw[(end + 4)...])
         if exchange.header("Content-Type")?.contains("json") == true {
-            ResponseRecorder.record(method: method, target: target, reply: RoutesFixture.Reply(
-                status: exchange.status, headers: exchange.headers, body: String(decoding: exchange.body, as: UTF8.self)))
+            ResponseRecorder.record(method: method, target: target, status: exchange.status, headers: exchange.headers,
+                                    body: String(decoding: exchange.body, as: UTF8.self))
         }
         return exchange
     }

@@ -1,5 +1,6 @@
 import Foundation
 import Loop
+import PackdTestSupport
 import Server
 import Testing
 @testable import API
@@ -299,10 +300,14 @@ final class EventsFixture: @unchecked Sendable {
         defer { events.stop() }
         var client: StreamClient? = try events.subscribe("/v1/events")
         #expect(events.subscriberCount == 1)
-        // The opening comment, then heartbeats with nothing published.
+        // The opening comment, then heartbeats (as openapi.yaml words them) with nothing published.
+        var comments: [String] = []
         for _ in 0..<4 {
-            #expect(try client?.nextEvent(returningComments: true)?.type == ":")
+            let comment = try client?.nextEvent(returningComments: true)
+            #expect(comment?.type == ":")
+            comments.append(comment?.data ?? "")
         }
+        #expect(comments == [":ok", ": heartbeat", ": heartbeat", ": heartbeat"])
         #expect(client?.comments == 4)
         client = nil
         #expect(waitUntil { events.subscriberCount == 0 })

@@ -1,3 +1,4 @@
+import PackdTestSupport
 import API
 import Foundation
 import Store

@@ -372,8 +372,8 @@ extension RoutesFixture {
         try client.readHead()
         let body = client.status == 304 || client.status == 204 || method == "HEAD" ? [] : try client.readBodyBytes()
         let reply = ByteReply(status: client.status, headers: client.headers, body: body)
-        ResponseRecorder.record(method: method, target: target, reply: Reply(status: reply.status, headers: reply.headers,
-                                                                             body: String(decoding: body, as: UTF8.self)))
+        ResponseRecorder.record(method: method, target: target, status: reply.status, headers: reply.headers,
+                                body: String(decoding: body, as: UTF8.self))
         return reply
     }
 

@@ -1,4 +1,5 @@
 import Foundation
+import PackdTestSupport
 import Testing
 @testable import API
 

@@ -1,3 +1,4 @@
+import PackdTestSupport
 import Server
 import Testing
 @testable import API

@@ -2,6 +2,7 @@ import API
 import Foundation
 import Logging
 import Loop
+import PackdTestSupport
 import Prometheus
 import Server
 import Store
@@ -91,37 +92,12 @@ final class RoutesFixture: @unchecked Sendable {
         try client.readHead()
         let text = client.status == 304 || client.status == 204 || method == "HEAD" ? "" : try client.readBody()
         let reply = Reply(status: client.status, headers: client.headers, body: text)
-        ResponseRecorder.record(method: method, target: target, reply: reply)
+        ResponseRecorder.record(method: method, target: target, status: reply.status, headers: reply.headers, body: reply.body)
         return reply
     }
 
     /// A region whose tile count is known at creation: 1 tile at z0, 4 at z1.
     static func templateRegion(maxZoom: Int = 1, bounds: String = "[-180, -85, 180, 85]") -> String {
         #"{"tiles": ["https://tiles.example.org/{z}/{x}/{y}.png"], "bounds": \#(bounds), "min_zoom": 0, "max_zoom": \#(maxZoom)}"#
-    }
-}
-
-/// Appends replies to `PACKD_RECORD_RESPONSES` for the openapi check (one JSON object a line).
-enum ResponseRecorder {
-    private static let lock = NSLock()
-
-    static func record(method: String, target: String, reply: RoutesFixture.Reply) {
-        guard let path = ProcessInfo.processInfo.environment["PACKD_RECORD_RESPONSES"] else { return }
-        let line: [String: Any] = [
-            "method": method, "target": target, "status": reply.status,
-            "headers": Dictionary(reply.headers.map { ($0.0.lowercased(), $0.1) }) { first, _ in first },
-            "body": reply.body,
-        ]
-        guard var data = try? JSONSerialization.data(withJSONObject: line, options: [.sortedKeys]) else { return }
-        data.append(0x0A)
-        lock.lock()
-        defer { lock.unlock() }
-        if let handle = FileHandle(forWritingAtPath: path) {
-            handle.seekToEndOfFile()
-            handle.write(data)
-            try? handle.close()
-        } else {
-            FileManager.default.createFile(atPath: path, contents: data)
-        }
     }
 }

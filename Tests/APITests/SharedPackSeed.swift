@@ -1,3 +1,4 @@
+import PackdTestSupport
 import Foundation
 import Store
 

@@ -56,6 +56,11 @@ final class MapUpstream: @unchecked Sendable {
 
     private let lock = NSLock()
     private var faults: Faults
+    /// Tiles the upstream may still answer before it holds the rest (nil: no limit).
+    private let gate = NSCondition()
+    private var tileBudget: Int?
+    private var stopping = false
+    private var held = 0
     private var counter = 0
     private var upstream: TestUpstream!
     private(set) var chaosCounts = ChaosCounts()
@@ -84,7 +89,39 @@ final class MapUpstream: @unchecked Sendable {
     static func isBroken(_ path: String, modulus: UInt64) -> Bool {
         path.hasPrefix("/tiles/") && hash(path) % modulus == 1
     }
-    func stop() { upstream.stop() }
+    func stop() {
+        gate.withLock {
+            stopping = true
+            gate.broadcast()
+        }
+        upstream.stop()
+    }
+
+    /// From now on answers only `count` more tiles; later tile requests wait until `releaseTiles`.
+    /// This is what makes "mid-download" a state a test can stand in, not a race.
+    func holdTiles(after count: Int = 0) {
+        gate.withLock { tileBudget = count }
+    }
+
+    /// Lets every held and later tile through.
+    func releaseTiles() {
+        gate.withLock {
+            tileBudget = nil
+            gate.broadcast()
+        }
+    }
+
+    /// Tile requests waiting at the gate.
+    var heldTiles: Int { gate.withLock { held } }
+
+    private func passGate() {
+        gate.lock()
+        defer { gate.unlock() }
+        held += 1
+        while let budget = tileBudget, budget <= 0, !stopping { gate.wait(until: Date().addingTimeInterval(0.1)) }
+        held -= 1
+        if let budget = tileBudget { tileBudget = budget - 1 }
+    }
 
     var style: String {
         """
@@ -118,6 +155,7 @@ final class MapUpstream: @unchecked Sendable {
         // A query (an upstream rule's token) does not change what is served.
         let path = String(request.target.prefix { $0 != "?" })
         if let everything = faults.0.everything { return everything }
+        if path.hasPrefix("/tiles/") { passGate() }
         if let every = faults.0.failEvery, faults.1 % every == 0 {
             return .respond(status: 500)
         }

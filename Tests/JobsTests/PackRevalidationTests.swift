@@ -202,7 +202,7 @@ import Testing
     static func waitForTileTransfers(_ upstream: RevisedUpstream, after count: Int, _ harness: JobsHarness,
                                      _ packID: Int64) throws {
         try #require(harness.waitForState(packID, ["active"]).contains("active"))
-        try #require(waitUntil { upstream.requests.dropFirst(count).contains { $0.target.hasPrefix("/tiles/") } })
+        try #require(eventually { upstream.requests.dropFirst(count).contains { $0.target.hasPrefix("/tiles/") } })
     }
 
     /// Whether, within a second, no pack holds a slot and no transfer runs or waits.
@@ -277,12 +277,3 @@ final class InvalidationLog: @unchecked Sendable {
     var last: PackInvalidation? { lock.withLock { counts.last } }
 }
 
-/// Polls `condition` until it holds or `seconds` pass (a condition, not a timed sleep).
-func waitUntil(within seconds: Double = 60, _ condition: () -> Bool) -> Bool {
-    let deadline = Date().addingTimeInterval(seconds)
-    while Date() < deadline {
-        if condition() { return true }
-        usleep(2_000)
-    }
-    return condition()
-}

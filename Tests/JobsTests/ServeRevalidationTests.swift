@@ -22,7 +22,7 @@ import Testing
         process.standardError = FileHandle.nullDevice
         try process.run()
         defer { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
-        #expect(waitUntil { FileManager.default.fileExists(atPath: portFile) })
+        #expect(eventually { FileManager.default.fileExists(atPath: portFile) })
         let port = try #require(Int((try String(contentsOfFile: portFile, encoding: .utf8))
             .trimmingCharacters(in: .whitespacesAndNewlines)))
         func send(_ method: String, _ path: String, _ body: [String: Any]? = nil) throws -> HTTPExchange {
@@ -33,7 +33,7 @@ import Testing
 
         let created = try send("POST", "/v1/packs", ["start": true, "region": upstream.region])
         let id = try #require(try created.json()["id"] as? Int)
-        #expect(waitUntil { pack(id)["state"] as? String == "complete" })
+        #expect(eventually { pack(id)["state"] as? String == "complete" })
         let total = try #require((pack(id)["progress"] as? [String: Any])?["completed_resources"] as? Int)
 
         #expect(try send("POST", "/v1/packs/\(id)/check-update").json()["update_available"] as? Bool == false)
@@ -41,7 +41,7 @@ import Testing
         let started = try send("POST", "/v1/packs/\(id)/invalidate")
         #expect(started.status == 202)
         var finished: [String: Any] = [:]
-        #expect(waitUntil {
+        #expect(eventually {
             finished = pack(id)
             return finished["state"] as? String == "complete"
                 && (finished["invalidation"] as? [String: Any])?["completed_at"] is String
@@ -50,11 +50,11 @@ import Testing
         #expect(invalidation["updated"] as? Int == 2 && invalidation["removed"] as? Int == 0
                 && invalidation["unchanged"] as? Int == total - 2, "\(invalidation)")
         #expect(try send("POST", "/v1/packs/\(id)/invalidate").status == 202, "complete again: may be revalidated again")
-        #expect(waitUntil { (pack(id)["invalidation"] as? [String: Any])?["completed_at"] is String })
+        #expect(eventually { (pack(id)["invalidation"] as? [String: Any])?["completed_at"] is String })
 
         // The counts reach the event stream (and its durable log) as a progress event.
         let reader = try StoreReader(path: database.path)
-        #expect(waitUntil {
+        #expect(eventually {
             ((try? reader.events(after: 0, packID: Int64(id))) ?? []).contains {
                 $0.type == "progress" && $0.json.contains(#""invalidation":{"#) && $0.json.contains(#""updated":2"#)
             }
@@ -69,7 +69,7 @@ import Testing
         #expect(pack(id)["update_available"] as? Bool == true, "a failed check leaves the pack unchanged")
 
         kill(process.processIdentifier, SIGTERM)
-        #expect(waitUntil { !process.isRunning })
+        #expect(eventually { !process.isRunning })
         #expect(process.terminationStatus == 0)
     }
 }

@@ -1,0 +1,35 @@
+import ArgumentParser
+import Foundation
+
+/// One `wrk --latency` run: requests/s and the 99th-percentile latency, with wrk's own error
+/// report passed on as a warning (a benchmark of errors is not a benchmark).
+struct Wrk {
+    let threads: Int
+    let connections: Int
+    let duration: String
+
+    struct Result {
+        let requestsPerSecond: Double
+        let p99Milliseconds: Double
+    }
+
+    func run(_ url: String, headers: [String] = []) throws -> Result {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/wrk")
+        process.arguments = ["-t\(threads)", "-c\(connections)", "-d\(duration)", "--latency"]
+            + headers.flatMap { ["-H", $0] } + [url]
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        try process.run()
+        let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        guard let rps = ServerBenchmark.value(after: "Requests/sec:", in: output),
+              let p99 = ServerBenchmark.latency(percentile: "99%", in: output) else {
+            throw ValidationError("cannot read wrk output:\n\(output)")
+        }
+        if output.contains("Non-2xx") || output.contains("Socket errors") {
+            print("warning: \(url): wrk reported errors:\n\(output)")
+        }
+        return Result(requestsPerSecond: rps, p99Milliseconds: p99)
+    }
+}

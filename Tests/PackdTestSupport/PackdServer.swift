@@ -1,0 +1,122 @@
+import Foundation
+import Glibc
+
+/// A real `packd serve` child process on an ephemeral 127.0.0.1 port with its own database in a
+/// temporary directory, allowed to download from the in-process upstreams on 127.0.0.1. It can be
+/// stopped with SIGTERM and started again on the same database (ids that must survive restarts).
+public final class PackdServer: @unchecked Sendable {
+    public let directory: URL
+    public let extraArguments: [String]
+    public private(set) var port = 0
+    private var process: Process?
+
+    public var databasePath: String { directory.appendingPathComponent("packd.sqlite").path }
+    public var pid: Int32 { process?.processIdentifier ?? 0 }
+
+    /// Starts packd; `arguments` are added to `serve` (e.g. `--event-heartbeat 200ms`).
+    public init(arguments: [String] = []) throws {
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("packd-e2e-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        extraArguments = arguments
+        try start()
+    }
+
+    deinit {
+        if let process, process.isRunning { kill(process.processIdentifier, SIGKILL) }
+    }
+
+    /// Starts the process (again) and waits until it has written its port.
+    public func start() throws {
+        let portFile = directory.appendingPathComponent("port")
+        try? FileManager.default.removeItem(at: portFile)
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: BuiltExecutable.path("packd"))
+        process.arguments = ["serve", "--listen", "127.0.0.1:0", "--port-file", portFile.path, "--database", databasePath,
+                             "--allow-upstream-hosts", "127.0.0.1", "--log-level", "warning"] + extraArguments
+        process.currentDirectoryURL = directory
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        self.process = process
+        guard waitUntil(within: 60, { FileManager.default.fileExists(atPath: portFile.path) }),
+              let text = try? String(contentsOf: portFile, encoding: .utf8),
+              let port = Int(text.trimmingCharacters(in: .whitespacesAndNewlines)) else {
+            throw ClientFailure(description: "packd did not start")
+        }
+        self.port = port
+    }
+
+    /// SIGTERM, then waits for the exit; returns the exit status.
+    @discardableResult
+    public func stop() -> Int32 {
+        guard let process, process.isRunning else { return process?.terminationStatus ?? -1 }
+        kill(process.processIdentifier, SIGTERM)
+        if !waitUntil(within: 60, { !process.isRunning }) { kill(process.processIdentifier, SIGKILL) }
+        process.waitUntilExit()
+        return process.terminationStatus
+    }
+
+    /// Stops the process and deletes its directory.
+    public func remove() {
+        stop()
+        try? FileManager.default.removeItem(at: directory)
+    }
+
+    /// One request on its own connection, recorded for the openapi check. `json` is encoded with
+    /// sorted keys, so the same object is the same bytes (as a client's retry is).
+    @discardableResult
+    public func send(_ method: String, _ target: String, json: Any? = nil, body: [UInt8]? = nil,
+                     headers: [String: String] = [:]) throws -> PackdReply {
+        let payload = try body ?? json.map { Array(try JSONSerialization.data(withJSONObject: $0, options: [.sortedKeys])) } ?? []
+        var fields = headers
+        if json != nil, !fields.keys.contains(where: { $0.lowercased() == "content-type" }) {
+            fields["Content-Type"] = "application/json"
+        }
+        return try PackdReply.exchange(port: port, method: method, target: target, headers: fields, body: payload)
+    }
+
+    /// A fresh event stream on `target` with its head read.
+    public func events(_ target: String, headers: [String: String] = [:], receiveBuffer: Int32? = nil) throws -> StreamClient {
+        let client = try StreamClient(port: port, timeout: 60, receiveBuffer: receiveBuffer)
+        try client.get(target, headers: headers)
+        return client
+    }
+
+    /// The value of a sample without labels in `/metrics`, e.g. `packd_sse_subscribers`.
+    public func metric(_ name: String) throws -> Double? {
+        let text = try send("GET", "/metrics").body
+        for line in text.split(separator: "\n") where line.hasPrefix(name + " ") {
+            return Double(line.split(separator: " ")[1])
+        }
+        return nil
+    }
+}
+
+/// One answer of packd, head and body.
+public struct PackdReply: Sendable {
+    public var status: Int
+    public var headers: [(String, String)]
+    public var body: String
+
+    public func header(_ name: String) -> String? {
+        headers.first { $0.0.lowercased() == name.lowercased() }?.1
+    }
+
+    public var json: [String: Any] {
+        (try? JSONSerialization.jsonObject(with: Data(body.utf8))) as? [String: Any] ?? [:]
+    }
+
+    static func exchange(port: Int, method: String, target: String, headers: [String: String], body: [UInt8]) throws -> PackdReply {
+        let client = try StreamClient(port: port, timeout: 60)
+        var head = "\(method) \(target) HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n"
+        for (name, value) in headers { head += "\(name): \(value)\r\n" }
+        if !body.isEmpty || ["POST", "PUT", "PATCH"].contains(method) { head += "Content-Length: \(body.count)\r\n" }
+        try client.send(head + "\r\n")
+        try client.sendBytes(body)
+        try client.readHead()
+        let text = client.status == 304 || client.status == 204 || method == "HEAD" ? "" : try client.readBody()
+        let reply = PackdReply(status: client.status, headers: client.headers, body: text)
+        ResponseRecorder.record(method: method, target: target, status: reply.status, headers: reply.headers, body: reply.body)
+        return reply
+    }
+}
