@@ -128,67 +128,12 @@ public final class StoreReader {
 
     // MARK: Resume answers
 
-    /// The tiles of `window` at zoom `z` of one source already linked to `packID`: one query
-    /// per window, driven by the `tiles` UNIQUE index over (url_template, pixel_ratio, z, x).
+    /// The tiles of one window (one source, one zoom) the pack already links: what a download
+    /// skips. The `linkedHere` half of `tileWindow`.
     public func storedTiles(packID: Int64, urlTemplate: String, pixelRatio: Int64, z: Int64,
                             xRange: ClosedRange<Int64>, yRange: ClosedRange<Int64>) throws -> TileBitmap {
-        var bitmap = try TileBitmap(xRange: xRange, yRange: yRange)
-        // The unique index is (url_template, pixel_ratio, z, x, y): with `x BETWEEN` and `y BETWEEN`
-        // SQLite seeks the x range and then walks every y of each column — the whole zoom for a
-        // band of a few wide rows, so banding a big region was quadratic. One seek per column
-        // (the CTE, forced outermost by CROSS JOIN) reads only the window's own rows.
-        let window = try database.cachedStatement("""
-            WITH RECURSIVE columns(x) AS (SELECT ?4 UNION ALL SELECT x + 1 FROM columns WHERE x < ?5)
-            SELECT tiles.id, tiles.x, tiles.y FROM columns CROSS JOIN tiles
-            WHERE tiles.url_template = ?1 AND tiles.pixel_ratio = ?2 AND tiles.z = ?3 AND tiles.x = columns.x
-              AND tiles.y BETWEEN ?6 AND ?7
-            """)
-        var rows: [(id: Int64, x: Int64, y: Int64)] = []
-        var lowest = Int64.max
-        var highest = Int64.min
-        try window.forEachRow([.text(urlTemplate), .integer(pixelRatio), .integer(z), .integer(xRange.lowerBound),
-                               .integer(xRange.upperBound), .integer(yRange.lowerBound), .integer(yRange.upperBound)]) {
-            let id = $0.int64(at: 0)
-            rows.append((id, $0.int64(at: 1), $0.int64(at: 2)))
-            lowest = min(lowest, id)
-            highest = max(highest, id)
-        }
-        guard !rows.isEmpty else { return bitmap }
-        // Which of them this pack links. A window's rows were mostly written together, so their
-        // ids are close: one range scan of the pack's links beats a B-tree seek per row (a resume
-        // with 900,000 tiles stored reads them all before its first request). Scattered ids
-        // (rows shared with older packs) fall back to a seek per row.
-        if highest - lowest <= Int64(rows.count) * 4 + 4096 {
-            var linked = Set<Int64>(minimumCapacity: rows.count)
-            try database.cachedStatement("""
-                SELECT tile_id FROM region_tiles WHERE region_id = ?1 AND tile_id BETWEEN ?2 AND ?3
-                """).forEachRow([.integer(packID), .integer(lowest), .integer(highest)]) { linked.insert($0.int64(at: 0)) }
-            for row in rows where linked.contains(row.id) { bitmap.insert(x: row.x, y: row.y) }
-        } else {
-            let link = try database.cachedStatement("SELECT 1 FROM region_tiles WHERE region_id = ?1 AND tile_id = ?2")
-            for row in rows where try link.scalarInt([.integer(packID), .integer(row.id)]) != nil {
-                bitmap.insert(x: row.x, y: row.y)
-            }
-        }
-        return bitmap
-    }
-
-    /// The tiles of `window` stored anywhere (another pack or the ambient cache) and fresh at
-    /// `now`: the download links these (`ResourceWrite.Content.linkExisting`) instead of fetching.
-    public func freshTiles(urlTemplate: String, pixelRatio: Int64, z: Int64,
-                           xRange: ClosedRange<Int64>, yRange: ClosedRange<Int64>, now: Int64) throws -> TileBitmap {
-        var bitmap = try TileBitmap(xRange: xRange, yRange: yRange)
-        let statement = try database.cachedStatement("""
-            SELECT x, y FROM tiles
-            WHERE url_template = ?1 AND pixel_ratio = ?2 AND z = ?3 AND x BETWEEN ?4 AND ?5 AND y BETWEEN ?6 AND ?7
-              AND (expires IS NULL OR expires > ?8)
-            """)
-        try statement.forEachRow([.text(urlTemplate), .integer(pixelRatio), .integer(z), .integer(xRange.lowerBound),
-                                  .integer(xRange.upperBound), .integer(yRange.lowerBound), .integer(yRange.upperBound),
-                                  .integer(now)]) {
-            bitmap.insert(x: $0.int64(at: 0), y: $0.int64(at: 1))
-        }
-        return bitmap
+        try tileWindow(packID: packID, urlTemplate: urlTemplate, pixelRatio: pixelRatio, z: z,
+                       xRange: xRange, yRange: yRange, now: 0).linkedHere
     }
 
     /// URLs of non-tile resources already linked to the pack.

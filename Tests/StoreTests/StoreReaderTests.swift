@@ -23,9 +23,11 @@ import Testing
         #expect(!bitmap.contains(x: 0, y: 0)) // outside the window
         #expect(!bitmap.contains(x: 6, y: 2))
 
-        let anywhere = try reader.freshTiles(urlTemplate: StoreFixtures.template, pixelRatio: 1, z: 6, xRange: 0...9, yRange: 0...3, now: 10)
-        #expect(anywhere.count == 7)
-        #expect(anywhere.contains(x: 6, y: 2))
+        // Linked by pack a: skipped; stored by pack b only (and fresh): linkable.
+        let window = try reader.tileWindow(packID: a, urlTemplate: StoreFixtures.template, pixelRatio: 1, z: 6,
+                                           xRange: 0...9, yRange: 0...3, now: 10)
+        #expect(window.linkedHere.count == 6)
+        #expect(window.linkable.count == 1 && window.linkable.contains(x: 6, y: 2))
     }
 
     @Test func storedTilesAreRightWhenAWindowsRowsHaveFarApartIDs() throws {
@@ -53,7 +55,7 @@ import Testing
         #expect(other.count == 1 && other.contains(x: 4, y: 2))
     }
 
-    @Test func freshTilesExcludeExpiredOnes() throws {
+    @Test func expiredTilesAreNotLinkable() throws {
         let directory = TemporaryDirectory()
         let path = directory.file("r.db")
         let store = try OfflineDatabase(path: path)
@@ -62,9 +64,10 @@ import Testing
         var stale = try StoreFixtures.tile(z: 3, x: 2, y: 1, pack: nil)
         stale.cache.expires = 50
         #expect(store.apply([fresh, stale, try StoreFixtures.tile(z: 3, x: 3, y: 1, pack: nil)], now: 10).error == nil)
-        let bitmap = try StoreReader(path: path).freshTiles(urlTemplate: StoreFixtures.template, pixelRatio: 1, z: 3,
-                                                            xRange: 0...7, yRange: 0...7, now: 100)
-        #expect(bitmap.spans(y: 1) == [1...1, 3...3])
+        let window = try StoreReader(path: path).tileWindow(packID: 999, urlTemplate: StoreFixtures.template, pixelRatio: 1,
+                                                            z: 3, xRange: 0...7, yRange: 0...7, now: 100)
+        #expect(window.linkable.spans(y: 1) == [1...1, 3...3])
+        #expect(window.linkedHere.count == 0)
     }
 
     @Test func oversizedWindowsAreRefused() {
