@@ -33,7 +33,9 @@ extension StoreReader {
     }
 
     /// The resources `check-update` probes: every style and TileJSON (at most `limit`), plus the
-    /// first sprite JSON and the first glyph range, all linked to the pack.
+    /// first sprite JSON and the first glyph range by URL (`sprite.json` before `sprite@2x.json`,
+    /// `0-255` first — by row id it would depend on which the download happened to store first),
+    /// all linked to the pack.
     public func updateProbes(packID: Int64, limit: Int = 64) throws -> [StoredValidators] {
         var probes: [StoredValidators] = []
         try database.cachedStatement("""
@@ -42,10 +44,10 @@ extension StoreReader {
               WHERE rr.region_id = ?1 AND r.kind IN (1, 2) ORDER BY r.id LIMIT ?2)
             UNION ALL SELECT * FROM (SELECT r.id, r.url, r.kind, r.etag, r.modified, r.data IS NOT NULL
               FROM region_resources rr JOIN resources r ON r.id = rr.resource_id
-              WHERE rr.region_id = ?1 AND r.kind = 6 ORDER BY r.id LIMIT 1)
+              WHERE rr.region_id = ?1 AND r.kind = 6 ORDER BY r.url LIMIT 1)
             UNION ALL SELECT * FROM (SELECT r.id, r.url, r.kind, r.etag, r.modified, r.data IS NOT NULL
               FROM region_resources rr JOIN resources r ON r.id = rr.resource_id
-              WHERE rr.region_id = ?1 AND r.kind = 4 ORDER BY r.id LIMIT 1)
+              WHERE rr.region_id = ?1 AND r.kind = 4 ORDER BY r.url LIMIT 1)
             """).forEachRow([.integer(packID), .integer(Int64(max(1, limit)))]) { row in
             probes.append(Self.resourceValidators(row))
         }
