@@ -24,6 +24,18 @@ public final class PackRoutes {
 
     /// Rolling rates of committed progress, for `bytes_per_second` and `eta_seconds`.
     private var progressRates = ProgressRates()
+    /// What the events last said of each pack. Writes already in flight when a pack is
+    /// suspended commit after its `state` event: their `progress` event then names the state the
+    /// pack is in and keeps its expected counts (the scheduler no longer knows them), and one
+    /// that commits after a delete is not published at all. Loop thread only; one small entry
+    /// per pack seen since start.
+    private var published: [Int64: PublishedPack] = [:]
+
+    private struct PublishedPack {
+        var state = "active"
+        var expected: (resources: Int64, precise: Bool)?
+        var removed = false
+    }
     /// Monotonic seconds for the rates; tests set a clock of their own.
     var seconds: () -> Double = PackRoutes.monotonicSeconds
     private static let clockOrigin = ContinuousClock.now
@@ -312,6 +324,7 @@ public final class PackRoutes {
     /// Publishes `pack_removed` and tells the scheduler (a DELETE or a storage reset).
     func packRemoved(_ packID: Int64) {
         progressRates.forget(packID: packID)
+        published[packID] = PublishedPack(removed: true)
         events.publish(.packRemoved, packID: packID, payload: JSONBody.encode(["pack_id": packID]))
         onPackRemoved?(packID)
     }
@@ -354,6 +367,7 @@ public final class PackRoutes {
     public func publishState(_ packID: Int64, state: String, previous: String?, errorJSON: String? = nil) {
         // A rate describes one stretch of downloading; the next starts afresh.
         if state != "active" { progressRates.forget(packID: packID) }
+        published[packID, default: PublishedPack()].state = state
         let error: Any = errorJSON.flatMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) } ?? NSNull()
         events.publish(.state, packID: packID, payload: JSONBody.encode([
             "pack_id": packID, "state": state, "previous_state": previous.map { $0 as Any } ?? NSNull(), "error": error,
@@ -364,13 +378,21 @@ public final class PackRoutes {
     /// returns, so an event and a poll never disagree on fields. `expectedResources` is 0 and
     /// `precise` false while the plan is not known yet, as in the pack document.
     /// The commit also feeds the pack's rolling rate, which the event and later polls carry.
-    public func publishProgress(_ packID: Int64, progress: PackProgress, expectedResources: Int64, precise: Bool) {
+    /// `expectedResources`/`precise` are nil when the caller no longer knows them (a commit that
+    /// lands after its download stopped): the last published ones are kept.
+    public func publishProgress(_ packID: Int64, progress: PackProgress, expectedResources: Int64?, precise: Bool?) {
+        var pack = published[packID, default: PublishedPack()]
+        guard !pack.removed else { return }
+        if let expectedResources, let precise { pack.expected = (expectedResources, precise) }
+        published[packID] = pack
         let now = seconds()
         progressRates.record(packID: packID, progress: progress, now: now)
+        // As in the pack document: a rate only while the pack is downloading.
+        let rate = pack.state == "active" ? progressRates.rate(packID: packID, now: now) : nil
         events.publish(.progress, packID: packID, payload: JSONBody.encode([
-            "pack_id": packID, "state": "active",
-            "progress": PackDocument.progressObject(progress, expectedResources: expectedResources, precise: precise,
-                                                    rate: progressRates.rate(packID: packID, now: now)),
+            "pack_id": packID, "state": pack.state,
+            "progress": PackDocument.progressObject(progress, expectedResources: pack.expected?.resources ?? 0,
+                                                    precise: pack.expected?.precise ?? false, rate: rate),
         ] as [String: Any]))
     }
 

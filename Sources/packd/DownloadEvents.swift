@@ -16,9 +16,8 @@ struct DownloadEvents {
             api.packs.publishState(packID, state: state, previous: previous, errorJSON: errorJSON)
         }
         scheduler.onProgress = { packID, progress, expected in
-            api.packs.publishProgress(
-                packID, progress: progress, expectedResources: expected?.resources ?? 0,
-                precise: expected?.precise ?? false)
+            api.packs.publishProgress(packID, progress: progress, expectedResources: expected?.resources,
+                                      precise: expected?.precise)
         }
         scheduler.onInvalidation = { packID, invalidation, progress, expected in
             api.maintenance.publishInvalidation(packID, invalidation, progress: progress,

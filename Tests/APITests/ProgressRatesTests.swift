@@ -65,7 +65,11 @@ import Testing
         done.wait()
         nonisolated(unsafe) let api = server.api!
         let clock = SettableSeconds()
-        server.server.onLoop { api.packs.seconds = { clock.now } }
+        // The scheduler publishes the pack's start before any of its progress.
+        server.server.onLoop {
+            api.packs.seconds = { clock.now }
+            api.packs.publishState(packID, state: "active", previous: "inactive")
+        }
         let stream = try StreamClient(port: server.port)
         try stream.get("/v1/packs/\(id)/events")
         #expect(try stream.nextEvent()?.type == "progress")
