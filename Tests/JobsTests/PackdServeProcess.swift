@@ -61,14 +61,4 @@ final class PackdServeProcess {
         database.remove()
         return process.terminationStatus
     }
-
-    /// Re-checks `condition` until it holds or 60 s pass (a condition, not a timed sleep).
-    static func poll(_ condition: () -> Bool) -> Bool {
-        let deadline = Date().addingTimeInterval(60)
-        while Date() < deadline {
-            if condition() { return true }
-            usleep(20_000)
-        }
-        return condition()
-    }
 }

@@ -38,7 +38,7 @@ public final class PackdServer: @unchecked Sendable {
         process.standardError = FileHandle.nullDevice
         try process.run()
         self.process = process
-        guard waitUntil(within: 60, { FileManager.default.fileExists(atPath: portFile.path) }),
+        guard eventually(within: 60, { FileManager.default.fileExists(atPath: portFile.path) }),
               let text = try? String(contentsOf: portFile, encoding: .utf8),
               let port = Int(text.trimmingCharacters(in: .whitespacesAndNewlines)) else {
             throw ClientFailure(description: "packd did not start")
@@ -51,7 +51,7 @@ public final class PackdServer: @unchecked Sendable {
     public func stop() -> Int32 {
         guard let process, process.isRunning else { return process?.terminationStatus ?? -1 }
         kill(process.processIdentifier, SIGTERM)
-        if !waitUntil(within: 60, { !process.isRunning }) { kill(process.processIdentifier, SIGKILL) }
+        if !eventually(within: 60, { !process.isRunning }) { kill(process.processIdentifier, SIGKILL) }
         process.waitUntilExit()
         return process.terminationStatus
     }
