@@ -12,13 +12,13 @@ import Testing
         let upstream = try MapUpstream()
         var upstreamRunning = true
         defer { if upstreamRunning { upstream.stop() } }
-        let packd = try PackdServeProcess()
+        let packd = try PackdServer()
         var packdRunning = true
-        defer { if packdRunning { _ = packd.stop() } }
+        defer { if packdRunning { _ = packd.remove() } }
         let port = packd.port
 
         let maxZoom = 3
-        let created = try packd.send("POST", "/v1/packs", json: ["region": PackDownloadTests.region(upstream, maxZoom: maxZoom)])
+        let created = try packd.exchange("POST", "/v1/packs", json: ["region": PackDownloadTests.region(upstream, maxZoom: maxZoom)])
         let packID = try #require(try created.json()["id"] as? Int)
         let pack = packd.waitForEnd(packID)
         try #require(pack["state"] as? String == "complete", "\(pack)")
@@ -70,6 +70,6 @@ import Testing
         #expect(try get(outside).status == 404, "a zoom the pack does not hold")
 
         packdRunning = false
-        #expect(packd.stop() == 0)
+        #expect(packd.remove() == 0)
     }
 }

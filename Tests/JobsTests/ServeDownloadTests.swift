@@ -9,22 +9,9 @@ import Testing
     @Test func postedPackCompletesOverHTTPAndShutdownIsClean() throws {
         let upstream = try MapUpstream()
         defer { upstream.stop() }
-        let database = try TemporaryDatabase()
-        defer { database.remove() }
-        let portFile = database.directory.appendingPathComponent("port").path
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: BuiltExecutable.path("packd"))
-        process.arguments = ["serve", "--listen", "127.0.0.1:0", "--port-file", portFile, "--database", database.path,
-                             "--allow-upstream-hosts", "127.0.0.1"]
-        process.currentDirectoryURL = database.directory
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        defer { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
-
-        #expect(eventually { FileManager.default.fileExists(atPath: portFile) })
-        let port = try #require(Int((try String(contentsOfFile: portFile, encoding: .utf8))
-            .trimmingCharacters(in: .whitespacesAndNewlines)))
+        let server = try PackdServer()
+        defer { server.remove() }
+        let port = server.port
         let body: [String: Any] = ["name": "e2e", "start": true, "region": PackDownloadTests.region(upstream, maxZoom: 5)]
         let created = try HTTPExchange.send(port: port, method: "POST", path: "/v1/packs",
                                             body: try JSONSerialization.data(withJSONObject: body))
@@ -45,9 +32,7 @@ import Testing
         #expect(progress["expected_resources"] as? Int == planned)
         #expect(progress["expected_is_precise"] as? Bool == true)
 
-        kill(process.processIdentifier, SIGTERM)
-        #expect(eventually { !process.isRunning })
-        #expect(process.terminationStatus == 0)
+        #expect(server.stop() == 0)
     }
 }
 

@@ -10,21 +10,9 @@ import Testing
     @Test func invalidateAndCheckUpdateOverHTTP() throws {
         let upstream = try RevisedUpstream()
         defer { upstream.stop() }
-        let database = try TemporaryDatabase()
-        defer { database.remove() }
-        let portFile = database.directory.appendingPathComponent("port").path
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: BuiltExecutable.path("packd"))
-        process.arguments = ["serve", "--listen", "127.0.0.1:0", "--port-file", portFile, "--database", database.path,
-                             "--allow-upstream-hosts", "127.0.0.1"]
-        process.currentDirectoryURL = database.directory
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        defer { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
-        #expect(eventually { FileManager.default.fileExists(atPath: portFile) })
-        let port = try #require(Int((try String(contentsOfFile: portFile, encoding: .utf8))
-            .trimmingCharacters(in: .whitespacesAndNewlines)))
+        let server = try PackdServer()
+        defer { server.remove() }
+        let port = server.port
         func send(_ method: String, _ path: String, _ body: [String: Any]? = nil) throws -> HTTPExchange {
             try HTTPExchange.send(port: port, method: method, path: path,
                                   body: try body.map { try JSONSerialization.data(withJSONObject: $0) } ?? Data())
@@ -53,7 +41,7 @@ import Testing
         #expect(eventually { (pack(id)["invalidation"] as? [String: Any])?["completed_at"] is String })
 
         // The counts reach the event stream (and its durable log) as a progress event.
-        let reader = try StoreReader(path: database.path)
+        let reader = try StoreReader(path: server.databasePath)
         #expect(eventually {
             ((try? reader.events(after: 0, packID: Int64(id))) ?? []).contains {
                 $0.type == "progress" && $0.json.contains(#""invalidation":{"#) && $0.json.contains(#""updated":2"#)
@@ -68,8 +56,6 @@ import Testing
         #expect(failed.status == 502 && problem["upstream_status"] as? Int == 500)
         #expect(pack(id)["update_available"] as? Bool == true, "a failed check leaves the pack unchanged")
 
-        kill(process.processIdentifier, SIGTERM)
-        #expect(eventually { !process.isRunning })
-        #expect(process.terminationStatus == 0)
+        #expect(server.stop() == 0)
     }
 }
