@@ -20,10 +20,10 @@ import Testing
         let server = try PackdServer()
         defer { server.kill(); server.remove() }
         let body: [String: Any] = ["name": "kill -9", "start": true, "region": region]
-        let created = try HTTPExchange.send(port: server.port, method: "POST", path: "/v1/packs",
+        let created = try BinaryExchange.send(port: server.port, method: "POST", path: "/v1/packs",
                                             body: try JSONSerialization.data(withJSONObject: body))
         #expect(created.status == 201, "\(String(decoding: created.body, as: UTF8.self))")
-        let packID = try #require(try created.json()["id"] as? Int)
+        let packID = try #require(try created.decodedJSON()["id"] as? Int)
 
         // Kill points spread over the download, each at a random tile count and a random
         // delay after it, so kills land mid-batch, mid-transfer and mid-commit alike.

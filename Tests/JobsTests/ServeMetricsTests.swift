@@ -15,7 +15,7 @@ import Testing
 
         let created = try server.exchange("POST", "/v1/packs", json: ["region": PackDownloadTests.region(upstream, maxZoom: 4)])
         #expect(created.status == 201)
-        let packID = try #require(try created.json()["id"] as? Int)
+        let packID = try #require(try created.decodedJSON()["id"] as? Int)
         let pack = server.waitForEnd(packID)
         #expect(pack["state"] as? String == "complete", "\(pack)")
 

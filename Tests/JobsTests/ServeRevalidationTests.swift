@@ -13,18 +13,18 @@ import Testing
         let server = try PackdServer()
         defer { server.remove() }
         let port = server.port
-        func send(_ method: String, _ path: String, _ body: [String: Any]? = nil) throws -> HTTPExchange {
-            try HTTPExchange.send(port: port, method: method, path: path,
+        func send(_ method: String, _ path: String, _ body: [String: Any]? = nil) throws -> BinaryExchange {
+            try BinaryExchange.send(port: port, method: method, path: path,
                                   body: try body.map { try JSONSerialization.data(withJSONObject: $0) } ?? Data())
         }
-        func pack(_ id: Int) -> [String: Any] { (try? send("GET", "/v1/packs/\(id)").json()) ?? [:] }
+        func pack(_ id: Int) -> [String: Any] { (try? send("GET", "/v1/packs/\(id)").decodedJSON()) ?? [:] }
 
         let created = try send("POST", "/v1/packs", ["start": true, "region": upstream.region])
-        let id = try #require(try created.json()["id"] as? Int)
+        let id = try #require(try created.decodedJSON()["id"] as? Int)
         #expect(eventually { pack(id)["state"] as? String == "complete" })
         let total = try #require((pack(id)["progress"] as? [String: Any])?["completed_resources"] as? Int)
 
-        #expect(try send("POST", "/v1/packs/\(id)/check-update").json()["update_available"] as? Bool == false)
+        #expect(try send("POST", "/v1/packs/\(id)/check-update").decodedJSON()["update_available"] as? Bool == false)
         upstream.change(tiles: ["/tiles/0/0/0.pbf", "/tiles/1/0/0.pbf"])
         let started = try send("POST", "/v1/packs/\(id)/invalidate")
         #expect(started.status == 202)
@@ -49,10 +49,10 @@ import Testing
         })
 
         upstream.reviseStyle()
-        #expect(try send("POST", "/v1/packs/\(id)/check-update").json()["update_available"] as? Bool == true)
+        #expect(try send("POST", "/v1/packs/\(id)/check-update").decodedJSON()["update_available"] as? Bool == true)
         upstream.fail("/style.json", status: 500)
         let failed = try send("POST", "/v1/packs/\(id)/check-update")
-        let problem = try failed.json()
+        let problem = try failed.decodedJSON()
         #expect(failed.status == 502 && problem["upstream_status"] as? Int == 500)
         #expect(pack(id)["update_available"] as? Bool == true, "a failed check leaves the pack unchanged")
 

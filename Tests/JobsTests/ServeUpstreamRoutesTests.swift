@@ -16,19 +16,19 @@ import Testing
 
         let before = try server.exchange("POST", "/v1/estimates", json: ["region": region])
         #expect(before.status == 200, "\(String(decoding: before.body, as: UTF8.self))")
-        let estimate = try before.json()
+        let estimate = try before.decodedJSON()
         #expect(estimate["expected_resources"] as? Int == planned.count)
         #expect(estimate["tiles"] as? Int == planned.filter { $0.tile != nil }.count)
         #expect(estimate["estimated_bytes"] is NSNull)
 
         let created = try server.exchange("POST", "/v1/packs", json: ["region": region])
-        let packID = try #require(try created.json()["id"] as? Int)
+        let packID = try #require(try created.decodedJSON()["id"] as? Int)
         let pack = server.waitForEnd(packID)
         #expect(pack["state"] as? String == "complete", "\(pack)")
         let progress = try #require(pack["progress"] as? [String: Any])
 
         // Every tile of each zoom is sampled, so the estimate is the stored tile bytes exactly.
-        let after = try server.exchange("POST", "/v1/estimates", json: ["region": region]).json()
+        let after = try server.exchange("POST", "/v1/estimates", json: ["region": region]).decodedJSON()
         #expect(after["sampled_tiles"] as? Int == progress["completed_tiles"] as? Int)
         #expect(after["estimated_bytes"] as? Int == progress["completed_tile_bytes"] as? Int)
 
@@ -36,7 +36,7 @@ import Testing
         let unreachable = try server.exchange("POST", "/v1/estimates", json: ["region": [
             "style_url": "http://127.0.0.1:1/style.json", "bounds": [0, 0, 1, 1], "min_zoom": 0, "max_zoom": 1] as [String: Any]])
         #expect(unreachable.status == 502)
-        #expect(try unreachable.json()["url"] as? String == "http://127.0.0.1:1/style.json")
+        #expect(try unreachable.decodedJSON()["url"] as? String == "http://127.0.0.1:1/style.json")
         stopped = true
         #expect(server.remove() == 0)
     }
@@ -71,7 +71,7 @@ import Testing
         #expect(try server.exchange("GET", path(upstream.base + missing, true)).status == 404)
         let unreachable = try server.exchange("GET", path("http://127.0.0.1:1/a.json", true))
         #expect(unreachable.status == 502)
-        #expect(try unreachable.json()["type"] as? String == "urn:packd:problem:upstream-failed")
+        #expect(try unreachable.decodedJSON()["type"] as? String == "urn:packd:problem:upstream-failed")
         stopped = true
         #expect(server.remove() == 0)
     }
@@ -84,7 +84,7 @@ import Testing
         defer { _ = server.remove() }
         let refused = try server.exchange("GET", PackdServer.resourcePath(upstream.base + "/sprite.json", fetch: true))
         #expect(refused.status == 422)
-        #expect(try refused.json()["type"] as? String == "urn:packd:problem:host-not-allowed")
+        #expect(try refused.decodedJSON()["type"] as? String == "urn:packd:problem:host-not-allowed")
         #expect(upstream.requests.isEmpty)
     }
 }

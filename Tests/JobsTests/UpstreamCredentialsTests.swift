@@ -36,26 +36,26 @@ import Testing
         var answers: [[UInt8]] = []
         let body: [String: Any] = ["name": "credentials", "start": true,
                                    "region": PackDownloadTests.region(upstream, maxZoom: 4)]
-        let created = try HTTPExchange.send(port: port, method: "POST", path: "/v1/packs",
+        let created = try BinaryExchange.send(port: port, method: "POST", path: "/v1/packs",
                                             body: try JSONSerialization.data(withJSONObject: body))
         answers.append(created.body)
-        let packID = try #require(try created.json()["id"] as? Int)
+        let packID = try #require(try created.decodedJSON()["id"] as? Int)
         var last: [String: Any] = [:]
         #expect(eventually {
-            guard let pack = try? HTTPExchange.send(port: port, method: "GET", path: "/v1/packs/\(packID)") else { return false }
+            guard let pack = try? BinaryExchange.send(port: port, method: "GET", path: "/v1/packs/\(packID)") else { return false }
             answers.append(pack.body)
-            last = (try? pack.json()) ?? [:]
+            last = (try? pack.decodedJSON()) ?? [:]
             return ["complete", "failed"].contains(last["state"] as? String ?? "")
         })
         #expect(last["state"] as? String == "complete", "\(last)")
 
         for path in ["/v1/packs", "/v1/packs/\(packID)/errors", "/v1/storage"] {
-            let answer = try HTTPExchange.send(port: port, method: "GET", path: path)
+            let answer = try BinaryExchange.send(port: port, method: "GET", path: path)
             #expect(answer.status == 200, "\(path)")
             answers.append(answer.body)
         }
         // The pack's events, replayed from the start, read until its `complete` state arrives.
-        let events = try HTTPExchange.send(port: port, method: "GET", path: "/v1/packs/\(packID)/events",
+        let events = try BinaryExchange.send(port: port, method: "GET", path: "/v1/packs/\(packID)/events",
                                            headers: ["Last-Event-ID: 0"]) { received in
             received.firstRange(of: Array(#""complete""#.utf8)) != nil
         }
