@@ -41,22 +41,10 @@ import Testing
         try Data("wrong-key-0123456789abcdef\n".utf8).write(to: directory.appendingPathComponent("wrong-key"))
         try Data("not a database".utf8).write(to: directory.appendingPathComponent("junk.db"))
 
-        let server = Process()
-        server.executableURL = URL(fileURLWithPath: BuiltExecutable.path("packd"))
-        let portFile = directory.appendingPathComponent("port").path
-        server.arguments = ["serve", "--listen", "127.0.0.1:0", "--port-file", portFile, "--database",
-                            directory.appendingPathComponent("packd.sqlite").path, "--api-keys-file",
-                            directory.appendingPathComponent("keys").path]
-        server.currentDirectoryURL = directory
-        server.standardOutput = FileHandle.nullDevice
-        server.standardError = FileHandle.nullDevice
-        try server.run()
-        defer {
-            kill(server.processIdentifier, SIGTERM)
-            server.waitUntilExit()
-        }
-        #expect(eventually { FileManager.default.fileExists(atPath: portFile) })
-        let port = try #require((try? String(contentsOfFile: portFile, encoding: .utf8)).flatMap { Int($0.trimmingCharacters(in: .whitespacesAndNewlines)) })
+        let server = try PackdServer(arguments: ["--api-keys-file", directory.appendingPathComponent("keys").path],
+                                     allowsLoopbackUpstream: false)
+        defer { server.remove() }
+        let port = server.port
         let url = "http://127.0.0.1:\(port)"
 
         let body = #"{"region": {"tiles": ["https://tiles.example.org/{z}/{x}/{y}.png"], "bounds": [-10, -10, 10, 10], "min_zoom": 0, "max_zoom": 1}, "start": false}"#
