@@ -18,13 +18,7 @@ import Testing
         #expect(created.status == 201 || created.status == 202, "\(String(decoding: created.body, as: UTF8.self))")
         let packID = try #require(try created.decodedJSON()["id"] as? Int)
 
-        var last: [String: Any] = [:]
-        #expect(eventually {
-            guard let pack = try? BinaryExchange.send(port: port, method: "GET", path: "/v1/packs/\(packID)").decodedJSON()
-            else { return false }
-            last = pack
-            return ["complete", "failed"].contains(pack["state"] as? String ?? "")
-        })
+        let last = server.waitForEnd(packID)
         #expect(last["state"] as? String == "complete", "\(last)")
         let progress = try #require(last["progress"] as? [String: Any])
         let planned = try PackDownloadTests.planned(upstream, maxZoom: 5).count

@@ -12,12 +12,10 @@ import Testing
         defer { upstream.stop() }
         let server = try PackdServer()
         defer { server.remove() }
-        let port = server.port
         func send(_ method: String, _ path: String, _ body: [String: Any]? = nil) throws -> BinaryExchange {
-            try BinaryExchange.send(port: port, method: method, path: path,
-                                  body: try body.map { try JSONSerialization.data(withJSONObject: $0) } ?? Data())
+            try server.exchange(method, path, json: body)
         }
-        func pack(_ id: Int) -> [String: Any] { (try? send("GET", "/v1/packs/\(id)").decodedJSON()) ?? [:] }
+        func pack(_ id: Int) -> [String: Any] { server.pack(id) ?? [:] }
 
         let created = try send("POST", "/v1/packs", ["start": true, "region": upstream.region])
         let id = try #require(try created.decodedJSON()["id"] as? Int)
