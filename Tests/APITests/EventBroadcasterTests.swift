@@ -57,7 +57,7 @@ final class EventsFixture: @unchecked Sendable {
         let before = subscriberCount
         let client = try StreamClient(port: port, receiveBuffer: receiveBuffer)
         try client.get(target, headers: headers)
-        #expect(waitUntil { self.subscriberCount > before })
+        #expect(eventually { self.subscriberCount > before })
         return client
     }
 
@@ -188,7 +188,7 @@ final class EventsFixture: @unchecked Sendable {
             events.publish(.progress, pack: 5, #"{"done":\#(step),"pad":"\#(filler)"}"#)
             if step == 100 { events.publish(.resourceError, pack: 5, #"{"url":"u"}"#) }
             // Pace the publisher by the fast reader so only the slow client can fall behind.
-            #expect(waitUntil { fastResult.count > step })
+            #expect(eventually { fastResult.count > step })
         }
         events.publish(.state, pack: 5, #"{"state":"complete"}"#)
 
@@ -215,7 +215,7 @@ final class EventsFixture: @unchecked Sendable {
             try client.get("/v1/packs/9/events")
             clients.append(client)
         }
-        #expect(waitUntil { events.subscriberCount == 500 })
+        #expect(eventually { events.subscriberCount == 500 })
         for step in 0..<20 { events.publish(.progress, pack: 9, #"{"done":\#(step)}"#) }
         events.publish(.state, pack: 9, #"{"state":"complete"}"#)
         var complete = 0
@@ -225,7 +225,7 @@ final class EventsFixture: @unchecked Sendable {
         }
         #expect(complete == 500)
         clients.removeAll()
-        #expect(waitUntil { events.subscriberCount == 0 })
+        #expect(eventually { events.subscriberCount == 0 })
     }
 
     @Test func thousandSubscribersStayWellUnderFiftyMebibytes() throws {
@@ -238,7 +238,7 @@ final class EventsFixture: @unchecked Sendable {
             try client.get(index % 2 == 0 ? "/v1/packs/4/events" : "/v1/events")
             clients.append(client)
         }
-        #expect(waitUntil { events.subscriberCount == 1000 })
+        #expect(eventually { events.subscriberCount == 1000 })
         events.publish(.state, pack: 4, #"{"state":"active"}"#)
         for client in clients { _ = try client.events { $0.type == "state" } }
         // Both ends live in this process, so this bounds the server side from above.
@@ -292,7 +292,7 @@ final class EventsFixture: @unchecked Sendable {
         // The pipelined GET is answered after it: the HEAD response ended.
         try client.readHead()
         #expect(client.status == 200)
-        #expect(waitUntil { events.subscriberCount == 1 })
+        #expect(eventually { events.subscriberCount == 1 })
     }
 
     @Test func heartbeatsAndDisconnectFreesTheSubscriber() throws {
@@ -310,7 +310,7 @@ final class EventsFixture: @unchecked Sendable {
         #expect(comments == [":ok", ": heartbeat", ": heartbeat", ": heartbeat"])
         #expect(client?.comments == 4)
         client = nil
-        #expect(waitUntil { events.subscriberCount == 0 })
+        #expect(eventually { events.subscriberCount == 0 })
     }
 }
 

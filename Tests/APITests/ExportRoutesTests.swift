@@ -65,7 +65,7 @@ import Testing
             #expect(head.header("Content-Length") == String(got.body.count))
             #expect(head.header("Content-Disposition") == "attachment; filename=\"pack-\(pack).db\"")
             #expect(head.body.isEmpty)
-            #expect(waitUntil { Self.scratchFiles(scratch).isEmpty })
+            #expect(eventually { Self.scratchFiles(scratch).isEmpty })
         }
     }
 
@@ -92,7 +92,7 @@ import Testing
             #expect(pmtiles.status == 200)
             #expect(pmtiles.header("Content-Type") == "application/vnd.pmtiles")
             #expect(pmtiles.body.starts(with: Array("PMTiles".utf8) + [3]))
-            #expect(waitUntil { Self.scratchFiles(scratch).isEmpty })
+            #expect(eventually { Self.scratchFiles(scratch).isEmpty })
         }
     }
 
@@ -116,7 +116,7 @@ import Testing
             let empty = try server.send("POST", "/v1/packs", json: #"{"region": \#(RoutesFixture.templateRegion()), "start": false}"#)
             let emptyID = try #require(empty.json["id"] as? Int)
             #expect(try server.send("GET", "/v1/packs/\(emptyID)/export?format=pmtiles&partial=true").status == 409)
-            #expect(waitUntil { Self.scratchFiles(scratch).isEmpty })
+            #expect(eventually { Self.scratchFiles(scratch).isEmpty })
         }
     }
 
@@ -143,7 +143,7 @@ import Testing
             #expect(length > 5 << 20)
             #expect(Self.scratchFiles(scratch).count == 1)
             shutdown(client.fd, Int32(SHUT_RDWR))
-            #expect(waitUntil { Self.scratchFiles(scratch).isEmpty })
+            #expect(eventually { Self.scratchFiles(scratch).isEmpty })
             #expect(try server.send("GET", "/v1/packs/\(pack)").status == 200)
         }
     }
@@ -157,7 +157,7 @@ import Testing
             let length = 100_000
             try uploader.send("POST /v1/imports HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/vnd.sqlite3\r\nContent-Length: \(length)\r\n\r\nSQLite")
             var busy: RoutesFixture.Reply?
-            #expect(waitUntil {
+            #expect(eventually {
                 busy = try? server.send("GET", "/v1/packs/\(pack)/export")
                 return busy?.status == 503
             })

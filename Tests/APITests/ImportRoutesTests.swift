@@ -80,7 +80,7 @@ import Testing
             #expect(try stored.scalarString("SELECT hex(data) FROM tiles WHERE z = 1 AND x = 0 AND y = 0") == "89504E470D0A1A0A6E6577")
             #expect(try stored.scalarString("SELECT hex(data) FROM tiles WHERE z = 1 AND x = 1 AND y = 1") != "89504E470D0A1A0A6F6C64")
             #expect(try packCount(target) == 1)
-            #expect(waitUntil { ExportRoutesTests.scratchFiles(scratch).isEmpty })
+            #expect(eventually { ExportRoutesTests.scratchFiles(scratch).isEmpty })
         }
     }
 
@@ -129,7 +129,7 @@ import Testing
             #expect(try post(file, headers: [:]).status == 415)
 
             #expect(try packCount(target) == 0)
-            #expect(waitUntil { ExportRoutesTests.scratchFiles(scratch).isEmpty })
+            #expect(eventually { ExportRoutesTests.scratchFiles(scratch).isEmpty })
             // Still importing after all that.
             #expect(try post(file).status == 200)
             #expect(try packCount(target) == 1)

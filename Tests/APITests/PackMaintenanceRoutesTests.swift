@@ -50,7 +50,7 @@ import Testing
             #expect(invalidation["unchanged"] as? Int == 0 && invalidation["updated"] as? Int == 0
                     && invalidation["removed"] as? Int == 0)
             #expect(invalidation["started_at"] is String && invalidation["completed_at"] is NSNull)
-            #expect(waitUntil { queued.values == [Int64(complete)] }, "the scheduler is told to pick it up")
+            #expect(eventually { queued.values == [Int64(complete)] }, "the scheduler is told to pick it up")
 
             // Queued now: a second invalidate is refused, and the pack is not queued twice.
             #expect(try server.send("POST", "/v1/packs/\(complete)/invalidate").status == 409)

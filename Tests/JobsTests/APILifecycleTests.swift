@@ -23,7 +23,7 @@ import Testing
         // Held mid-download: once what is not held is stored, the ETag stays and polls get 304.
         var etag = ""
         var since = Date()
-        #expect(waitUntil(within: 60) {
+        #expect(eventually(within: 60) {
             guard let tag = try? server.send("GET", "/v1/packs/\(packID)").header("ETag") else { return false }
             if tag != etag { (etag, since) = (tag, Date()) }
             return Date().timeIntervalSince(since) > 0.5

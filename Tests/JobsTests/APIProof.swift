@@ -37,7 +37,7 @@ enum APIProof {
     @discardableResult
     static func waitForPack(_ server: PackdServer, _ packID: Int, _ condition: ([String: Any]) -> Bool) throws -> [String: Any] {
         var last: [String: Any] = [:]
-        let held = waitUntil(within: 60) {
+        let held = eventually(within: 60) {
             guard let pack = try? server.send("GET", "/v1/packs/\(packID)").json else { return false }
             last = pack
             return condition(pack)

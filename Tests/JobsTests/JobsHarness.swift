@@ -160,12 +160,3 @@ struct TemporaryDatabase {
     func remove() { try? FileManager.default.removeItem(at: directory) }
 }
 
-/// Re-checks `condition` every 20 ms until it holds or 60 s pass (a condition, not a timed sleep).
-func eventually(_ condition: () -> Bool) -> Bool {
-    let deadline = Date().addingTimeInterval(60)
-    while Date() < deadline {
-        if condition() { return true }
-        usleep(20_000)
-    }
-    return condition()
-}

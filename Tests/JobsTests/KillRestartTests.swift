@@ -8,58 +8,22 @@ import Testing
 /// restarted on the same database each time: the pack continues by itself, completes with exact
 /// counts and a sound file, and the upstream sees few tiles twice.
 @Suite struct KillRestartTests {
-    /// One `packd serve` on an ephemeral port; the port is read from its port file.
-    final class Server {
-        let process = Process()
-        let port: Int
-
-        init(database: TemporaryDatabase) throws {
-            let portFile = database.directory.appendingPathComponent("port").path
-            try? FileManager.default.removeItem(atPath: portFile)
-            process.executableURL = URL(fileURLWithPath: BuiltExecutable.path("packd"))
-            process.arguments = ["serve", "--listen", "127.0.0.1:0", "--port-file", portFile, "--database",
-                                 database.path, "--allow-upstream-hosts", "127.0.0.1"]
-            process.currentDirectoryURL = database.directory
-            process.standardOutput = FileHandle.nullDevice
-            process.standardError = FileHandle.nullDevice
-            try process.run()
-            guard eventually({ FileManager.default.fileExists(atPath: portFile) }),
-                  let text = try? String(contentsOfFile: portFile, encoding: .utf8),
-                  let port = Int(text.trimmingCharacters(in: .whitespacesAndNewlines)) else {
-                kill(process.processIdentifier, SIGKILL)
-                throw HTTPExchange.Failed()
-            }
-            self.port = port
-        }
-
-        func pack(_ id: Int) -> [String: Any]? {
-            try? HTTPExchange.send(port: port, method: "GET", path: "/v1/packs/\(id)").json()
-        }
-
-        func killHard() {
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
-        }
-    }
-
     @Test func killedAtRandomMomentsThePackStillCompletesExactly() throws {
         let upstream = try MapUpstream()
         defer { upstream.stop() }
-        let database = try TemporaryDatabase()
-        defer { database.remove() }
         // About 11,000 tiles and 6 kills; with PACKD_SOAK=1 about 44,000 tiles and 20 kills.
         let region = ChaosDownloadTests.region(upstream, halfWidth: 15.5, maxZoom: ChaosDownloadTests.soak ? 11 : 10)
         let planned = try ChaosDownloadTests.planned(upstream, region)
         let tiles = planned.filter { $0.kind == .tile }.count
         #expect(tiles >= 10_000)
 
-        var server = try Server(database: database)
-        defer { if server.process.isRunning { server.killHard() } }
+        let server = try PackdServer()
+        defer { server.kill(); server.remove() }
         let body: [String: Any] = ["name": "kill -9", "start": true, "region": region]
-        let created = try HTTPExchange.send(port: server.port, method: "POST", path: "/v1/packs",
+        let created = try BinaryExchange.send(port: server.port, method: "POST", path: "/v1/packs",
                                             body: try JSONSerialization.data(withJSONObject: body))
         #expect(created.status == 201, "\(String(decoding: created.body, as: UTF8.self))")
-        let packID = try #require(try created.json()["id"] as? Int)
+        let packID = try #require(try created.decodedJSON()["id"] as? Int)
 
         // Kill points spread over the download, each at a random tile count and a random
         // delay after it, so kills land mid-batch, mid-transfer and mid-commit alike.
@@ -79,12 +43,12 @@ import Testing
             }
             #expect(reached, "no progress to \(target) tiles (at \(seen))")
             usleep(UInt32.random(in: 0...150_000))
-            server.killHard()
+            server.kill()
             killedAt.append(seen)
-            storedAtKill.append((try StoredRows.tilePaths(path: database.path, base: upstream.base),
+            storedAtKill.append((try StoredRows.tilePaths(path: server.databasePath, base: upstream.base),
                                  upstream.requests.count))
             // Counts continue from the stored truth: never below what a client already saw.
-            server = try Server(database: database)
+            try server.start()
             let resumed = eventually {
                 (server.pack(packID)?["progress"] as? [String: Any])?["completed_tiles"] as? Int ?? -1 >= seen
             }
@@ -99,15 +63,15 @@ import Testing
         })
         #expect(last["state"] as? String == "complete", "\(last)")
         let progress = try #require(last["progress"] as? [String: Any])
-        server.killHard()
+        server.kill()
 
-        #expect(try StoredRows.integrityCheck(path: database.path) == "ok")
-        let recount = try StoreReader(path: database.path).recountProgress(Int64(packID))
+        #expect(try StoredRows.integrityCheck(path: server.databasePath) == "ok")
+        let recount = try StoreReader(path: server.databasePath).recountProgress(Int64(packID))
         #expect(progress["completed_resources"] as? Int == planned.count)
         #expect(progress["completed_tiles"] as? Int == tiles)
         #expect(recount.completedResources == Int64(planned.count) && recount.completedTiles == Int64(tiles))
         #expect(progress["completed_bytes"] as? Int == Int(recount.completedBytes))
-        let rows = try StoredRows(path: database.path, base: upstream.base)
+        let rows = try StoredRows(path: server.databasePath, base: upstream.base)
         #expect(rows.tileRows == tiles)
         let wrong = planned.filter { resource in
             let path = String(resource.url.dropFirst(upstream.base.count))

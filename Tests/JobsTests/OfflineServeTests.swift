@@ -12,30 +12,30 @@ import Testing
         let upstream = try MapUpstream()
         var upstreamRunning = true
         defer { if upstreamRunning { upstream.stop() } }
-        let packd = try PackdServeProcess()
+        let packd = try PackdServer()
         var packdRunning = true
-        defer { if packdRunning { _ = packd.stop() } }
+        defer { if packdRunning { _ = packd.remove() } }
         let port = packd.port
 
         let maxZoom = 3
-        let created = try packd.send("POST", "/v1/packs", json: ["region": PackDownloadTests.region(upstream, maxZoom: maxZoom)])
-        let packID = try #require(try created.json()["id"] as? Int)
+        let created = try packd.exchange("POST", "/v1/packs", json: ["region": PackDownloadTests.region(upstream, maxZoom: maxZoom)])
+        let packID = try #require(try created.decodedJSON()["id"] as? Int)
         let pack = packd.waitForEnd(packID)
         try #require(pack["state"] as? String == "complete", "\(pack)")
         upstream.stop()
         upstreamRunning = false
 
-        func get(_ url: String) throws -> HTTPExchange {
+        func get(_ url: String) throws -> BinaryExchange {
             let path = try #require(url.range(of: "/v1/packs/").map { String(url[$0.lowerBound...]) }, "\(url) is not packd's")
-            return try HTTPExchange.send(port: port, method: "GET", path: path)
+            return try BinaryExchange.send(port: port, method: "GET", path: path)
         }
-        let style = try HTTPExchange.send(port: port, method: "GET", path: "/v1/packs/\(packID)/style.json")
+        let style = try BinaryExchange.send(port: port, method: "GET", path: "/v1/packs/\(packID)/style.json")
         #expect(style.status == 200)
         #expect(!String(decoding: style.body, as: UTF8.self).contains(upstream.base), "the style still points upstream")
-        let styleObject = try style.json()
+        let styleObject = try style.decodedJSON()
         let tileJSONURL = try #require(((styleObject["sources"] as? [String: Any])?["v"] as? [String: Any])?["url"] as? String)
         let tileJSON = try get(tileJSONURL)
-        let tiles = try #require((try tileJSON.json()["tiles"] as? [String])?.first)
+        let tiles = try #require((try tileJSON.decodedJSON()["tiles"] as? [String])?.first)
         let sprite = try #require(styleObject["sprite"] as? String)
         let glyphs = try #require(styleObject["glyphs"] as? String)
 
@@ -70,6 +70,6 @@ import Testing
         #expect(try get(outside).status == 404, "a zoom the pack does not hold")
 
         packdRunning = false
-        #expect(packd.stop() == 0)
+        #expect(packd.remove() == 0)
     }
 }

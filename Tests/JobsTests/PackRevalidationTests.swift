@@ -207,7 +207,7 @@ import Testing
 
     /// Whether, within a second, no pack holds a slot and no transfer runs or waits.
     static func becomesIdle(_ harness: JobsHarness) -> Bool {
-        waitUntil(within: 1) {
+        eventually(within: 1) {
             (try? harness.onLoop { harness.scheduler.activePackIDs.isEmpty && harness.fetcher.runningCount == 0
                 && harness.fetcher.waitingCount == 0 }) ?? false
         }

@@ -25,7 +25,7 @@ import Testing
         var subscribers: [StreamClient] = []
         for _ in 0..<500 { subscribers.append(try server.events(target)) }
         #expect(subscribers.allSatisfy { $0.status == 200 })
-        #expect(waitUntil(within: 60) { (try? server.metric("packd_sse_subscribers")) == 500 })
+        #expect(eventually(within: 60) { (try? server.metric("packd_sse_subscribers")) == 500 })
         upstream.releaseTiles()
 
         // Read after the fact: every stream holds the whole story, in order, ending in `complete`.
@@ -45,7 +45,7 @@ import Testing
         }
         subscribers[0].recordStream(target: target)
         subscribers = []
-        #expect(waitUntil(within: 60) { (try? server.metric("packd_sse_subscribers")) == 0 })
+        #expect(eventually(within: 60) { (try? server.metric("packd_sse_subscribers")) == 0 })
     }
 
     @Test func aSubscriberThatNeverReadsDoesNotSlowTheDownload() throws {
@@ -72,7 +72,7 @@ import Testing
         let withStalled = try timeDownload(server, second)
         #expect(withStalled.seconds < 2 * alone.seconds, "alone \(alone.seconds) s, with a stalled subscriber \(withStalled.seconds) s")
         // The other subscriber kept up: it saw the completion promptly.
-        #expect(waitUntil(within: 10) { watched.completions >= 1 })
+        #expect(eventually(within: 10) { watched.completions >= 1 })
 
         // The stalled stream was backed up: once `complete` has gone out (the watcher saw it),
         // its socket still holds only part of what was sent to it, the rest waits in packd.

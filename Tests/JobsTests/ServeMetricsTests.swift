@@ -9,17 +9,17 @@ import Testing
         // Every seventh upstream request answers 500: each is an upstream error and a retry.
         let upstream = try MapUpstream(faults: .init(failEvery: 7))
         defer { upstream.stop() }
-        let server = try PackdServeProcess()
+        let server = try PackdServer()
         var stopped = false
-        defer { if !stopped { _ = server.stop() } }
+        defer { if !stopped { _ = server.remove() } }
 
-        let created = try server.send("POST", "/v1/packs", json: ["region": PackDownloadTests.region(upstream, maxZoom: 4)])
+        let created = try server.exchange("POST", "/v1/packs", json: ["region": PackDownloadTests.region(upstream, maxZoom: 4)])
         #expect(created.status == 201)
-        let packID = try #require(try created.json()["id"] as? Int)
+        let packID = try #require(try created.decodedJSON()["id"] as? Int)
         let pack = server.waitForEnd(packID)
         #expect(pack["state"] as? String == "complete", "\(pack)")
 
-        let scraped = try server.send("GET", "/metrics")
+        let scraped = try server.exchange("GET", "/metrics")
         #expect(scraped.status == 200)
         let metrics = Self.samples(String(decoding: scraped.body, as: UTF8.self))
         let requests = upstream.requests
@@ -39,7 +39,7 @@ import Testing
         #expect(metrics[#"packd_packs{state="complete"}"#] == 1)
         #expect(metrics[#"packd_http_requests_total{route="/v1/packs",method="POST",status="201"}"#] == 1)
         stopped = true
-        #expect(server.stop() == 0)
+        #expect(server.remove() == 0)
     }
 
     /// The bytes MapUpstream puts on the wire for `path` (its body, gzipped for every third tile).

@@ -10,33 +10,19 @@ import Testing
     @Test func invalidateAndCheckUpdateOverHTTP() throws {
         let upstream = try RevisedUpstream()
         defer { upstream.stop() }
-        let database = try TemporaryDatabase()
-        defer { database.remove() }
-        let portFile = database.directory.appendingPathComponent("port").path
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: BuiltExecutable.path("packd"))
-        process.arguments = ["serve", "--listen", "127.0.0.1:0", "--port-file", portFile, "--database", database.path,
-                             "--allow-upstream-hosts", "127.0.0.1"]
-        process.currentDirectoryURL = database.directory
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        defer { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
-        #expect(eventually { FileManager.default.fileExists(atPath: portFile) })
-        let port = try #require(Int((try String(contentsOfFile: portFile, encoding: .utf8))
-            .trimmingCharacters(in: .whitespacesAndNewlines)))
-        func send(_ method: String, _ path: String, _ body: [String: Any]? = nil) throws -> HTTPExchange {
-            try HTTPExchange.send(port: port, method: method, path: path,
-                                  body: try body.map { try JSONSerialization.data(withJSONObject: $0) } ?? Data())
+        let server = try PackdServer()
+        defer { server.remove() }
+        func send(_ method: String, _ path: String, _ body: [String: Any]? = nil) throws -> BinaryExchange {
+            try server.exchange(method, path, json: body)
         }
-        func pack(_ id: Int) -> [String: Any] { (try? send("GET", "/v1/packs/\(id)").json()) ?? [:] }
+        func pack(_ id: Int) -> [String: Any] { server.pack(id) ?? [:] }
 
         let created = try send("POST", "/v1/packs", ["start": true, "region": upstream.region])
-        let id = try #require(try created.json()["id"] as? Int)
+        let id = try #require(try created.decodedJSON()["id"] as? Int)
         #expect(eventually { pack(id)["state"] as? String == "complete" })
         let total = try #require((pack(id)["progress"] as? [String: Any])?["completed_resources"] as? Int)
 
-        #expect(try send("POST", "/v1/packs/\(id)/check-update").json()["update_available"] as? Bool == false)
+        #expect(try send("POST", "/v1/packs/\(id)/check-update").decodedJSON()["update_available"] as? Bool == false)
         upstream.change(tiles: ["/tiles/0/0/0.pbf", "/tiles/1/0/0.pbf"])
         let started = try send("POST", "/v1/packs/\(id)/invalidate")
         #expect(started.status == 202)
@@ -53,7 +39,7 @@ import Testing
         #expect(eventually { (pack(id)["invalidation"] as? [String: Any])?["completed_at"] is String })
 
         // The counts reach the event stream (and its durable log) as a progress event.
-        let reader = try StoreReader(path: database.path)
+        let reader = try StoreReader(path: server.databasePath)
         #expect(eventually {
             ((try? reader.events(after: 0, packID: Int64(id))) ?? []).contains {
                 $0.type == "progress" && $0.json.contains(#""invalidation":{"#) && $0.json.contains(#""updated":2"#)
@@ -61,15 +47,13 @@ import Testing
         })
 
         upstream.reviseStyle()
-        #expect(try send("POST", "/v1/packs/\(id)/check-update").json()["update_available"] as? Bool == true)
+        #expect(try send("POST", "/v1/packs/\(id)/check-update").decodedJSON()["update_available"] as? Bool == true)
         upstream.fail("/style.json", status: 500)
         let failed = try send("POST", "/v1/packs/\(id)/check-update")
-        let problem = try failed.json()
+        let problem = try failed.decodedJSON()
         #expect(failed.status == 502 && problem["upstream_status"] as? Int == 500)
         #expect(pack(id)["update_available"] as? Bool == true, "a failed check leaves the pack unchanged")
 
-        kill(process.processIdentifier, SIGTERM)
-        #expect(eventually { !process.isRunning })
-        #expect(process.terminationStatus == 0)
+        #expect(server.stop() == 0)
     }
 }

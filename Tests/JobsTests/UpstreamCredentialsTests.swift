@@ -19,68 +19,50 @@ import Testing
         // Every 7th upstream request fails once (500) so retries, and their log lines, happen too.
         let upstream = try MapUpstream(faults: .init(failEvery: 7))
         defer { upstream.stop() }
-        let database = try TemporaryDatabase()
-        defer { database.remove() }
-        let directory = database.directory
+        let rulesDirectory = try TemporaryDatabase()
+        defer { rulesDirectory.remove() }
+        let directory = rulesDirectory.directory
         let rules = """
             {"rules": [{"prefix": "\(upstream.base)/", "headers": {"X-Upstream-Token": "\(Self.headerSecret)"},
                         "query": {"access_token": "\(Self.querySecret)"}}]}
             """
         let rulesPath = directory.appendingPathComponent("rules.json").path
         try Data(rules.utf8).write(to: URL(fileURLWithPath: rulesPath))
-        let stdoutPath = directory.appendingPathComponent("stdout.log").path
-        let stderrPath = directory.appendingPathComponent("stderr.log").path
-        FileManager.default.createFile(atPath: stdoutPath, contents: nil)
-        FileManager.default.createFile(atPath: stderrPath, contents: nil)
-        let portFile = directory.appendingPathComponent("port").path
-
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: BuiltExecutable.path("packd"))
-        process.arguments = ["serve", "--listen", "127.0.0.1:0", "--port-file", portFile, "--database", database.path,
-                             "--allow-upstream-hosts", "127.0.0.1", "--log-level", "trace",
-                             "--retry-initial-backoff", "10ms", "--retry-max-backoff", "100ms"]
-        process.environment = ProcessInfo.processInfo.environment.merging(["PACKD_UPSTREAM_RULES_FILE": rulesPath]) { $1 }
-        process.currentDirectoryURL = directory
-        process.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: stdoutPath))
-        process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: stderrPath))
-        try process.run()
-        defer { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
-
-        #expect(eventually { FileManager.default.fileExists(atPath: portFile) })
-        let port = try #require(Int((try String(contentsOfFile: portFile, encoding: .utf8))
-            .trimmingCharacters(in: .whitespacesAndNewlines)))
+        let server = try PackdServer(arguments: ["--retry-initial-backoff", "10ms", "--retry-max-backoff", "100ms"],
+                                     environment: ["PACKD_UPSTREAM_RULES_FILE": rulesPath], logLevel: "trace",
+                                     capturesOutput: true)
+        defer { server.remove() }
+        let port = server.port
         var answers: [[UInt8]] = []
         let body: [String: Any] = ["name": "credentials", "start": true,
                                    "region": PackDownloadTests.region(upstream, maxZoom: 4)]
-        let created = try HTTPExchange.send(port: port, method: "POST", path: "/v1/packs",
+        let created = try BinaryExchange.send(port: port, method: "POST", path: "/v1/packs",
                                             body: try JSONSerialization.data(withJSONObject: body))
         answers.append(created.body)
-        let packID = try #require(try created.json()["id"] as? Int)
+        let packID = try #require(try created.decodedJSON()["id"] as? Int)
         var last: [String: Any] = [:]
         #expect(eventually {
-            guard let pack = try? HTTPExchange.send(port: port, method: "GET", path: "/v1/packs/\(packID)") else { return false }
+            guard let pack = try? BinaryExchange.send(port: port, method: "GET", path: "/v1/packs/\(packID)") else { return false }
             answers.append(pack.body)
-            last = (try? pack.json()) ?? [:]
+            last = (try? pack.decodedJSON()) ?? [:]
             return ["complete", "failed"].contains(last["state"] as? String ?? "")
         })
         #expect(last["state"] as? String == "complete", "\(last)")
 
         for path in ["/v1/packs", "/v1/packs/\(packID)/errors", "/v1/storage"] {
-            let answer = try HTTPExchange.send(port: port, method: "GET", path: path)
+            let answer = try BinaryExchange.send(port: port, method: "GET", path: path)
             #expect(answer.status == 200, "\(path)")
             answers.append(answer.body)
         }
         // The pack's events, replayed from the start, read until its `complete` state arrives.
-        let events = try HTTPExchange.send(port: port, method: "GET", path: "/v1/packs/\(packID)/events",
+        let events = try BinaryExchange.send(port: port, method: "GET", path: "/v1/packs/\(packID)/events",
                                            headers: ["Last-Event-ID: 0"]) { received in
             received.firstRange(of: Array(#""complete""#.utf8)) != nil
         }
         #expect(String(decoding: events.body, as: UTF8.self).contains("event: state"))
         answers.append(events.body)
 
-        kill(process.processIdentifier, SIGTERM)
-        #expect(eventually { !process.isRunning })
-        #expect(process.terminationStatus == 0)
+        #expect(server.stop() == 0)
 
         // The upstream saw both credentials on every request.
         let requests = upstream.requests
@@ -93,7 +75,7 @@ import Testing
         // Nowhere else: database (and its WAL), every API answer, events, logs.
         var places: [(String, [UInt8])] = []
         for suffix in ["", "-wal", "-shm", "-journal"] {
-            if let bytes = FileManager.default.contents(atPath: database.path + suffix) {
+            if let bytes = FileManager.default.contents(atPath: server.databasePath + suffix) {
                 places.append(("database\(suffix)", Array(bytes)))
             }
         }
@@ -101,8 +83,7 @@ import Testing
         let stored = places.flatMap(\.1)
         #expect(stored.firstRange(of: Array((upstream.base + "/style.json").utf8)) != nil)
         for (index, answer) in answers.enumerated() { places.append(("answer \(index)", answer)) }
-        let log = Array(FileManager.default.contents(atPath: stdoutPath) ?? Data())
-            + Array(FileManager.default.contents(atPath: stderrPath) ?? Data())
+        let log = server.standardOutput + server.standardError
         #expect(String(decoding: log, as: UTF8.self).contains("listening on"))
         places.append(("logs", log))
         for (place, bytes) in places {
@@ -111,7 +92,7 @@ import Testing
             }
         }
         // The canonical URLs are what the store holds.
-        let reader = try StoreReader(path: database.path)
+        let reader = try StoreReader(path: server.databasePath)
         #expect(try reader.read(.resource(url: upstream.base + "/style.json", kind: .style)) != nil)
     }
 

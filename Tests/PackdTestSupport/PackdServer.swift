@@ -2,45 +2,85 @@ import Foundation
 import Glibc
 
 /// A real `packd serve` child process on an ephemeral 127.0.0.1 port with its own database in a
-/// temporary directory, allowed to download from the in-process upstreams on 127.0.0.1. It can be
-/// stopped with SIGTERM and started again on the same database (ids that must survive restarts).
+/// temporary directory, by default allowed to download from the in-process upstreams on 127.0.0.1.
+/// It can be stopped with SIGTERM or killed with SIGKILL and started again on the same database
+/// (ids and downloads that must survive restarts).
 public final class PackdServer: @unchecked Sendable {
     public let directory: URL
     public let extraArguments: [String]
+    /// Variables added to the test's own environment (e.g. `PACKD_UPSTREAM_RULES_FILE`).
+    public let environment: [String: String]
+    public let allowsLoopbackUpstream: Bool
+    public let logLevel: String
+    /// Whether stdout and stderr go to files in `directory` (read with `standardOutput` and
+    /// `standardError`) instead of /dev/null; they are appended to across restarts.
+    public let capturesOutput: Bool
     public private(set) var port = 0
     private var process: Process?
 
     public var databasePath: String { directory.appendingPathComponent("packd.sqlite").path }
     public var pid: Int32 { process?.processIdentifier ?? 0 }
+    public var isRunning: Bool { process?.isRunning ?? false }
+    public var standardOutputPath: String { directory.appendingPathComponent("stdout.log").path }
+    public var standardErrorPath: String { directory.appendingPathComponent("stderr.log").path }
+    /// Everything the process (all its starts) wrote to stdout; empty unless `capturesOutput`.
+    public var standardOutput: [UInt8] { Array(FileManager.default.contents(atPath: standardOutputPath) ?? Data()) }
+    /// Everything the process (all its starts) wrote to stderr; empty unless `capturesOutput`.
+    public var standardError: [UInt8] { Array(FileManager.default.contents(atPath: standardErrorPath) ?? Data()) }
 
     /// Starts packd; `arguments` are added to `serve` (e.g. `--event-heartbeat 200ms`).
-    public init(arguments: [String] = []) throws {
+    /// `allowsLoopbackUpstream` passes `--allow-upstream-hosts 127.0.0.1`, so the in-process
+    /// upstream is reachable.
+    public init(arguments: [String] = [], environment: [String: String] = [:], allowsLoopbackUpstream: Bool = true,
+                logLevel: String = "warning", capturesOutput: Bool = false) throws {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("packd-e2e-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         extraArguments = arguments
+        self.environment = environment
+        self.allowsLoopbackUpstream = allowsLoopbackUpstream
+        self.logLevel = logLevel
+        self.capturesOutput = capturesOutput
+        if capturesOutput {
+            _ = FileManager.default.createFile(atPath: standardOutputPath, contents: nil)
+            _ = FileManager.default.createFile(atPath: standardErrorPath, contents: nil)
+        }
         try start()
     }
 
     deinit {
-        if let process, process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        if let process, process.isRunning { Glibc.kill(process.processIdentifier, SIGKILL) }
     }
 
-    /// Starts the process (again) and waits until it has written its port.
+    /// Starts the process (again, on the same database) and waits until it has written its port.
     public func start() throws {
         let portFile = directory.appendingPathComponent("port")
         try? FileManager.default.removeItem(at: portFile)
         let process = Process()
         process.executableURL = URL(fileURLWithPath: BuiltExecutable.path("packd"))
-        process.arguments = ["serve", "--listen", "127.0.0.1:0", "--port-file", portFile.path, "--database", databasePath,
-                             "--allow-upstream-hosts", "127.0.0.1", "--log-level", "warning"] + extraArguments
+        process.arguments = ["serve", "--listen", "127.0.0.1:0", "--port-file", portFile.path, "--database", databasePath]
+            + (allowsLoopbackUpstream ? ["--allow-upstream-hosts", "127.0.0.1"] : [])
+            + ["--log-level", logLevel] + extraArguments
+        if !environment.isEmpty {
+            process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        }
         process.currentDirectoryURL = directory
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
+        if capturesOutput {
+            let output = try FileHandle(forWritingTo: URL(fileURLWithPath: standardOutputPath))
+            let errors = try FileHandle(forWritingTo: URL(fileURLWithPath: standardErrorPath))
+            output.seekToEndOfFile()
+            errors.seekToEndOfFile()
+            process.standardOutput = output
+            process.standardError = errors
+        } else {
+            process.standardOutput = FileHandle.nullDevice
+            process.standardError = FileHandle.nullDevice
+        }
         try process.run()
         self.process = process
-        guard waitUntil(within: 60, { FileManager.default.fileExists(atPath: portFile.path) }),
+        guard eventually(within: 60, { FileManager.default.fileExists(atPath: portFile.path) }),
               let text = try? String(contentsOf: portFile, encoding: .utf8),
               let port = Int(text.trimmingCharacters(in: .whitespacesAndNewlines)) else {
+            Glibc.kill(process.processIdentifier, SIGKILL)
             throw ClientFailure(description: "packd did not start")
         }
         self.port = port
@@ -50,16 +90,25 @@ public final class PackdServer: @unchecked Sendable {
     @discardableResult
     public func stop() -> Int32 {
         guard let process, process.isRunning else { return process?.terminationStatus ?? -1 }
-        kill(process.processIdentifier, SIGTERM)
-        if !waitUntil(within: 60, { !process.isRunning }) { kill(process.processIdentifier, SIGKILL) }
+        Glibc.kill(process.processIdentifier, SIGTERM)
+        if !eventually(within: 60, { !process.isRunning }) { Glibc.kill(process.processIdentifier, SIGKILL) }
         process.waitUntilExit()
         return process.terminationStatus
     }
 
-    /// Stops the process and deletes its directory.
-    public func remove() {
-        stop()
+    /// SIGKILL (a crash, no shutdown), then waits for the exit.
+    public func kill() {
+        guard let process, process.isRunning else { return }
+        Glibc.kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+    }
+
+    /// Stops the process and deletes its directory; returns the exit status.
+    @discardableResult
+    public func remove() -> Int32 {
+        let status = stop()
         try? FileManager.default.removeItem(at: directory)
+        return status
     }
 
     /// One request on its own connection, recorded for the openapi check. `json` is encoded with

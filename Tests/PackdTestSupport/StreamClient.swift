@@ -1,16 +1,6 @@
 import Foundation
 import Glibc
 
-/// Polls `condition` until it holds or `seconds` pass: waiting on a condition, never a sleep.
-public func waitUntil(within seconds: Double = 30, _ condition: () -> Bool) -> Bool {
-    let deadline = Date().addingTimeInterval(seconds)
-    while Date() < deadline {
-        if condition() { return true }
-        usleep(2_000)
-    }
-    return condition()
-}
-
 public struct ClientFailure: Error, CustomStringConvertible {
     public let description: String
 

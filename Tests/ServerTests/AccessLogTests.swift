@@ -1,4 +1,5 @@
 import Foundation
+import PackdTestSupport
 import Server
 import Testing
 

@@ -111,14 +111,7 @@ import Testing
     }
 
     @Test func helpListsEveryDownloadSetting() throws {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: BuiltExecutable.path("packd"))
-        process.arguments = ["serve", "--help"]
-        let output = Pipe()
-        process.standardOutput = output
-        try process.run()
-        let help = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
+        let help = try PackdCommand.run(["serve", "--help"]).stdout
         for name in ["max-active-packs", "max-transfers", "max-transfers-per-host", "max-transfers-per-pack",
                      "requests-per-second-per-host", "retry-attempts", "retry-initial-backoff", "retry-max-backoff",
                      "max-failure-share", "max-resource-bytes", "upstream-connect-timeout", "upstream-stall-timeout",

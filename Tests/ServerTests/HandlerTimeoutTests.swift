@@ -1,5 +1,6 @@
 import Foundation
 import Loop
+import PackdTestSupport
 import Server
 import Testing
 

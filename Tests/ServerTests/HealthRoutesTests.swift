@@ -1,4 +1,5 @@
 import Foundation
+import PackdTestSupport
 @testable import Server
 import Testing
 

@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import PackdTestSupport
 import Server
 import Testing
 

@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import PackdTestSupport
 @testable import Server
 import Testing
 

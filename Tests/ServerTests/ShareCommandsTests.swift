@@ -9,29 +9,6 @@ import Testing
 @Suite struct ShareCommandsTests {
     static let key = "share-commands-key-0123456789abcdef"
 
-    struct Run {
-        let status: Int32
-        let stdout: String
-        let stderr: String
-    }
-
-    /// Runs `packd` with `arguments` to its end.
-    static func packd(_ arguments: [String], in directory: URL) throws -> Run {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: BuiltExecutable.path("packd"))
-        process.arguments = arguments
-        process.currentDirectoryURL = directory
-        let out = directory.appendingPathComponent("cli.out"), err = directory.appendingPathComponent("cli.err")
-        FileManager.default.createFile(atPath: out.path, contents: nil)
-        FileManager.default.createFile(atPath: err.path, contents: nil)
-        process.standardOutput = try FileHandle(forWritingTo: out)
-        process.standardError = try FileHandle(forWritingTo: err)
-        try process.run()
-        process.waitUntilExit()
-        return Run(status: process.terminationStatus, stdout: try String(contentsOf: out, encoding: .utf8),
-                   stderr: try String(contentsOf: err, encoding: .utf8))
-    }
-
     @Test func exportAndImportTalkToARunningServer() throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("packd-share-cli-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
@@ -41,22 +18,10 @@ import Testing
         try Data("wrong-key-0123456789abcdef\n".utf8).write(to: directory.appendingPathComponent("wrong-key"))
         try Data("not a database".utf8).write(to: directory.appendingPathComponent("junk.db"))
 
-        let server = Process()
-        server.executableURL = URL(fileURLWithPath: BuiltExecutable.path("packd"))
-        let portFile = directory.appendingPathComponent("port").path
-        server.arguments = ["serve", "--listen", "127.0.0.1:0", "--port-file", portFile, "--database",
-                            directory.appendingPathComponent("packd.sqlite").path, "--api-keys-file",
-                            directory.appendingPathComponent("keys").path]
-        server.currentDirectoryURL = directory
-        server.standardOutput = FileHandle.nullDevice
-        server.standardError = FileHandle.nullDevice
-        try server.run()
-        defer {
-            kill(server.processIdentifier, SIGTERM)
-            server.waitUntilExit()
-        }
-        #expect(eventually { FileManager.default.fileExists(atPath: portFile) })
-        let port = try #require((try? String(contentsOfFile: portFile, encoding: .utf8)).flatMap { Int($0.trimmingCharacters(in: .whitespacesAndNewlines)) })
+        let server = try PackdServer(arguments: ["--api-keys-file", directory.appendingPathComponent("keys").path],
+                                     allowsLoopbackUpstream: false)
+        defer { server.remove() }
+        let port = server.port
         let url = "http://127.0.0.1:\(port)"
 
         let body = #"{"region": {"tiles": ["https://tiles.example.org/{z}/{x}/{y}.png"], "bounds": [-10, -10, 10, 10], "min_zoom": 0, "max_zoom": 1}, "start": false}"#
@@ -65,9 +30,9 @@ import Testing
         #expect(created.status == 201)
 
         let key = ["--server", url, "--api-key-file", directory.appendingPathComponent("key").path]
-        var runs: [Run] = []
+        var runs: [PackdCommand] = []
         // Not complete: the server's 409 is printed, the exit is non-zero, no file is left.
-        let conflict = try Self.packd(["export"] + key + ["1", "-o", "pack.db"], in: directory)
+        let conflict = try PackdCommand.run(["export"] + key + ["1", "-o", "pack.db"], in: directory)
         runs.append(conflict)
         #expect(conflict.status != 0)
         #expect(conflict.stderr.contains("409 Conflict"))
@@ -75,40 +40,40 @@ import Testing
         #expect(!FileManager.default.fileExists(atPath: directory.appendingPathComponent("pack.db").path))
         #expect(!FileManager.default.fileExists(atPath: directory.appendingPathComponent("pack.db.part").path))
 
-        let partial = try Self.packd(["export"] + key + ["--partial", "1", "-o", "pack.db"], in: directory)
+        let partial = try PackdCommand.run(["export"] + key + ["--partial", "1", "-o", "pack.db"], in: directory)
         runs.append(partial)
         #expect(partial.status == 0)
         let file = try Data(contentsOf: directory.appendingPathComponent("pack.db"))
         #expect(file.starts(with: Array("SQLite format 3\0".utf8)))
         #expect(partial.stdout.contains("(\(file.count) bytes)"))
 
-        let missing = try Self.packd(["export"] + key + ["--format", "pmtiles", "99"], in: directory)
+        let missing = try PackdCommand.run(["export"] + key + ["--format", "pmtiles", "99"], in: directory)
         runs.append(missing)
         #expect(missing.status != 0)
         #expect(missing.stderr.contains("404"))
 
         // The file goes back in: its one region is the pack it came from, with nothing newer.
-        let imported = try Self.packd(["import"] + key + ["pack.db"], in: directory)
+        let imported = try PackdCommand.run(["import"] + key + ["pack.db"], in: directory)
         runs.append(imported)
         #expect(imported.status == 0)
         let result = try #require(try JSONSerialization.jsonObject(with: Data(imported.stdout.utf8)) as? [String: Any])
         #expect(result["skipped_regions"] as? Int == 1)
         #expect((result["added"] as? [Any])?.isEmpty == true)
 
-        let junk = try Self.packd(["import"] + key + ["junk.db"], in: directory)
+        let junk = try PackdCommand.run(["import"] + key + ["junk.db"], in: directory)
         runs.append(junk)
         #expect(junk.status != 0)
         #expect(junk.stderr.contains("422"))
         #expect(junk.stderr.contains("not an SQLite database"))
 
-        let wrongKey = try Self.packd(["import", "--server", url, "--api-key-file", directory.appendingPathComponent("wrong-key").path, "pack.db"],
+        let wrongKey = try PackdCommand.run(["import", "--server", url, "--api-key-file", directory.appendingPathComponent("wrong-key").path, "pack.db"],
                                       in: directory)
         runs.append(wrongKey)
         #expect(wrongKey.status != 0)
         #expect(wrongKey.stderr.contains("401"))
         #expect(!wrongKey.stderr.contains("wrong-key-0123456789abcdef"))
 
-        let noServer = try Self.packd(["export", "--server", "http://127.0.0.1:1", "1"], in: directory)
+        let noServer = try PackdCommand.run(["export", "--server", "http://127.0.0.1:1", "1"], in: directory)
         #expect(noServer.status != 0)
         #expect(noServer.stderr.contains("failed"))
 

@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import Loop
+import PackdTestSupport
 import Server
 import Testing
 

@@ -47,15 +47,6 @@ final class TestServer {
     }
 }
 
-/// Polls `condition` until it holds or `seconds` pass: waiting on a condition, never a sleep.
-func eventually(within seconds: Double = 30, _ condition: () -> Bool) -> Bool {
-    let deadline = Date().addingTimeInterval(seconds)
-    while Date() < deadline {
-        if condition() { return true }
-        usleep(2_000)
-    }
-    return condition()
-}
 
 /// A value shared between the loop thread and the test thread.
 final class Shared<Value>: @unchecked Sendable {

@@ -1,24 +1,36 @@
-import PackdTestSupport
 import Foundation
 import Glibc
 
 /// One request with a binary body and a binary answer, on its own connection (`Connection:
-/// close`): exports and imports carry SQLite files, which the text clients would mangle.
-struct BinaryExchange {
-    var status = 0
-    var headers: [(String, String)] = []
-    var body: [UInt8] = []
+/// close`), read to the end: exports, imports, tiles and sprites carry bytes the text clients
+/// would mangle.
+public struct BinaryExchange: Sendable {
+    public var status = 0
+    public var headers: [(String, String)] = []
+    public var body: [UInt8] = []
 
-    func header(_ name: String) -> String? {
+    public func header(_ name: String) -> String? {
         headers.first { $0.0.lowercased() == name.lowercased() }?.1
     }
 
-    var json: [String: Any] {
+    /// The body as a JSON object, empty when it is not one.
+    public var json: [String: Any] {
         (try? JSONSerialization.jsonObject(with: Data(body))) as? [String: Any] ?? [:]
     }
 
-    static func send(port: Int, _ method: String, _ target: String, headers: [String: String] = [:],
-                     body: [UInt8]? = nil, chunked: Bool = false) throws -> BinaryExchange {
+    /// The body as a JSON object; throws when it is not one.
+    public func decodedJSON() throws -> [String: Any] {
+        guard let object = try JSONSerialization.jsonObject(with: Data(body)) as? [String: Any] else {
+            throw ClientFailure(description: "not a JSON object: \(String(decoding: body.prefix(200), as: UTF8.self))")
+        }
+        return object
+    }
+
+    /// `until` ends the read early (an event stream) once the bytes received so far satisfy it;
+    /// `records` sends JSON answers to the openapi check (`ResponseRecorder`).
+    public static func send(port: Int, _ method: String, _ target: String, headers: [String: String] = [:],
+                            body: [UInt8]? = nil, chunked: Bool = false, records: Bool = true,
+                            until: (([UInt8]) -> Bool)? = nil) throws -> BinaryExchange {
         let client = try StreamClient(port: port)
         var head = "\(method) \(target) HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n"
         for (name, value) in headers { head += "\(name): \(value)\r\n" }
@@ -41,7 +53,11 @@ struct BinaryExchange {
         var chunk = [UInt8](repeating: 0, count: 1 << 16)
         while true {
             let count = chunk.withUnsafeMutableBytes { recv(client.fd, $0.baseAddress, $0.count, 0) }
-            if count > 0 { raw += chunk[..<count]; continue }
+            if count > 0 {
+                raw += chunk[..<count]
+                if let until, until(raw) { break }
+                continue
+            }
             if count == 0 || errno == ECONNRESET { break }
             throw ClientFailure(description: "recv: \(String(cString: strerror(errno)))")
         }
@@ -55,14 +71,14 @@ struct BinaryExchange {
             return (String(line[..<colon]), line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces))
         }
         exchange.body = Array(raw[(end + 4)...])
-        if exchange.header("Content-Type")?.contains("json") == true {
+        if records, exchange.header("Content-Type")?.contains("json") == true {
             ResponseRecorder.record(method: method, target: target, status: exchange.status, headers: exchange.headers,
                                     body: String(decoding: exchange.body, as: UTF8.self))
         }
         return exchange
     }
 
-    static func sendAll(_ fd: Int32, _ bytes: [UInt8]) throws {
+    public static func sendAll(_ fd: Int32, _ bytes: [UInt8]) throws {
         var offset = 0
         while offset < bytes.count {
             let sent = bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress! + offset, bytes.count - offset, Int32(MSG_NOSIGNAL)) }
