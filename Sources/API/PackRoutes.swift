@@ -24,6 +24,8 @@ public final class PackRoutes {
 
     /// Rolling rates of committed progress, for `bytes_per_second` and `eta_seconds`.
     private var progressRates = ProgressRates()
+    /// Rendered packs `GET /v1/packs/{id}` answers from without a read (see its tags).
+    let documents = PackDocumentCache()
     /// Monotonic seconds for the rates; tests set a clock of their own.
     var seconds: () -> Double = PackRoutes.monotonicSeconds
     private static let clockOrigin = ContinuousClock.now
@@ -213,6 +215,15 @@ public final class PackRoutes {
 
     /// Answers with the pack as it is now (200 with ETag, or 304 when `If-None-Match` matches).
     private func respondWithPack(_ packID: Int64, request: HTTPRequest, status: HTTPStatus = .ok, _ responder: APIResponder) {
+        let answer = { (body: [UInt8], etag: String) in
+            if status == .ok, let tags = request.headers["If-None-Match"], Self.matches(tags, etag) {
+                return responder.respond(HTTPResponse(status: .notModified, headers: ["ETag": etag]))
+            }
+            responder.respond(HTTPResponse(status: status, headers: ["Content-Type": "application/json", "ETag": etag], body: body))
+        }
+        // The tag is taken before the read, so a write that lands meanwhile keeps the result out.
+        let tag = documents.tag(storeChanges: store.writer.committedChanges)
+        if let cached = documents.entry(packID, current: tag) { return answer(cached.body, cached.etag) }
         let rate = progressRates.rate(packID: packID, now: seconds())
         store.read({ reader in try Self.document(packID, reader, rate: rate) }) { [self] result in
             switch result {
@@ -220,10 +231,9 @@ public final class PackRoutes {
             case .success(nil): responder.respond(Self.notFound(packID))
             case .success(let document?):
                 let etag = document.etag
-                if status == .ok, let tags = request.headers["If-None-Match"], Self.matches(tags, etag) {
-                    return responder.respond(HTTPResponse(status: .notModified, headers: ["ETag": etag]))
-                }
-                responder.respond(HTTPResponse(status: status, headers: ["Content-Type": "application/json", "ETag": etag], body: document.body))
+                documents.fill(packID, body: document.body, etag: etag, active: document.state == "active", tag: tag,
+                               current: documents.tag(storeChanges: store.writer.committedChanges))
+                answer(document.body, etag)
             }
         }
     }
@@ -312,6 +322,7 @@ public final class PackRoutes {
     /// Publishes `pack_removed` and tells the scheduler (a DELETE or a storage reset).
     func packRemoved(_ packID: Int64) {
         progressRates.forget(packID: packID)
+        documents.invalidate()
         events.publish(.packRemoved, packID: packID, payload: JSONBody.encode(["pack_id": packID]))
         onPackRemoved?(packID)
     }
@@ -354,6 +365,7 @@ public final class PackRoutes {
     public func publishState(_ packID: Int64, state: String, previous: String?, errorJSON: String? = nil) {
         // A rate describes one stretch of downloading; the next starts afresh.
         if state != "active" { progressRates.forget(packID: packID) }
+        documents.invalidate()
         let error: Any = errorJSON.flatMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) } ?? NSNull()
         events.publish(.state, packID: packID, payload: JSONBody.encode([
             "pack_id": packID, "state": state, "previous_state": previous.map { $0 as Any } ?? NSNull(), "error": error,
@@ -367,6 +379,8 @@ public final class PackRoutes {
     public func publishProgress(_ packID: Int64, progress: PackProgress, expectedResources: Int64, precise: Bool) {
         let now = seconds()
         progressRates.record(packID: packID, progress: progress, now: now)
+        // The commit already moved the store's tag; the new rate moves the local one.
+        documents.invalidate()
         events.publish(.progress, packID: packID, payload: JSONBody.encode([
             "pack_id": packID, "state": "active",
             "progress": PackDocument.progressObject(progress, expectedResources: expectedResources, precise: precise,
