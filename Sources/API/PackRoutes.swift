@@ -26,6 +26,8 @@ public final class PackRoutes {
     private var progressRates = ProgressRates()
     /// Rendered packs `GET /v1/packs/{id}` answers from without a read (see its tags).
     let documents = PackDocumentCache()
+    /// The read under way for a pack, which polls under the same tag join.
+    private var readsInFlight: [Int64: PackRead] = [:]
     /// Monotonic seconds for the rates; tests set a clock of their own.
     var seconds: () -> Double = PackRoutes.monotonicSeconds
     private static let clockOrigin = ContinuousClock.now
@@ -221,20 +223,43 @@ public final class PackRoutes {
             }
             responder.respond(HTTPResponse(status: status, headers: ["Content-Type": "application/json", "ETag": etag], body: body))
         }
-        // The tag is taken before the read, so a write that lands meanwhile keeps the result out.
-        let tag = documents.tag(storeChanges: store.writer.committedChanges)
-        if let cached = documents.entry(packID, current: tag) { return answer(cached.body, cached.etag) }
-        let rate = progressRates.rate(packID: packID, now: seconds())
-        store.read({ reader in try Self.document(packID, reader, rate: rate) }) { [self] result in
+        let finish = { [self] (result: Result<(body: [UInt8], etag: String)?, any Error>) in
             switch result {
             case .failure(let error): responder.respondInternalError(error, logger: logger, "reading the pack")
             case .success(nil): responder.respond(Self.notFound(packID))
-            case .success(let document?):
-                let etag = document.etag
-                documents.fill(packID, body: document.body, etag: etag, active: document.state == "active", tag: tag,
-                               current: documents.tag(storeChanges: store.writer.committedChanges))
-                answer(document.body, etag)
+            case .success(let document?): answer(document.body, document.etag)
             }
+        }
+        // The tag is taken before the read, so a write that lands meanwhile keeps the result out.
+        let tag = documents.tag(storeChanges: store.writer.committedChanges)
+        if let cached = documents.entry(packID, current: tag) { return finish(.success((cached.body, cached.etag))) }
+        // Every commit moves the tag: the polls arriving until the first read lands share it
+        // rather than each sending a read to the pool (a burst of them was the p99 under load).
+        if let read = readsInFlight[packID], read.tag == tag { return read.waiters.append(finish) }
+        let read = PackRead(tag: tag, first: finish)
+        readsInFlight[packID] = read
+        let rate = progressRates.rate(packID: packID, now: seconds())
+        store.read({ reader in
+            try Self.document(packID, reader, rate: rate).map { (body: $0.body, etag: $0.etag, active: $0.state == "active") }
+        }) { [self] result in
+            if readsInFlight[packID] === read { readsInFlight[packID] = nil }
+            if case .success(let document?) = result {
+                documents.fill(packID, body: document.body, etag: document.etag, active: document.active, tag: tag,
+                               current: documents.tag(storeChanges: store.writer.committedChanges))
+            }
+            let shared = result.map { $0.map { (body: $0.body, etag: $0.etag) } }
+            for waiter in read.waiters { waiter(shared) }
+        }
+    }
+
+    /// One pool read of a pack under one cache tag and the polls waiting for it.
+    private final class PackRead {
+        let tag: PackDocumentCache.Tag
+        var waiters: [(Result<(body: [UInt8], etag: String)?, any Error>) -> Void]
+
+        init(tag: PackDocumentCache.Tag, first: @escaping (Result<(body: [UInt8], etag: String)?, any Error>) -> Void) {
+            self.tag = tag
+            waiters = [first]
         }
     }
 
