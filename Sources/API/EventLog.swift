@@ -17,9 +17,10 @@ public enum EventLog {
         broadcaster.onEmit = { event in
             let json = String(decoding: event.payload, as: UTF8.self)
             let now = PackRoutes.now()
+            // The event log is no part of a pack document: logging leaves cached packs valid.
             store.writer.perform({ database in
                 try database.appendEvent(packID: event.packID, type: event.kind.rawValue, json: json, now: now)
-            }) { result in
+            }, changesPacks: false) { result in
                 switch result {
                 case .success(let id) where id != event.id:
                     logger.warning("event \(event.id) was logged as \(id); replay after a restart may skip or repeat events")

@@ -36,6 +36,10 @@ public final class PackRoutes {
         var expected: (resources: Int64, precise: Bool)?
         var removed = false
     }
+    /// Rendered packs `GET /v1/packs/{id}` answers from without a read (see its tags).
+    let documents = PackDocumentCache()
+    /// The read under way for a pack, which polls under the same tag join.
+    private var readsInFlight: [Int64: PackRead] = [:]
     /// Monotonic seconds for the rates; tests set a clock of their own.
     var seconds: () -> Double = PackRoutes.monotonicSeconds
     private static let clockOrigin = ContinuousClock.now
@@ -225,18 +229,49 @@ public final class PackRoutes {
 
     /// Answers with the pack as it is now (200 with ETag, or 304 when `If-None-Match` matches).
     private func respondWithPack(_ packID: Int64, request: HTTPRequest, status: HTTPStatus = .ok, _ responder: APIResponder) {
-        let rate = progressRates.rate(packID: packID, now: seconds())
-        store.read({ reader in try Self.document(packID, reader, rate: rate) }) { [self] result in
+        let answer = { (body: [UInt8], etag: String) in
+            if status == .ok, let tags = request.headers["If-None-Match"], Self.matches(tags, etag) {
+                return responder.respond(HTTPResponse(status: .notModified, headers: ["ETag": etag]))
+            }
+            responder.respond(HTTPResponse(status: status, headers: ["Content-Type": "application/json", "ETag": etag], body: body))
+        }
+        let finish = { [self] (result: Result<(body: [UInt8], etag: String)?, any Error>) in
             switch result {
             case .failure(let error): responder.respondInternalError(error, logger: logger, "reading the pack")
             case .success(nil): responder.respond(Self.notFound(packID))
-            case .success(let document?):
-                let etag = document.etag
-                if status == .ok, let tags = request.headers["If-None-Match"], Self.matches(tags, etag) {
-                    return responder.respond(HTTPResponse(status: .notModified, headers: ["ETag": etag]))
-                }
-                responder.respond(HTTPResponse(status: status, headers: ["Content-Type": "application/json", "ETag": etag], body: document.body))
+            case .success(let document?): answer(document.body, document.etag)
             }
+        }
+        // The tag is taken before the read, so a write that lands meanwhile keeps the result out.
+        let tag = documents.tag(storeChanges: store.writer.committedChanges)
+        if let cached = documents.entry(packID, current: tag) { return finish(.success((cached.body, cached.etag))) }
+        // Every commit moves the tag: the polls arriving until the first read lands share it
+        // rather than each sending a read to the pool (a burst of them was the p99 under load).
+        if let read = readsInFlight[packID], read.tag == tag { return read.waiters.append(finish) }
+        let read = PackRead(tag: tag, first: finish)
+        readsInFlight[packID] = read
+        let rate = progressRates.rate(packID: packID, now: seconds())
+        store.read({ reader in
+            try Self.document(packID, reader, rate: rate).map { (body: $0.body, etag: $0.etag, active: $0.state == "active") }
+        }) { [self] result in
+            if readsInFlight[packID] === read { readsInFlight[packID] = nil }
+            if case .success(let document?) = result {
+                documents.fill(packID, body: document.body, etag: document.etag, active: document.active, tag: tag,
+                               current: documents.tag(storeChanges: store.writer.committedChanges))
+            }
+            let shared = result.map { $0.map { (body: $0.body, etag: $0.etag) } }
+            for waiter in read.waiters { waiter(shared) }
+        }
+    }
+
+    /// One pool read of a pack under one cache tag and the polls waiting for it.
+    private final class PackRead {
+        let tag: PackDocumentCache.Tag
+        var waiters: [(Result<(body: [UInt8], etag: String)?, any Error>) -> Void]
+
+        init(tag: PackDocumentCache.Tag, first: @escaping (Result<(body: [UInt8], etag: String)?, any Error>) -> Void) {
+            self.tag = tag
+            waiters = [first]
         }
     }
 
@@ -325,6 +360,7 @@ public final class PackRoutes {
     func packRemoved(_ packID: Int64) {
         progressRates.forget(packID: packID)
         published[packID] = PublishedPack(removed: true)
+        documents.invalidate()
         events.publish(.packRemoved, packID: packID, payload: JSONBody.encode(["pack_id": packID]))
         onPackRemoved?(packID)
     }
@@ -368,6 +404,7 @@ public final class PackRoutes {
         // A rate describes one stretch of downloading; the next starts afresh.
         if state != "active" { progressRates.forget(packID: packID) }
         published[packID, default: PublishedPack()].state = state
+        documents.invalidate()
         let error: Any = errorJSON.flatMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) } ?? NSNull()
         events.publish(.state, packID: packID, payload: JSONBody.encode([
             "pack_id": packID, "state": state, "previous_state": previous.map { $0 as Any } ?? NSNull(), "error": error,
@@ -389,6 +426,8 @@ public final class PackRoutes {
         progressRates.record(packID: packID, progress: progress, now: now)
         // As in the pack document: a rate only while the pack is downloading.
         let rate = pack.state == "active" ? progressRates.rate(packID: packID, now: now) : nil
+        // The commit already moved the store's tag; the new rate moves the local one.
+        documents.invalidate()
         events.publish(.progress, packID: packID, payload: JSONBody.encode([
             "pack_id": packID, "state": pack.state,
             "progress": PackDocument.progressObject(progress, expectedResources: pack.expected?.resources ?? 0,

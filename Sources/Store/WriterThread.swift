@@ -60,6 +60,9 @@ public final class WriterThread: @unchecked Sendable {
     private var commitWaiters: [@Sendable () -> Void] = []
     private let finished = NSCondition()
     private var hasFinished = false
+    /// Guards `changes`: read by the loop on every cached `GET /v1/packs/{id}`, never held long.
+    private let changesLock = NSLock()
+    private var changes: UInt64 = 0
 
     /// Opens (creating/migrating) the database at `path` and starts the thread.
     public init(path: String, configuration: Configuration = Configuration(),
@@ -102,11 +105,29 @@ public final class WriterThread: @unchecked Sendable {
     }
 
     /// Runs `operation` on the writer thread after the writes submitted before it are committed;
-    /// `completion` receives its result there.
+    /// `completion` receives its result there. `changesPacks: false` promises the operation writes
+    /// nothing a pack document shows (the event log): it then leaves `committedChanges` alone.
     public func perform<T: Sendable>(_ operation: @escaping @Sendable (OfflineDatabase) throws -> T,
+                                     changesPacks: Bool = true,
                                      completion: @escaping @Sendable (Result<T, any Error>) -> Void) {
-        enqueue(.operation(run: { store in completion(Result { try operation(store) }) },
+        enqueue(.operation(run: { [self] store in
+                               let result = Result { try operation(store) }
+                               if changesPacks { countChange() }
+                               completion(result)
+                           },
                            cancel: { completion(.failure(Stopped())) }), countsAsWrite: false)
+    }
+
+    /// Counts the batches and operations that finished, bumped after each one's transaction ends
+    /// and before anyone is told of it (`onCommit`, completions, waiters). A cache of rendered
+    /// packs tagged with the count it saw before reading is stale once the count moves, whichever
+    /// table the write touched: nothing that writes a pack row can be forgotten. Any thread.
+    public var committedChanges: UInt64 {
+        changesLock.withLock { changes }
+    }
+
+    private func countChange() {
+        changesLock.withLock { changes &+= 1 }
     }
 
     /// Records reads; the writer updates `accessed` for them in its next transaction, or after
@@ -251,6 +272,7 @@ public final class WriterThread: @unchecked Sendable {
         var outcome = store.apply(batch, now: now, touches: pendingTouches)
         outcome.duration = started.duration(to: .now)
         batch.removeAll(keepingCapacity: true)
+        countChange()
         onCommit(outcome)
         let waiters = commitWaiters
         commitWaiters.removeAll(keepingCapacity: true)
