@@ -122,6 +122,9 @@ public final class Database {
 
     /// Runs `body` inside a transaction: committed when it returns, rolled back when it throws.
     public func transaction<R>(_ kind: TransactionKind = .immediate, _ body: () throws -> R) throws -> R {
+        // Inside another transaction (a route grouping several store operations that each keep
+        // themselves atomic), a savepoint: SQLite has no nested BEGIN.
+        if isInTransaction { return try savepoint(body) }
         try cachedStatement("BEGIN \(kind.rawValue) TRANSACTION").execute()
         let result: R
         do {
@@ -137,6 +140,22 @@ public final class Database {
             throw error
         }
         return result
+    }
+
+    /// `body` inside a savepoint of the open transaction: undone alone if it throws.
+    private func savepoint<R>(_ body: () throws -> R) throws -> R {
+        try cachedStatement("SAVEPOINT packd_nested").execute()
+        do {
+            let result = try body()
+            try cachedStatement("RELEASE SAVEPOINT packd_nested").execute()
+            return result
+        } catch {
+            if isInTransaction {
+                sqlite3_exec(handle, "ROLLBACK TO SAVEPOINT packd_nested", nil, nil, nil)
+                sqlite3_exec(handle, "RELEASE SAVEPOINT packd_nested", nil, nil, nil)
+            }
+            throw error
+        }
     }
 
     /// Rolls back if a transaction is open. SQLite may already have rolled back on its own

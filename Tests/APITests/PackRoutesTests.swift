@@ -217,6 +217,30 @@ import Testing
         }
     }
 
+    /// `resume` on a failed pack clears its failures and queues it (clearing and the state change
+    /// are one transaction: the failures are never gone while the pack still reads `failed`).
+    @Test func resumeOfAFailedPackClearsItsFailuresAndQueuesIt() throws {
+        try withServer { server in
+            let id = try #require(try server.send("POST", "/v1/packs", json: #"{"region": \#(RoutesFixture.templateRegion()), "start": false}"#).json["id"] as? Int)
+            let packID = Int64(id)
+            let done = DispatchSemaphore(value: 0)
+            server.writer.perform({ database in
+                try database.recordFailure(packID: packID, url: "https://tiles.example.org/1/0/0.png", status: 500,
+                                           message: "HTTP 500", attempts: 5, now: 1)
+                try database.setPackState(packID, state: "failed", errorJSON: #"{"code": "resources_failed", "detail": "1 failed"}"#, now: 1)
+            }, completion: { _ in done.signal() })
+            done.wait()
+            #expect(try server.send("GET", "/v1/packs/\(id)/errors").json["total"] as? Int == 1)
+
+            let resumed = try server.send("POST", "/v1/packs/\(id)/resume")
+            #expect(resumed.status == 200)
+            #expect(resumed.json["state"] as? String == "queued")
+            #expect(resumed.json["error"] is NSNull)
+            #expect((resumed.json["progress"] as? [String: Any])?["failed_resources"] as? Int == 0)
+            #expect(try server.send("GET", "/v1/packs/\(id)/errors").json["total"] as? Int == 0)
+        }
+    }
+
     @Test func rolesAreEnforced() throws {
         try withServer(withKeys: true) { server in
             let body = #"{"region": \#(RoutesFixture.templateRegion())}"#
