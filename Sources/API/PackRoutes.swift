@@ -409,6 +409,37 @@ public final class PackRoutes {
         events.publish(.state, packID: packID, payload: JSONBody.encode([
             "pack_id": packID, "state": state, "previous_state": previous.map { $0 as Any } ?? NSNull(), "error": error,
         ] as [String: Any]))
+        if state == "failed", (error as? [String: Any])?["code"] as? String == "tile_limit_exceeded" {
+            publishTileLimitExceeded(packID)
+        }
+    }
+
+    /// The `tile_limit_exceeded` event after the state event that failed the pack: the pack's own
+    /// `limits.max_tiles` with the tiles its region needs when that is what stopped it, else the
+    /// server's tile limit with the tiles all packs hold.
+    private func publishTileLimitExceeded(_ packID: Int64) {
+        store.read({ reader -> (count: Int64, maximum: Int64)? in
+            guard let record = try reader.pack(packID) else { return nil }
+            if let limits = record.limitsJSON,
+               let object = try? JSONSerialization.jsonObject(with: Data(limits.utf8)) as? [String: Any],
+               let maxTiles = (object["max_tiles"] as? NSNumber)?.int64Value, record.expectedTiles > maxTiles {
+                return (record.expectedTiles, maxTiles)
+            }
+            guard let limit = try reader.tileLimit() else { return nil }
+            return (try reader.linkedTileCount(), limit)
+        }) { [self] result in
+            switch result {
+            case .failure(let error):
+                logger.warning("reading the tile limit for pack \(packID)'s event failed: \(error)")
+            case .success(nil):
+                break
+            case .success(let numbers?):
+                guard published[packID]?.removed != true else { return }
+                events.publish(.tileLimitExceeded, packID: packID, payload: JSONBody.encode([
+                    "pack_id": packID, "count": numbers.count, "maximum": numbers.maximum,
+                ] as [String: Any]))
+            }
+        }
     }
 
     /// Publishes a committed progress change in the same `progress` shape `GET /v1/packs/{id}`
@@ -432,6 +463,17 @@ public final class PackRoutes {
             "pack_id": packID, "state": pack.state,
             "progress": PackDocument.progressObject(progress, expectedResources: pack.expected?.resources ?? 0,
                                                     precise: pack.expected?.precise ?? false, rate: rate),
+        ] as [String: Any]))
+    }
+
+    /// A `resource_error` event: one failed request of a download (`url` is the canonical URL,
+    /// without an upstream rule's credentials). Dropped once the pack is removed.
+    public func publishResourceError(_ packID: Int64, url: String, status: Int?, error: String?, attempt: Int,
+                                     willRetry: Bool) {
+        guard published[packID]?.removed != true else { return }
+        events.publish(.resourceError, packID: packID, payload: JSONBody.encode([
+            "pack_id": packID, "url": url, "status": status.map { $0 as Any } ?? NSNull(),
+            "error": error.map { $0 as Any } ?? NSNull(), "attempt": attempt, "will_retry": willRetry,
         ] as [String: Any]))
     }
 

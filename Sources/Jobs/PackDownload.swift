@@ -209,14 +209,15 @@ public final class PackDownload {
         let counts = ExpectedCounts(resources: Int64(clamping: plan.expectedResources),
                                     tiles: Int64(clamping: plan.expectedTiles), precise: plan.isPrecise)
         expected = counts
-        if let maxTiles, counts.tiles > maxTiles {
-            end(.failed(PackFailure(.tileLimitExceeded, "the region needs \(counts.tiles) tiles, the pack's limit is \(maxTiles)")))
-            return
-        }
+        // Stored also when over the pack's limit: the pack then says how many tiles it needs.
         writer.perform({ database in
             try database.setExpected(packID, resources: counts.resources, tiles: counts.tiles, precise: counts.precise,
                                      now: Self.now())
         }, completion: { _ in })
+        if let maxTiles, counts.tiles > maxTiles {
+            end(.failed(PackFailure(.tileLimitExceeded, "the region needs \(counts.tiles) tiles, the pack's limit is \(maxTiles)")))
+            return
+        }
         bands = TileBands(pyramids: plan.pyramids, limit: settings.lookupBatchTiles)
         lookingUp = true
         let lookup = lookup
@@ -547,6 +548,7 @@ public final class PackDownload {
                 case 204, 404:
                     then(.noContent)
                 case 401, 403:
+                    reportFailure(resource, status: response.status, error: nil, attempt: attempt, willRetry: false)
                     then(.unauthorized(status: response.status))
                 case 408, 429, 500..<600:
                     if response.status == 429 || response.status == 503,
@@ -556,6 +558,7 @@ public final class PackDownload {
                     retry(resource, attempt: attempt, status: response.status, message: "HTTP \(response.status)",
                           then: then)
                 default:
+                    reportFailure(resource, status: response.status, error: nil, attempt: attempt, willRetry: false)
                     then(.failed(status: response.status, message: "HTTP \(response.status)", attempts: attempt))
                 }
             case .failure(.shutdown):
@@ -570,14 +573,22 @@ public final class PackDownload {
                 if error.isTransient {
                     retry(resource, attempt: attempt, status: nil, message: error.description, then: then)
                 } else {
+                    reportFailure(resource, status: nil, error: error.description, attempt: attempt, willRetry: false)
                     then(.failed(status: nil, message: error.description, attempts: attempt))
                 }
             }
         }
     }
 
+    private func reportFailure(_ resource: PlannedResource, status: Int?, error: String?, attempt: Int, willRetry: Bool) {
+        observer.resourceFailed(DownloadObserver.ResourceFailure(packID: packID, url: resource.url, status: status,
+                                                                 error: error, attempt: attempt, willRetry: willRetry))
+    }
+
     private func retry(_ resource: PlannedResource, attempt: Int, status: Int?, message: String,
                        then: @escaping (Resolution) -> Void) {
+        reportFailure(resource, status: status, error: status == nil ? message : nil, attempt: attempt,
+                      willRetry: attempt < settings.maxAttempts)
         guard attempt < settings.maxAttempts else {
             return then(.failed(status: status, message: message, attempts: attempt))
         }

@@ -19,6 +19,10 @@ struct DownloadEvents {
             api.packs.publishProgress(packID, progress: progress, expectedResources: expected?.resources,
                                       precise: expected?.precise)
         }
+        scheduler.observer.resourceFailed = { failure in
+            api.packs.publishResourceError(failure.packID, url: failure.url, status: failure.status, error: failure.error,
+                                           attempt: failure.attempt, willRetry: failure.willRetry)
+        }
         scheduler.onInvalidation = { packID, invalidation, progress, expected in
             api.maintenance.publishInvalidation(packID, invalidation, progress: progress,
                                                 expectedResources: expected.resources, precise: expected.precise)

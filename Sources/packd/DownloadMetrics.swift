@@ -22,9 +22,8 @@ struct DownloadMetrics {
             }
         }
         fetcher.onRunningCountChange = { metrics.activeTransfers.set(Int64($0)) }
-        scheduler.observer = DownloadObserver(
-            resourceDownloaded: { metrics.downloadedResources.increment() },
-            retried: { metrics.upstreamRetries.increment() })
+        scheduler.observer.resourceDownloaded = { metrics.downloadedResources.increment() }
+        scheduler.observer.retried = { metrics.upstreamRetries.increment() }
     }
 
     /// One committed writer batch.

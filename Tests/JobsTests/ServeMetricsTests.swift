@@ -38,6 +38,21 @@ import Testing
         #expect((metrics["packd_writer_batch_duration_seconds_count"] ?? 0) >= 1)
         #expect(metrics[#"packd_packs{state="complete"}"#] == 1)
         #expect(metrics[#"packd_http_requests_total{route="/v1/packs",method="POST",status="201"}"#] == 1)
+
+        // Each of those 500s is a `resource_error` event (retried), replayed from the event log.
+        let stream = try StreamClient(port: server.port)
+        try stream.get("/v1/packs/\(packID)/events", headers: ["Last-Event-ID": "0"])
+        #expect(stream.status == 200)
+        let events = try stream.events { $0.type == "state" && $0.data.contains(#""state":"complete""#) }
+        let resourceErrors = try events.filter { $0.type == "resource_error" }.map {
+            try #require(try JSONSerialization.jsonObject(with: Data($0.data.utf8)) as? [String: Any])
+        }
+        #expect(resourceErrors.count == failed)
+        #expect(resourceErrors.allSatisfy {
+            // A retry can land on a seventh request too: attempts stay below the 5 allowed.
+            $0["status"] as? Int == 500 && $0["will_retry"] as? Bool == true && (1...4).contains($0["attempt"] as? Int ?? 0)
+                && ($0["url"] as? String)?.hasPrefix(upstream.base) == true && $0["error"] is NSNull
+        })
         stopped = true
         #expect(server.remove() == 0)
     }
