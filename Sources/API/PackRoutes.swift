@@ -420,9 +420,7 @@ public final class PackRoutes {
     private func publishTileLimitExceeded(_ packID: Int64) {
         store.read({ reader -> (count: Int64, maximum: Int64)? in
             guard let record = try reader.pack(packID) else { return nil }
-            if let limits = record.limitsJSON,
-               let object = try? JSONSerialization.jsonObject(with: Data(limits.utf8)) as? [String: Any],
-               let maxTiles = (object["max_tiles"] as? NSNumber)?.int64Value, record.expectedTiles > maxTiles {
+            if let maxTiles = record.maxTiles, record.expectedTiles > maxTiles {
                 return (record.expectedTiles, maxTiles)
             }
             guard let limit = try reader.tileLimit() else { return nil }

@@ -169,8 +169,8 @@ public final class PackScheduler {
         let download: PackDownload
         do {
             download = try PackDownload(packID: packID, region: region, loop: loop, fetcher: fetcher, writer: writer,
-                                        databasePath: databasePath, maxTiles: Self.maxTiles(record.limitsJSON),
-                                        maxBytesPerSecond: Self.maxBytesPerSecond(record.limitsJSON),
+                                        databasePath: databasePath, maxTiles: record.maxTiles,
+                                        maxBytesPerSecond: record.maxBytesPerSecond,
                                         settings: settings, observer: observer) { [weak self] outcome in
                 self?.ended(packID, outcome)
             }
@@ -233,23 +233,6 @@ public final class PackScheduler {
     private func revalidationEnded(_ packID: Int64, _ outcome: PackRevalidation.Outcome) {
         guard revalidations.removeValue(forKey: packID) != nil else { return }
         settle(packID, outcome)
-    }
-
-    /// `max_tiles` of the pack's stored `limits` (`{"max_tiles": n, ...}`), nil when unset or unreadable.
-    static func maxTiles(_ limitsJSON: String?) -> Int64? {
-        limit("max_tiles", in: limitsJSON)
-    }
-
-    /// `max_bytes_per_second` of the pack's stored `limits`, nil when unset, unreadable or below 1.
-    static func maxBytesPerSecond(_ limitsJSON: String?) -> Int64? {
-        limit("max_bytes_per_second", in: limitsJSON).flatMap { $0 >= 1 ? $0 : nil }
-    }
-
-    private static func limit(_ name: String, in limitsJSON: String?) -> Int64? {
-        guard let limitsJSON,
-              let object = try? JSONSerialization.jsonObject(with: Data(limitsJSON.utf8)) as? [String: Any],
-              let value = object[name] as? NSNumber else { return nil }
-        return value.int64Value
     }
 
     /// Applies `change` on the writer (after everything submitted before it), then publishes it.
