@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import PackdTestSupport
 
 /// A blocking POSIX-socket HTTP client, so tests see exactly the bytes on the wire.
 /// Every read has a deadline; nothing waits forever.
@@ -18,13 +19,7 @@ final class RawClient: @unchecked Sendable {
         var one: Int32 = 1
         setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
         setTimeout(timeout)
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = in_port_t(UInt16(port).bigEndian)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let status = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
+        let status = connectToLoopback(fd, port: port)
         guard status == 0 else {
             let message = String(cString: strerror(errno))
             Glibc.close(fd)
