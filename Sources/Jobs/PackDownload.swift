@@ -56,8 +56,19 @@ public final class PackDownload {
     private var builder: PlanBuilder
     /// Style and TileJSON responses, stored with the fixed resources instead of being refetched.
     private var documents: [String: FetchResponse] = [:]
-    private var pending: [PlannedResource] = []
+    /// Fixed resources, then tiles, waiting for a transfer slot.
+    private var pending: [PendingResource] = []
     private var pendingIndex = 0
+    /// The plan's pyramids, which pending tiles point into.
+    private var pyramids: [TilePyramid] = []
+
+    /// Tiles wait as coordinates and get their URL only when they start: formatting a whole
+    /// band's URLs (16,384) in one go held the loop for tens of milliseconds, which every API
+    /// request arriving meanwhile waited out.
+    private enum PendingResource {
+        case fixed(PlannedResource)
+        case tile(pyramid: Int, TileID)
+    }
     private var bands: TileBands?
     private var bandsExhausted = false
     private var lookingUp = false
@@ -218,6 +229,7 @@ public final class PackDownload {
             end(.failed(PackFailure(.tileLimitExceeded, "the region needs \(counts.tiles) tiles, the pack's limit is \(maxTiles)")))
             return
         }
+        pyramids = plan.pyramids
         bands = TileBands(pyramids: plan.pyramids, limit: settings.lookupBatchTiles)
         lookingUp = true
         let lookup = lookup
@@ -235,7 +247,7 @@ public final class PackDownload {
                 download.downloading = true
                 download.pending = plan.fixed.filter {
                     documents[$0.url] != nil || !(stored.contains($0.url) || linked?.contains($0.url) == true)
-                }
+                }.map(PendingResource.fixed)
                 download.pump()
             })
         })
@@ -264,7 +276,11 @@ public final class PackDownload {
         while busy - encoding < settings.maxInFlight, uncommittedBytes < settings.maxUncommittedBytes,
               pendingIndex < pending.count {
             guard bandwidthAllowsStart() else { break }
-            let resource = pending[pendingIndex]
+            let resource: PlannedResource
+            switch pending[pendingIndex] {
+            case .fixed(let fixed): resource = fixed
+            case .tile(let pyramid, let tile): resource = pyramids[pyramid].resource(for: tile)
+            }
             pendingIndex += 1
             download(resource)
         }
@@ -330,7 +346,7 @@ public final class PackDownload {
                             linkable.append([y, Int64(x), Int64(x)])
                         }
                     } else {
-                        pending.append(band.pyramid.resource(for: TileID(z: band.zoom, x: x, y: span.y)))
+                        pending.append(.tile(pyramid: band.pyramidIndex, TileID(z: band.zoom, x: x, y: span.y)))
                     }
                 }
             }
@@ -347,7 +363,7 @@ public final class PackDownload {
                 // Evicted or expired since the lookup, or over the tile limit: fetched after all.
                 for run in runs {
                     for x in run[1]...run[2] where linked?.contains(x: x, y: run[0]) != true {
-                        download.pending.append(band.pyramid.resource(for: TileID(z: band.zoom, x: Int(x), y: Int(run[0]))))
+                        download.pending.append(.tile(pyramid: band.pyramidIndex, TileID(z: band.zoom, x: Int(x), y: Int(run[0]))))
                     }
                 }
                 download.lookingUp = false

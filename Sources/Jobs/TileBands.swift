@@ -5,6 +5,8 @@ import Store
 /// A few rows of one zoom of one pyramid: small enough for one `TileBitmap` query.
 struct TileBand {
     let pyramid: TilePyramid
+    /// `pyramid`'s position in the pyramids the bands were cut from.
+    let pyramidIndex: Int
     let zoom: Int
     let spans: [TileSpan]
 
@@ -66,7 +68,7 @@ struct TileBands: IteratorProtocol {
                 low = newLow
                 high = newHigh
             }
-            if !band.isEmpty { return TileBand(pyramid: pyramid, zoom: zoom, spans: band) }
+            if !band.isEmpty { return TileBand(pyramid: pyramid, pyramidIndex: pyramidIndex, zoom: zoom, spans: band) }
             spans = nil
             zoomIndex += 1
         }
