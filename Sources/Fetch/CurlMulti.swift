@@ -17,18 +17,18 @@ final class CurlMulti {
     let handle: UnsafeMutableRawPointer
     private let loop: EventLoop
     private let timer: LoopTimer
+    /// curl's "time out now" (a zero timeout, asked for after every handle added or finished).
+    private let immediate: NextTurn
     private var polls: [curl_socket_t: CurlSocketPoll] = [:]
     /// Called for each finished easy handle, after curl has returned from `socket_action`.
     var onDone: (UnsafeMutableRawPointer, CURLcode) -> Void = { _, _ in }
-    /// Called once `socket_action` has returned and every finished handle was reported: the
-    /// earliest safe moment to add new easy handles.
-    var onIdle: () -> Void = {}
 
     init(loop: EventLoop, limits: Limits) throws(FetchError) {
         guard let multi = curl_multi_init() else { throw .transport(curlCode: Int32(CURLE_OUT_OF_MEMORY.rawValue)) }
         handle = multi
         self.loop = loop
         timer = LoopTimer(loop: loop)
+        immediate = NextTurn(loop: loop)
         let me = Unmanaged.passUnretained(self).toOpaque()
         packd_multi_setopt_socket_callback(multi) { _, socket, what, userp, socketp in
             guard let userp else { return 0 }
@@ -71,7 +71,6 @@ final class CurlMulti {
             let result = message.pointee.data.result
             onDone(easy, result)
         }
-        onIdle()
     }
 
     private func socketChanged(_ socket: curl_socket_t, what: Int32, poll: UnsafeMutableRawPointer?) {
@@ -90,11 +89,22 @@ final class CurlMulti {
         watcher?.watch(what)
     }
 
+    /// As `multi-uv.c`, a zero timeout is never acted on inside curl's callback; unlike it, not on
+    /// a 1 ms timer either (a loopback transfer takes less), but on the loop's next turn: a zero
+    /// timer would run in the very timer pass that finished the previous transfer, and curl asks
+    /// for one after every transfer, so the loop would not read a socket until curl ran dry.
     private func timeoutChanged(_ milliseconds: Int) {
         guard milliseconds >= 0 else {
             timer.stop()
+            immediate.cancel()
             return
         }
+        guard milliseconds > 0 else {
+            timer.stop()
+            immediate.schedule { [weak self] in self?.socketAction(CURL_SOCKET_TIMEOUT, flags: 0) }
+            return
+        }
+        immediate.cancel()
         timer.start(after: UInt64(milliseconds)) { [weak self] in
             self?.socketAction(CURL_SOCKET_TIMEOUT, flags: 0)
         }
@@ -106,5 +116,6 @@ final class CurlMulti {
         for poll in polls.values { poll.close() }
         polls.removeAll()
         timer.close()
+        immediate.close()
     }
 }

@@ -18,6 +18,9 @@ public final class Fetcher {
     private let multi: CurlMulti
     private let rules: UpstreamRules
     private let dispatchTimer: LoopTimer
+    /// Dispatches asked for without a delay: on the next turn, never within the timer pass or
+    /// callback that asked (see `NextTurn`).
+    private let dispatchSoon: NextTurn
     private var dispatchDue: ContinuousClock.Instant?
 
     private var hosts: [String: HostQueue] = [:]
@@ -45,11 +48,8 @@ public final class Fetcher {
         multi = try CurlMulti(loop: loop, limits: .init(maxTotalConnections: configuration.maxTransfers,
                                                         maxHostConnections: configuration.maxTransfersPerHost))
         dispatchTimer = LoopTimer(loop: loop)
+        dispatchSoon = NextTurn(loop: loop)
         multi.onDone = { [unowned self] easy, result in self.transferDone(easy, result) }
-        // Refill freed slots in the same loop turn rather than one timer turn later.
-        multi.onIdle = { [unowned self] in
-            if let due = self.dispatchDue, due <= .now { self.dispatch() }
-        }
     }
 
     /// Transfers started and not finished.
@@ -140,6 +140,7 @@ public final class Fetcher {
         idleHandles.removeAll()
         multi.close()
         dispatchTimer.close()
+        dispatchSoon.close()
     }
 
     private func newHostQueue() -> HostQueue {
@@ -152,19 +153,26 @@ public final class Fetcher {
 
     // MARK: Dispatch
 
-    /// Runs `dispatch` on a later loop turn: curl handles are only ever added from a uv timer
-    /// callback, never from inside curl or a caller's stack.
+    /// Runs `dispatch` on a later loop turn: curl handles are only ever added from a uv timer or
+    /// idle callback, never from inside curl or a caller's stack.
     private func scheduleDispatch(after delay: Duration) {
         guard !closed || !finished.isEmpty else { return }
         let due = ContinuousClock.now + delay
         if let dispatchDue, dispatchDue <= due { return }
         dispatchDue = due
-        dispatchTimer.start(after: Self.milliseconds(delay)) { [unowned self] in self.dispatch() }
+        if delay <= .zero {
+            dispatchTimer.stop()
+            dispatchSoon.schedule { [unowned self] in self.dispatch() }
+        } else {
+            dispatchSoon.cancel()
+            dispatchTimer.start(after: Self.milliseconds(delay)) { [unowned self] in self.dispatch() }
+        }
     }
 
     private func dispatch() {
         dispatchDue = nil
         dispatchTimer.stop()
+        dispatchSoon.cancel()
         deliverFinished()
         guard !closed else { return }
         let now = ContinuousClock.now

@@ -37,6 +37,61 @@ import Testing
         #expect(count.values.count == 5)
     }
 
+    /// The point of `NextTurn`: work that reschedules itself still lets the loop poll between
+    /// runs (here: the async handle behind `execute`, drained in the poll phase). A zero timer
+    /// started from its own callback runs again in the same timer pass on libuv < 1.45.
+    @Test func nextTurnPollsTheLoopBetweenRuns() throws {
+        let thread = try LoopThread()
+        defer { thread.shutdown() }
+        let done = DispatchSemaphore(value: 0)
+        let polledBetween = Collected()
+        try thread.sync {
+            let next = NextTurn(loop: thread.loop)
+            var runs = 0
+            let executed = Collected()
+            func run() {
+                polledBetween.append(executed.values.count == runs ? 1 : 0)
+                runs += 1
+                guard runs < 50 else {
+                    next.close()
+                    done.signal()
+                    return
+                }
+                thread.loop.execute { executed.append(1) }
+                next.schedule(run)
+            }
+            next.schedule(run)
+        }
+        #expect(done.wait(timeout: .now() + 30) == .success)
+        #expect(polledBetween.values == Array(repeating: 1, count: 50))
+    }
+
+    @Test func nextTurnRunsOnlyTheLatestCallbackAndNothingOnceCancelled() throws {
+        let thread = try LoopThread()
+        defer { thread.shutdown() }
+        let ran = Collected()
+        let done = DispatchSemaphore(value: 0)
+        try thread.sync {
+            let replaced = NextTurn(loop: thread.loop)
+            replaced.schedule { ran.append(1) }
+            replaced.schedule { ran.append(2) }
+            let cancelled = NextTurn(loop: thread.loop)
+            cancelled.schedule { ran.append(3) }
+            cancelled.cancel()
+            #expect(!cancelled.isScheduled && replaced.isScheduled)
+            // Runs after both would have: a timer is due only once the idle callbacks ran.
+            let timer = LoopTimer(loop: thread.loop)
+            timer.start(after: 5) {
+                replaced.close()
+                cancelled.close()
+                timer.close()
+                done.signal()
+            }
+        }
+        #expect(done.wait(timeout: .now() + 30) == .success)
+        #expect(ran.values == [2])
+    }
+
     @Test func wakeupFromAnotherThreadRunsCallbackOnLoop() throws {
         let thread = try LoopThread()
         defer { thread.shutdown() }
