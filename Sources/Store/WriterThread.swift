@@ -55,6 +55,7 @@ public final class WriterThread: @unchecked Sendable {
     private let configuration: Configuration
     private let onCommit: @Sendable (BatchOutcome) -> Void
     private let store: OfflineDatabase
+    private let checkpointer: WALCheckpointer
     private var thread: Thread?
     /// `whenCommitted` callbacks waiting for the open batch to commit (writer thread only).
     private var commitWaiters: [@Sendable () -> Void] = []
@@ -68,6 +69,8 @@ public final class WriterThread: @unchecked Sendable {
     public init(path: String, configuration: Configuration = Configuration(),
                 onCommit: @escaping @Sendable (BatchOutcome) -> Void) throws {
         self.store = try OfflineDatabase(path: path, pageSize: configuration.pageSize)
+        checkpointer = try WALCheckpointer(path: path)
+        checkpointer.attach(to: store.database)
         self.configuration = configuration
         self.onCommit = onCommit
         // The thread keeps the writer alive until `stop()` returns.
@@ -161,6 +164,9 @@ public final class WriterThread: @unchecked Sendable {
         finished.lock()
         while !hasFinished { finished.wait() }
         finished.unlock()
+        // The writer thread is gone: its connection may be touched from here.
+        checkpointer.detach(from: store.database)
+        checkpointer.stop()
     }
 
     /// Call with `condition` locked.
