@@ -12,6 +12,12 @@ public final class OfflineDatabase {
 
     public static let defaultMaximumAmbientCacheSize: Int64 = 50 << 20
 
+    /// The writer's page cache: 16 MiB, not SQLite's 2 MiB. Every tile body passes through the
+    /// cache as fresh overflow pages and pushed out the b-tree and index pages the next insert
+    /// needs, which the writer then read back from the WAL (perf: a fifth of its time in pread).
+    /// Measured on 50,000 × 20 KiB: 156 → 134-144 µs of CPU a tile, +5-10 % tiles/s.
+    static let pageCacheKiB = 16 << 10
+
     /// Current ambient size (see `OfflineDatabase+AmbientCache`), counted once at open and then
     /// maintained by every write, so trimming never scans the tables.
     public internal(set) var ambientCacheSize: Int64 = 0
@@ -19,6 +25,7 @@ public final class OfflineDatabase {
     /// `pageSize`: see `SchemaMigrator.openWriter`; only used when the file is created.
     public init(path: String, pageSize: Int? = nil) throws {
         database = try SchemaMigrator.openWriter(path: path, pageSize: pageSize)
+        try database.execute("PRAGMA cache_size = -\(Self.pageCacheKiB)")
         maximumAmbientCacheSize = Self.defaultMaximumAmbientCacheSize
         tileLimit = nil
         if let stored = try database.scalarInt("SELECT value FROM packd_meta WHERE key = 'ambient_cache_maximum'") {
