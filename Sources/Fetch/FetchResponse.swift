@@ -44,13 +44,32 @@ public struct ResponseHeaders: Sendable, Equatable {
 
     mutating func removeAll() { fields.removeAll() }
 
-    /// Parses one raw header line from curl (`Name: value\r\n`); status lines and blanks are ignored.
+    /// Parses one raw header line from curl (`Name: value\r\n`); status lines, blanks and names
+    /// not kept are ignored without building a string (this runs for every header of every tile).
     mutating func parse(line: UnsafeRawBufferPointer) {
-        guard let colon = line.firstIndex(of: UInt8(ascii: ":")), colon > 0 else { return }
-        let name = String(decoding: line[..<colon], as: UTF8.self)
-        var value = line[(colon + 1)...]
+        guard let colon = line.firstIndex(of: UInt8(ascii: ":")), colon > 0,
+              let name = Self.keptNames.first(where: { Self.equalsIgnoringCase(line[..<colon], $0.bytes) })?.name
+        else { return }
+        let value = Self.trimmed(line[(colon + 1)...])
+        guard value.count <= Self.maxValueBytes else { return }
+        fields[name] = String(decoding: value, as: UTF8.self)
+    }
+
+    private static let keptNames: [(name: String, bytes: [UInt8])] = kept.sorted().map { ($0, Array($0.utf8)) }
+
+    /// Whether `bytes` spell `lowercase` in any letter case (header names are ASCII).
+    static func equalsIgnoringCase(_ bytes: Slice<UnsafeRawBufferPointer>, _ lowercase: [UInt8]) -> Bool {
+        guard bytes.count == lowercase.count else { return false }
+        return zip(bytes, lowercase).allSatisfy { byte, expected in
+            (byte >= 0x41 && byte <= 0x5A ? byte | 0x20 : byte) == expected
+        }
+    }
+
+    /// The value without surrounding blanks and the line's CRLF.
+    static func trimmed(_ value: Slice<UnsafeRawBufferPointer>) -> Slice<UnsafeRawBufferPointer> {
+        var value = value
         while let first = value.first, first == 0x20 || first == 0x09 { value = value.dropFirst() }
         while let last = value.last, last == 0x0d || last == 0x0a || last == 0x20 || last == 0x09 { value = value.dropLast() }
-        set(name, String(decoding: value, as: UTF8.self))
+        return value
     }
 }

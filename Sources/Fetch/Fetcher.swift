@@ -208,23 +208,28 @@ public final class Fetcher {
     }
 
     private func start(_ transfer: Transfer) {
-        let easy: UnsafeMutableRawPointer
-        if let reused = idleHandles.popLast() {
-            curl_easy_reset(reused)
-            easy = reused
-        } else if let created = curl_easy_init() {
-            easy = created
-        } else {
+        transfer.resetForHop()
+        // Running before anything can fail: `release` then gives the host's slot back.
+        running[transfer.id] = transfer
+        onRunningCountChange?(running.count)
+        guard let easy = idleHandles.popLast() ?? Self.newHandle() else {
             release(transfer, .failure(.transport(curlCode: Int32(CURLE_OUT_OF_MEMORY.rawValue))))
             return
         }
-        transfer.resetForHop()
-        running[transfer.id] = transfer
-        onRunningCountChange?(running.count)
         guard transfer.configure(easy, wire: rules.wire(for: transfer.canonicalURL)), multi.add(easy) else {
             release(transfer, .failure(.invalidHeader))
             return
         }
+    }
+
+    /// A new easy handle with the options every request shares (`Transfer.prepare`).
+    private static func newHandle() -> UnsafeMutableRawPointer? {
+        guard let easy = curl_easy_init() else { return nil }
+        guard Transfer.prepare(easy) else {
+            curl_easy_cleanup(easy)
+            return nil
+        }
+        return easy
     }
 
     // MARK: Completion

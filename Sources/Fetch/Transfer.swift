@@ -52,54 +52,67 @@ final class Transfer {
         headerBytes = 0
     }
 
-    /// Points `easy` at this transfer's current hop. `wire` is the URL with rule credentials.
-    func configure(_ easy: UnsafeMutableRawPointer, wire: UpstreamRules.WireRequest) -> Bool {
-        self.easy = easy
-        let me = Unmanaged.passUnretained(self).toOpaque()
-        let timeouts = request.timeouts
-        var ok = packd_easy_setopt_string(easy, CURLOPT_URL, wire.url) == CURLE_OK
-        ok = ok && packd_easy_setopt_string(easy, CURLOPT_PROTOCOLS_STR, "http,https") == CURLE_OK
+    /// Sets what is the same for every request on a new easy handle. The fetcher reuses handles
+    /// without `curl_easy_reset`, so these stay and `configure` sets only the rest, every option
+    /// it sets for one request being set again for the next.
+    static func prepare(_ easy: UnsafeMutableRawPointer) -> Bool {
+        var ok = packd_easy_setopt_string(easy, CURLOPT_PROTOCOLS_STR, "http,https") == CURLE_OK
         ok = ok && packd_easy_setopt_string(easy, CURLOPT_REDIR_PROTOCOLS_STR, "http,https") == CURLE_OK
         // An inherited http_proxy would make the address check judge the proxy, not the upstream.
         ok = ok && packd_easy_setopt_string(easy, CURLOPT_PROXY, "") == CURLE_OK
         ok = ok && packd_easy_setopt_string(easy, CURLOPT_USERAGENT, "packd/1") == CURLE_OK
-        let options: [(CURLoption, Int)] = [
-            (CURLOPT_NOSIGNAL, 1), (CURLOPT_FOLLOWLOCATION, 0), (CURLOPT_HTTP_CONTENT_DECODING, 0),
-            (CURLOPT_HTTP_VERSION, CURL_HTTP_VERSION_2TLS),
-            // Waiting for a connection to offer multiplexing only pays off where HTTP/2 can be
-            // negotiated (TLS); on plain HTTP it would serialise transfers behind a slow first one.
-            (CURLOPT_PIPEWAIT, wire.url.lowercased().hasPrefix("https:") ? 1 : 0),
-            (CURLOPT_CONNECTTIMEOUT_MS, max(1, timeouts.connectMilliseconds)),
-            (CURLOPT_TIMEOUT_MS, max(1, timeouts.totalMilliseconds)),
-            (CURLOPT_LOW_SPEED_LIMIT, max(1, timeouts.lowSpeedBytesPerSecond)),
-            (CURLOPT_LOW_SPEED_TIME, max(1, timeouts.lowSpeedSeconds)),
-            (CURLOPT_NOBODY, request.method == .head ? 1 : 0),
-        ]
-        for (option, value) in options where ok {
-            ok = packd_easy_setopt_long(easy, option, value) == CURLE_OK
-        }
-        ok = ok && packd_easy_setopt_off(easy, CURLOPT_MAXFILESIZE_LARGE, curl_off_t(request.maxBodyBytes)) == CURLE_OK
-        ok = ok && packd_easy_setopt_pointer(easy, CURLOPT_PRIVATE, me) == CURLE_OK
+        ok = ok && packd_easy_setopt_long(easy, CURLOPT_NOSIGNAL, 1) == CURLE_OK
+        ok = ok && packd_easy_setopt_long(easy, CURLOPT_FOLLOWLOCATION, 0) == CURLE_OK
+        ok = ok && packd_easy_setopt_long(easy, CURLOPT_HTTP_CONTENT_DECODING, 0) == CURLE_OK
+        ok = ok && packd_easy_setopt_long(easy, CURLOPT_HTTP_VERSION, CURL_HTTP_VERSION_2TLS) == CURLE_OK
         ok = ok && packd_easy_setopt_write_callback(easy) { data, size, count, userdata in
             guard let data, let userdata else { return 0 }
             return Unmanaged<Transfer>.fromOpaque(userdata).takeUnretainedValue()
                 .received(UnsafeRawBufferPointer(start: data, count: size * count))
         } == CURLE_OK
-        ok = ok && packd_easy_setopt_pointer(easy, CURLOPT_WRITEDATA, me) == CURLE_OK
         ok = ok && packd_easy_setopt_header_callback(easy) { data, size, count, userdata in
             guard let data, let userdata else { return 0 }
             return Unmanaged<Transfer>.fromOpaque(userdata).takeUnretainedValue()
                 .receivedHeader(UnsafeRawBufferPointer(start: data, count: size * count))
         } == CURLE_OK
-        ok = ok && packd_easy_setopt_pointer(easy, CURLOPT_HEADERDATA, me) == CURLE_OK
         ok = ok && packd_easy_setopt_opensocket_callback(easy) { clientp, purpose, address in
             guard let clientp, let address else { return CURL_SOCKET_BAD }
             return Unmanaged<Transfer>.fromOpaque(clientp).takeUnretainedValue().openSocket(purpose, address)
         } == CURLE_OK
+        return ok
+    }
+
+    /// Points `easy` (set up by `prepare`) at this transfer's current hop. `wire` is the URL with
+    /// rule credentials.
+    func configure(_ easy: UnsafeMutableRawPointer, wire: UpstreamRules.WireRequest) -> Bool {
+        self.easy = easy
+        let me = Unmanaged.passUnretained(self).toOpaque()
+        let timeouts = request.timeouts
+        var ok = packd_easy_setopt_string(easy, CURLOPT_URL, wire.url) == CURLE_OK
+        // Waiting for a connection to offer multiplexing only pays off where HTTP/2 can be
+        // negotiated (TLS); on plain HTTP it would serialise transfers behind a slow first one.
+        ok = ok && packd_easy_setopt_long(easy, CURLOPT_PIPEWAIT, Self.isHTTPS(wire.url) ? 1 : 0) == CURLE_OK
+        ok = ok && packd_easy_setopt_long(easy, CURLOPT_CONNECTTIMEOUT_MS, max(1, timeouts.connectMilliseconds)) == CURLE_OK
+        ok = ok && packd_easy_setopt_long(easy, CURLOPT_TIMEOUT_MS, max(1, timeouts.totalMilliseconds)) == CURLE_OK
+        ok = ok && packd_easy_setopt_long(easy, CURLOPT_LOW_SPEED_LIMIT, max(1, timeouts.lowSpeedBytesPerSecond)) == CURLE_OK
+        ok = ok && packd_easy_setopt_long(easy, CURLOPT_LOW_SPEED_TIME, max(1, timeouts.lowSpeedSeconds)) == CURLE_OK
+        ok = ok && packd_easy_setopt_long(easy, CURLOPT_NOBODY, request.method == .head ? 1 : 0) == CURLE_OK
+        ok = ok && packd_easy_setopt_off(easy, CURLOPT_MAXFILESIZE_LARGE, curl_off_t(request.maxBodyBytes)) == CURLE_OK
+        ok = ok && packd_easy_setopt_pointer(easy, CURLOPT_PRIVATE, me) == CURLE_OK
+        ok = ok && packd_easy_setopt_pointer(easy, CURLOPT_WRITEDATA, me) == CURLE_OK
+        ok = ok && packd_easy_setopt_pointer(easy, CURLOPT_HEADERDATA, me) == CURLE_OK
         ok = ok && packd_easy_setopt_pointer(easy, CURLOPT_OPENSOCKETDATA, me) == CURLE_OK
         guard ok, let list = requestHeaders(ruleHeaders: wire.headers) else { return false }
         headerList = list
         return packd_easy_setopt_slist(easy, CURLOPT_HTTPHEADER, list) == CURLE_OK
+    }
+
+    private static func isHTTPS(_ url: String) -> Bool {
+        var scheme = url.utf8.prefix(6).makeIterator()
+        return "https:".utf8.allSatisfy { expected in
+            guard let byte = scheme.next() else { return false }
+            return (byte >= 0x41 && byte <= 0x5A ? byte | 0x20 : byte) == expected
+        }
     }
 
     /// Frees what `configure` allocated; the easy handle goes back to the pool.
@@ -110,20 +123,22 @@ final class Transfer {
     }
 
     private func requestHeaders(ruleHeaders: [UpstreamRule.Field]) -> UnsafeMutablePointer<curl_slist>? {
+        var list: UnsafeMutablePointer<curl_slist>?
+        func append(_ line: String) -> Bool {
+            guard let appended = curl_slist_append(list, line) else { return false }
+            list = appended
+            return true
+        }
         // Sent by hand, without CURLOPT_ACCEPT_ENCODING, so curl passes the gzip body through
         // untouched and the store can keep it compressed.
-        var lines = ["Accept-Encoding: gzip"]
-        if let etag = request.ifNoneMatch { lines.append("If-None-Match: \(etag)") }
-        if let since = request.ifModifiedSince { lines.append("If-Modified-Since: \(HTTPDate.format(since))") }
-        lines += request.headers.map { "\($0.name): \($0.value)" }
-        lines += ruleHeaders.map { "\($0.name): \($0.value)" }
-        var list: UnsafeMutablePointer<curl_slist>?
-        for line in lines {
-            guard let appended = curl_slist_append(list, line) else {
-                if let list { curl_slist_free_all(list) }
-                return nil
-            }
-            list = appended
+        var ok = append("Accept-Encoding: gzip")
+        if ok, let etag = request.ifNoneMatch { ok = append("If-None-Match: \(etag)") }
+        if ok, let since = request.ifModifiedSince { ok = append("If-Modified-Since: \(HTTPDate.format(since))") }
+        for field in request.headers where ok { ok = append("\(field.name): \(field.value)") }
+        for field in ruleHeaders where ok { ok = append("\(field.name): \(field.value)") }
+        guard ok else {
+            if let list { curl_slist_free_all(list) }
+            return nil
         }
         return list
     }
@@ -149,20 +164,21 @@ final class Transfer {
             return line.count
         }
         headers.parse(line: line)
-        if body.isEmpty, let length = contentLength(line), length > 0 {
+        if body.isEmpty, let length = Self.contentLength(line), length > 0 {
             body.reserveCapacity(min(length, request.maxBodyBytes))
         }
         return line.count
     }
 
+    private static let contentLengthName = Array("content-length".utf8)
+
     /// The declared length, to size the buffer once; curl itself rejects one above the limit.
-    private func contentLength(_ line: UnsafeRawBufferPointer) -> Int? {
-        let prefix = "content-length:"
-        guard line.count > prefix.utf8.count, line.count < 64 else { return nil }
-        let text = String(decoding: line, as: UTF8.self).lowercased()
-        guard text.hasPrefix(prefix) else { return nil }
-        let digits = text.dropFirst(prefix.utf8.count).filter { $0 != " " && $0 != "\t" && $0 != "\r" && $0 != "\n" }
-        return Int(digits)
+    static func contentLength(_ line: UnsafeRawBufferPointer) -> Int? {
+        guard line.count < 64, let colon = line.firstIndex(of: UInt8(ascii: ":")),
+              ResponseHeaders.equalsIgnoringCase(line[..<colon], contentLengthName) else { return nil }
+        let digits = ResponseHeaders.trimmed(line[(colon + 1)...])
+        guard !digits.isEmpty, digits.count <= 18, digits.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else { return nil }
+        return digits.reduce(0) { $0 * 10 + Int($1 - 0x30) }
     }
 
     /// CURLOPT_OPENSOCKETFUNCTION: the one place that sees the resolved address before any packet
