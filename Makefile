@@ -52,7 +52,7 @@ check-openapi:
 	python3 -c "import yaml, openapi_spec_validator as v; d = yaml.safe_load(open('openapi.yaml')); assert d['openapi'].startswith('3.1'), 'not OpenAPI 3.1'; v.validate(d); print('openapi.yaml: valid OpenAPI', d['openapi'])"
 
 ## Benchmarks against baselines measured in the same run (see Sources/packd-bench).
-BENCHMARKS ?= server serve-tiles api geo store export fetch download
+BENCHMARKS ?= server serve-tiles api geo store export fetch download download-fixture
 bench: bench-deps
 	$(SWIFT) build -c release
 	@bin=$$($(SWIFT) build -c release --show-bin-path); \

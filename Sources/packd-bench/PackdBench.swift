@@ -16,6 +16,7 @@ struct PackdBench: ParsableCommand {
             GeoBenchmark.self,
             FetchBenchmark.self,
             DownloadBenchmark.self,
+            FixtureDownloadBenchmark.self,
             APIBenchmark.self,
         ]
     )

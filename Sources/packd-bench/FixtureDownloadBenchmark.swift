@@ -1,0 +1,135 @@
+import ArgumentParser
+import CSQLite
+import Foundation
+import Glibc
+
+/// `packd-bench download-fixture`: packd downloading the whole Natural Earth fixture (the style,
+/// its two TileJSONs, vector tiles z0-6, raster tiles z1-5, sprites and every glyph range) from
+/// nginx configured as `serve-ne.sh` configures it, beside `curl --parallel` fetching exactly the
+/// URLs packd stored, in the same run.
+///
+/// Unlike `download`'s uniform tiles, this is a real upstream: small gzip-encoded vector tiles,
+/// PNGs, 404s where the fixture has no tile, and a plan built from a style. Each round downloads
+/// into a fresh database (a second pack in the same file would link, not download).
+struct FixtureDownloadBenchmark: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "download-fixture",
+        abstract: "Resources/s and MB/s of packd downloading the Natural Earth fixture beside curl --parallel."
+    )
+
+    @Option(help: "The shared fixtures folder (holding ne/ and serve-ne.sh).") var fixtures = "../shared/fixtures"
+    @Option(help: "curl --parallel-max.") var parallel = 32
+    @Option(help: "Rounds of each; the best of each is reported.") var rounds = 3
+
+    func run() throws {
+        let source = URL(fileURLWithPath: fixtures).appendingPathComponent("ne")
+        guard FileManager.default.fileExists(atPath: source.appendingPathComponent("style.json").path) else {
+            throw ValidationError("no fixture at \(source.path) (pass --fixtures)")
+        }
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("packd-bench-fixture-\(getpid())")
+        let root = directory.appendingPathComponent("www")
+        try? FileManager.default.removeItem(at: directory)
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        try FileManager.default.copyItem(at: source, to: root)
+        // As serve-ne.sh: vector tiles are stored gzipped and served with Content-Encoding: gzip.
+        let nginx = try NginxBaseline.start(in: directory, root: root, workers: 1, accessLog: false, locations: """
+            types { application/json json geojson; image/png png; application/x-protobuf pbf; }
+            location /tiles/ { add_header Content-Encoding gzip; try_files $uri =404; }
+            location / { }
+            """)
+        defer { nginx.stop() }
+        let base = "http://127.0.0.1:\(nginx.port)"
+        for name in ["style.json", "tiles.json", "raster.json"] {
+            let file = root.appendingPathComponent(name)
+            let text = try String(contentsOf: file, encoding: .utf8).replacingOccurrences(of: "{{BASE}}", with: base)
+            try Data(text.utf8).write(to: file)
+        }
+        // Both clients then read the upstream from the page cache.
+        if let files = FileManager.default.enumerator(at: root, includingPropertiesForKeys: nil) {
+            for case let file as URL in files { _ = try? Data(contentsOf: file) }
+        }
+        print("Natural Earth fixture from nginx on 127.0.0.1 (as serve-ne.sh), whole world z0-6, 2 cores, load \(DownloadBenchmark.loadAverage())")
+
+        var best = (packd: Double.infinity, curl: Double.infinity)
+        var urls: [String] = []
+        var stored = (resources: 0, bytes: 0)
+        for round in 0..<rounds {
+            let database = directory.appendingPathComponent("round-\(round).sqlite")
+            let packd = try PackdServeProcess.start(in: directory, database: database,
+                                                    arguments: ["--allow-upstream-hosts", "127.0.0.1", "--log-level", "warning"])
+            let region: [String: Any] = ["style_url": "\(base)/style.json", "bounds": [-180, -85, 180, 85], "min_zoom": 0, "max_zoom": 6]
+            let start = Date().timeIntervalSince1970
+            let created = try LoopbackHTTPClient.request(port: packd.port, method: "POST", path: "/v1/packs",
+                                                         json: ["region": region, "name": "fixture"])
+            guard created.status == 201, let packID = try created.json()["id"] as? Int else {
+                packd.stop()
+                throw ValidationError("POST /v1/packs answered \(created.status): \(String(decoding: created.body, as: UTF8.self))")
+            }
+            var pack: [String: Any] = [:]
+            while true {
+                guard packd.process.isRunning else { throw ValidationError("packd exited during the download") }
+                pack = try LoopbackHTTPClient.request(port: packd.port, method: "GET", path: "/v1/packs/\(packID)").json()
+                if let state = pack["state"] as? String, state != "active", state != "queued" { break }
+                usleep(5_000)
+            }
+            let seconds = Date().timeIntervalSince1970 - start
+            packd.stop()
+            let progress = pack["progress"] as? [String: Any] ?? [:]
+            guard pack["state"] as? String == "complete" else {
+                throw ValidationError("the pack ended \(pack["state"] ?? "?"): \(pack["error"] ?? "")")
+            }
+            stored = (progress["completed_resources"] as? Int ?? 0, progress["completed_bytes"] as? Int ?? 0)
+            if urls.isEmpty { urls = try Self.storedURLs(database.path, packID: Int64(packID)) }
+            best.packd = min(best.packd, seconds)
+            print(String(format: "round %d packd  %6.3f s  %7.0f resources/s  %6.1f MB/s  (POST to complete; %d resources, %.1f MB)",
+                         round, seconds, Double(stored.resources) / seconds, Double(stored.bytes) / seconds / 1e6,
+                         stored.resources, Double(stored.bytes) / 1e6))
+            let curlSeconds = try runCurl(urls: urls, directory: directory)
+            best.curl = min(best.curl, curlSeconds)
+            print(String(format: "round %d curl   %6.3f s  %7.0f resources/s  (--parallel-max %d, same %d URLs, to /dev/null)",
+                         round, curlSeconds, Double(urls.count) / curlSeconds, parallel, urls.count))
+        }
+        print(String(format: "best: packd %.0f resources/s (%.1f MB/s), curl %.0f resources/s; ratio packd/curl %.2f (target >= 0.60)",
+                     Double(stored.resources) / best.packd, Double(stored.bytes) / best.packd / 1e6,
+                     Double(urls.count) / best.curl, best.curl / best.packd))
+    }
+
+    /// Every URL the pack holds: resources as stored, tiles from their template.
+    static func storedURLs(_ path: String, packID: Int64) throws -> [String] {
+        var db: OpaquePointer?
+        defer { sqlite3_close(db) }
+        guard sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, nil) == SQLITE_OK else { throw ValidationError("cannot open \(path)") }
+        var urls: [String] = []
+        for sql in [
+            "SELECT url FROM resources JOIN region_resources ON resource_id = resources.id WHERE region_id = ?1",
+            "SELECT replace(replace(replace(url_template, '{z}', z), '{x}', x), '{y}', y) FROM tiles JOIN region_tiles ON tile_id = tiles.id WHERE region_id = ?1",
+        ] {
+            var statement: OpaquePointer?
+            guard sqlite3_prepare_v2(db, sql, -1, &statement, nil) == SQLITE_OK else { throw ValidationError("cannot read \(path)") }
+            defer { sqlite3_finalize(statement) }
+            sqlite3_bind_int64(statement, 1, packID)
+            while sqlite3_step(statement) == SQLITE_ROW {
+                urls.append(String(cString: sqlite3_column_text(statement, 0)))
+            }
+        }
+        return urls
+    }
+
+    private func runCurl(urls: [String], directory: URL) throws -> Double {
+        let list = directory.appendingPathComponent("urls.txt")
+        try Data(urls.map { "url = \"\($0)\"\noutput = \"/dev/null\"\n" }.joined().utf8).write(to: list)
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
+        // Not --fail: the fixture has no tile at some addresses; both clients get the same 404s.
+        process.arguments = ["--silent", "--parallel", "--parallel-max", "\(parallel)", "-H", "Accept-Encoding: gzip",
+                             "--config", list.path]
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        let start = Date().timeIntervalSince1970
+        try process.run()
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else { throw ValidationError("curl failed with status \(process.terminationStatus)") }
+        return Date().timeIntervalSince1970 - start
+    }
+}
