@@ -62,7 +62,8 @@ struct DownloadBenchmark: ParsableCommand {
         var curlSeconds: Double?
         if curl {
             let cpuBefore = Self.childrenCPUSeconds()
-            let seconds = try runCurl(urls: window.urls(template: template), directory: directory)
+            let seconds = try CurlParallel.seconds(urls: window.urls(template: template), maximum: parallel, arguments: ["--fail"],
+                                                  directory: directory)
             curlSeconds = seconds
             print(String(format: "curl --parallel-max %d  %9.0f tiles/s  %8.1f MB/s  (%.2f s, to /dev/null; CPU %.0f µs/tile)",
                          parallel, Double(tiles) / seconds, megabytes / seconds, seconds,
@@ -171,22 +172,6 @@ struct DownloadBenchmark: ParsableCommand {
             usleep(2_000)
         }
         throw ValidationError("no tile request within 120 s of resuming")
-    }
-
-    private func runCurl(urls: [String], directory: URL) throws -> Double {
-        let list = directory.appendingPathComponent("urls.txt")
-        try Data(urls.map { "url = \"\($0)\"\noutput = \"/dev/null\"\n" }.joined().utf8).write(to: list)
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
-        process.arguments = ["--silent", "--fail", "--parallel", "--parallel-max", "\(parallel)", "--config", list.path]
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        let start = Date().timeIntervalSince1970
-        try process.run()
-        process.waitUntilExit()
-        let elapsed = Date().timeIntervalSince1970 - start
-        guard process.terminationStatus == 0 else { throw ValidationError("curl failed with status \(process.terminationStatus)") }
-        return elapsed
     }
 
     /// Bytes from a 64-bit LCG's high bits: random-looking to deflate and to the entropy check.

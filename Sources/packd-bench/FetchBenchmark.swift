@@ -35,7 +35,7 @@ struct FetchBenchmark: ParsableCommand {
         let port = nginx.port
         let urls = (0..<files).map { "http://127.0.0.1:\(port)/\($0).bin" }
 
-        let curlSeconds = try runCurl(urls: urls, directory: directory)
+        let curlSeconds = try CurlParallel.seconds(urls: urls, maximum: parallel, arguments: [], directory: directory)
         let (fetchSeconds, bytes) = try runFetch(urls: urls)
         let megabytes = Double(files * size) / 1_048_576
         print("\(files) files of \(size) bytes, \(parallel) in flight, nginx on 127.0.0.1")
@@ -79,21 +79,5 @@ struct FetchBenchmark: ParsableCommand {
         var bytes = 0
         var failures = 0
         var remaining = Int.max
-    }
-
-    private func runCurl(urls: [String], directory: URL) throws -> Double {
-        let list = directory.appendingPathComponent("urls.txt")
-        try Data(urls.map { "url = \"\($0)\"\noutput = \"/dev/null\"\n" }.joined().utf8).write(to: list)
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
-        process.arguments = ["--silent", "--parallel", "--parallel-max", "\(parallel)", "--config", list.path]
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        let start = ContinuousClock.now
-        try process.run()
-        process.waitUntilExit()
-        let elapsed = ContinuousClock.now - start
-        guard process.terminationStatus == 0 else { throw ValidationError("curl failed with status \(process.terminationStatus)") }
-        return Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
     }
 }

@@ -85,7 +85,9 @@ struct FixtureDownloadBenchmark: ParsableCommand {
             print(String(format: "round %d packd  %6.3f s  %7.0f resources/s  %6.1f MB/s  (POST to complete; %d resources, %.1f MB)",
                          round, seconds, Double(stored.resources) / seconds, Double(stored.bytes) / seconds / 1e6,
                          stored.resources, Double(stored.bytes) / 1e6))
-            let curlSeconds = try runCurl(urls: urls, directory: directory)
+            // Not --fail: the fixture has no tile at some addresses; both clients get the same 404s.
+            let curlSeconds = try CurlParallel.seconds(urls: urls, maximum: parallel, arguments: ["-H", "Accept-Encoding: gzip"],
+                                                       directory: directory)
             best.curl = min(best.curl, curlSeconds)
             print(String(format: "round %d curl   %6.3f s  %7.0f resources/s  (--parallel-max %d, same %d URLs, to /dev/null)",
                          round, curlSeconds, Double(urls.count) / curlSeconds, parallel, urls.count))
@@ -114,22 +116,5 @@ struct FixtureDownloadBenchmark: ParsableCommand {
             }
         }
         return urls
-    }
-
-    private func runCurl(urls: [String], directory: URL) throws -> Double {
-        let list = directory.appendingPathComponent("urls.txt")
-        try Data(urls.map { "url = \"\($0)\"\noutput = \"/dev/null\"\n" }.joined().utf8).write(to: list)
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
-        // Not --fail: the fixture has no tile at some addresses; both clients get the same 404s.
-        process.arguments = ["--silent", "--parallel", "--parallel-max", "\(parallel)", "-H", "Accept-Encoding: gzip",
-                             "--config", list.path]
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        let start = Date().timeIntervalSince1970
-        try process.run()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else { throw ValidationError("curl failed with status \(process.terminationStatus)") }
-        return Date().timeIntervalSince1970 - start
     }
 }
