@@ -21,6 +21,7 @@ struct APIBenchmark: ParsableCommand {
     @Option(help: "wrk threads.") var threads = 2
     @Option(help: "Event streams opened for the memory measurement.") var subscribers = 1000
     @Option(help: "Highest zoom of the download (over 40° x 40°; z12 is about 200,000 tiles).") var downloadMaxZoom = 12
+    @Option(help: "Bytes of the download's tile body (20480: the storage-bound case).") var tileSize = 600
 
     func run() throws {
         var limit = rlimit()
@@ -40,7 +41,7 @@ struct APIBenchmark: ParsableCommand {
             .write(to: root.appendingPathComponent("style.json"))
         try Data(#"{"tilejson": "3.0.0", "tiles": ["\#(upstream)/tiles/{z}/{x}/{y}.pbf"], "minzoom": 0, "maxzoom": 14}"#.utf8)
             .write(to: root.appendingPathComponent("tiles.json"))
-        try Data((0..<600).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ 7) }).write(to: root.appendingPathComponent("tile.pbf"))
+        try DownloadBenchmark.incompressibleBytes(tileSize).write(to: root.appendingPathComponent("tile.pbf"))
 
         let packd = try PackdProcess.start(in: directory, arguments: ["--allow-upstream-hosts", "127.0.0.1", "--log-level", "warning"])
         defer { packd.stop() }
