@@ -17,18 +17,22 @@ final class PackRecordReader: @unchecked Sendable {
     }
 
     /// Packs to continue after a restart: `active` first (they were running), then `queued`, each
-    /// in creation order.
-    func resumableIDs() -> [Int64] {
+    /// in creation order; all of them or why not (a partial list would strand the rest).
+    func resumableIDs() -> Result<[Int64], any Error> {
         lock.withLock {
-            var ids: [Int64] = []
-            for state in ["active", "queued"] {
-                var after: Int64 = 0
-                while let page = try? reader.packs(after: after, state: state, limit: 500), let last = page.last {
-                    ids += page.map(\.id)
-                    after = last.id
+            Result {
+                var ids: [Int64] = []
+                for state in ["active", "queued"] {
+                    var after: Int64 = 0
+                    while true {
+                        let page = try reader.packs(after: after, state: state, limit: 500)
+                        guard let last = page.last else { break }
+                        ids += page.map(\.id)
+                        after = last.id
+                    }
                 }
+                return ids
             }
-            return ids
         }
     }
 }

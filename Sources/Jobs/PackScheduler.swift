@@ -18,6 +18,9 @@ public final class PackScheduler {
     public var onInvalidation: ((Int64, PackInvalidation, PackProgress, ExpectedCounts) -> Void)?
     /// Handed to every download it starts (set before `start()`).
     public var observer = DownloadObserver()
+    /// Listing the packs to continue at `start()` failed (the error, the attempt); it is retried.
+    public var onResumeListingFailed: ((any Error, Int) -> Void)?
+    private var listingRetry: LoopTimer?
 
     private let loop: EventLoop
     private let fetcher: Fetcher
@@ -47,10 +50,29 @@ public final class PackScheduler {
 
     /// Picks up the packs left `active` or `queued` (a restart), in creation order.
     public func start() {
+        listResumable(attempt: 1)
+    }
+
+    /// A failed listing is retried (0.5 s, doubling, at most 30 s apart) until it succeeds: the
+    /// packs it would have found are still `active`/`queued` in the database, and giving up would
+    /// leave them so with nothing downloading them. `onResumeListingFailed` hears of each failure.
+    private func listResumable(attempt: Int) {
         let reader = reader
-        loop.runOnThreadPool({ reader.resumableIDs() }, then: { [weak self] ids in
+        loop.runOnThreadPool({ reader.resumableIDs() }, then: { [weak self] result in
             guard let self, !stopped else { return }
-            for id in ids { packQueued(id) }
+            switch result {
+            case .success(let ids):
+                listingRetry?.close()
+                listingRetry = nil
+                for id in ids { packQueued(id) }
+            case .failure(let error):
+                onResumeListingFailed?(error, attempt)
+                let timer = listingRetry ?? LoopTimer(loop: loop)
+                listingRetry = timer
+                timer.start(after: UInt64(min(30_000, 500 << min(attempt - 1, 6)))) { [weak self] in
+                    self?.listResumable(attempt: attempt + 1)
+                }
+            }
         })
     }
 
@@ -116,6 +138,8 @@ public final class PackScheduler {
     /// next `start()`. Call before `fetcher.shutdown()`.
     public func shutdown() {
         stopped = true
+        listingRetry?.close()
+        listingRetry = nil
         queue.removeAll()
         for slot in active.values { slot?.stop() }
         active.removeAll()

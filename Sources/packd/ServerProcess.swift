@@ -82,6 +82,9 @@ struct ServerProcess {
             logger.critical("cannot listen on \(configuration.listen): \(error)")
             throw ExitCode(1)
         }
+        scheduler.onResumeListingFailed = { error, attempt in
+            logger.error("listing the packs to continue failed (attempt \(attempt), retrying): \(error)")
+        }
         scheduler.start()
         logger.notice("listening on \(bound)", metadata: ["database": "\(configuration.databasePath)"])
         if let portFile = configuration.portFile {

@@ -77,4 +77,32 @@ import Testing
         #expect(try harness.onLoop { harness.scheduler.activePackIDs }.isEmpty)
         #expect(upstream.requests.isEmpty)
     }
+
+    /// Restart with the packs to continue unreadable for a moment (a column their listing needs
+    /// is renamed away, and back once the failure is reported): the listing used to swallow the
+    /// error and continue nothing, leaving the pack `queued` for good. It is retried now.
+    @Test func restartRetriesListingThePacksToContinue() throws {
+        let database = try TemporaryDatabase()
+        defer { database.remove() }
+        let upstream = try MapUpstream()
+        defer { upstream.stop() }
+        let harness = try JobsHarness(path: database.path, settings: Self.watched)
+        defer { harness.close() }
+        let packID = try harness.createQueuedPack(region: PackDownloadTests.region(upstream, maxZoom: 2))
+        let other = try Database(path: database.path, mode: .readWrite)
+        try other.execute("ALTER TABLE packd_packs RENAME COLUMN context TO context_gone")
+        let failures = Box<[Int]>()
+        let attempts = NSLock()
+        var seen: [Int] = []
+        try harness.onLoop {
+            harness.scheduler.onResumeListingFailed = { _, attempt in
+                attempts.withLock { seen.append(attempt) }
+                if attempt == 2 { failures.set(attempts.withLock { seen }) }
+            }
+            harness.scheduler.start()
+        }
+        #expect(failures.wait(deadline: .seconds(30)) == [1, 2])
+        try other.execute("ALTER TABLE packd_packs RENAME COLUMN context_gone TO context")
+        #expect(harness.waitForState(packID, ["complete", "failed"], deadline: .seconds(60)) == ["active", "complete"])
+    }
 }
