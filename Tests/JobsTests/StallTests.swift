@@ -61,15 +61,9 @@ import Testing
     /// it used to take that for "the pack is gone" and drop it, leaving the pack `queued` with
     /// nothing running. It fails the pack visibly instead (`storage_error`; resume retries).
     @Test func unreadablePackRecordFailsThePackInsteadOfDroppingIt() throws {
-        let database = try TemporaryDatabase()
-        defer { database.remove() }
-        let upstream = try MapUpstream()
-        defer { upstream.stop() }
-        let harness = try JobsHarness(path: database.path, settings: Self.watched)
-        defer { harness.close() }
-        let packID = try harness.createQueuedPack(region: PackDownloadTests.region(upstream, maxZoom: 2))
-        let other = try Database(path: database.path, mode: .readWrite)
-        try other.execute("ALTER TABLE packd_packs RENAME COLUMN context TO context_gone")
+        let run = try UnreadablePackRun()
+        defer { run.close() }
+        let (harness, packID, upstream) = (run.harness, run.packID, run.upstream)
         try harness.onLoop { harness.scheduler.packQueued(packID) }
         #expect(harness.waitForState(packID, ["failed", "active"], deadline: .seconds(30)) == ["failed"])
         let error = try #require(harness.publishedError(packID))
@@ -82,15 +76,9 @@ import Testing
     /// is renamed away, and back once the failure is reported): the listing used to swallow the
     /// error and continue nothing, leaving the pack `queued` for good. It is retried now.
     @Test func restartRetriesListingThePacksToContinue() throws {
-        let database = try TemporaryDatabase()
-        defer { database.remove() }
-        let upstream = try MapUpstream()
-        defer { upstream.stop() }
-        let harness = try JobsHarness(path: database.path, settings: Self.watched)
-        defer { harness.close() }
-        let packID = try harness.createQueuedPack(region: PackDownloadTests.region(upstream, maxZoom: 2))
-        let other = try Database(path: database.path, mode: .readWrite)
-        try other.execute("ALTER TABLE packd_packs RENAME COLUMN context TO context_gone")
+        let run = try UnreadablePackRun()
+        defer { run.close() }
+        let (harness, packID) = (run.harness, run.packID)
         let failures = Box<[Int]>()
         let attempts = NSLock()
         var seen: [Int] = []
@@ -102,7 +90,36 @@ import Testing
             harness.scheduler.start()
         }
         #expect(failures.wait(deadline: .seconds(30)) == [1, 2])
-        try other.execute("ALTER TABLE packd_packs RENAME COLUMN context_gone TO context")
+        try run.restoreColumn()
         #expect(harness.waitForState(packID, ["complete", "failed"], deadline: .seconds(60)) == ["active", "complete"])
+    }
+}
+
+/// A queued pack (depth 2) whose record its readers cannot read: another connection renamed a
+/// column of `packd_packs` away, until `restoreColumn`.
+final class UnreadablePackRun {
+    let database: TemporaryDatabase
+    let upstream: MapUpstream
+    let harness: JobsHarness
+    let packID: Int64
+    private let other: Database
+
+    init() throws {
+        database = try TemporaryDatabase()
+        upstream = try MapUpstream()
+        harness = try JobsHarness(path: database.path, settings: StallTests.watched)
+        packID = try harness.createQueuedPack(region: PackDownloadTests.region(upstream, maxZoom: 2))
+        other = try Database(path: database.path, mode: .readWrite)
+        try other.execute("ALTER TABLE packd_packs RENAME COLUMN context TO context_gone")
+    }
+
+    func restoreColumn() throws {
+        try other.execute("ALTER TABLE packd_packs RENAME COLUMN context_gone TO context")
+    }
+
+    func close() {
+        harness.close()
+        upstream.stop()
+        database.remove()
     }
 }
