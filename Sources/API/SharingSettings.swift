@@ -28,8 +28,28 @@ public struct SharingSettings: Sendable {
         return directory.hasSuffix("/") && directory.count > 1 ? String(directory.dropLast()) : directory
     }
 
-    /// A new, unique path in the scratch directory.
+    /// A new, unique path in the scratch directory, named after this process (`packd-PID-…`) so a
+    /// later packd can tell a file whose process is gone from one still in use.
     func scratchPath(_ prefix: String, _ fileExtension: String) -> String {
-        scratchDirectory + "/packd-\(prefix)-\(UUID().uuidString).\(fileExtension)"
+        scratchDirectory + "/packd-\(getpid())-\(prefix)-\(UUID().uuidString).\(fileExtension)"
+    }
+
+    /// Removes the scratch files of packd processes that no longer exist: a process killed while
+    /// building an export or receiving an upload never removes its file, and exports are the size
+    /// of a pack. Files of running processes (another packd sharing the directory) are kept.
+    /// Returns the names removed. Disk work: call it before the loop runs, or off it.
+    public func removeAbandonedScratchFiles() -> [String] {
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: scratchDirectory) else { return [] }
+        return names.filter { name in
+            guard let pid = Self.scratchOwner(name), pid != getpid(), kill(pid, 0) == -1, errno == ESRCH else { return false }
+            return (try? FileManager.default.removeItem(atPath: scratchDirectory + "/" + name)) != nil
+        }
+    }
+
+    /// The process a `packd-PID-…` scratch name belongs to.
+    static func scratchOwner(_ name: String) -> pid_t? {
+        let parts = name.split(separator: "-", maxSplits: 2)
+        guard parts.count == 3, parts[0] == "packd", let pid = pid_t(parts[1]), pid > 0 else { return nil }
+        return pid
     }
 }

@@ -59,6 +59,11 @@ struct ServerProcess {
             eventConfiguration: configuration.events,
             logger: Logger(label: "packd.api"))
         api.offlinePublicURL = configuration.publicURL
+        let abandoned = api.sharing.removeAbandonedScratchFiles()
+        if !abandoned.isEmpty {
+            logger.notice("removed \(abandoned.count) scratch files of packd processes that are gone",
+                          metadata: ["directory": "\(api.sharing.scratchDirectory)"])
+        }
         api.register(in: &router)
         let fetcher = try Fetcher(loop: loop, configuration: configuration.downloads.fetch)
         api.upstream = FetcherUpstream(fetcher: fetcher)

@@ -44,7 +44,9 @@ public final class ValidatedImport: Sendable {
             return ValidatedImport(path: path, originalVersion: 6, ownsFile: false)
         case 5:
             try checkContents(path, version: 5, limits: limits)
-            let copy = scratchDirectory + "/packd-import-\(UUID().uuidString).sqlite"
+            // Named like the API's scratch files (`packd-PID-…`), which a later packd removes
+            // when this process is gone.
+            let copy = scratchDirectory + "/packd-\(getpid())-upgrade-\(UUID().uuidString).sqlite"
             do {
                 try FileManager.default.copyItem(atPath: path, toPath: copy)
             } catch {
