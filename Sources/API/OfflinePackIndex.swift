@@ -86,6 +86,10 @@ final class OfflinePackIndexCache {
         return entry.index
     }
 
+    func remove(_ packID: Int64) {
+        entries[packID] = nil
+    }
+
     func insert(_ index: OfflinePackIndex) {
         if entries.count >= capacity { entries.removeAll(keepingCapacity: true) }
         entries[index.packID] = (index, .now + lifetime)

@@ -26,6 +26,13 @@ public final class OfflineResourceRoutes {
     private let indexes = OfflinePackIndexCache()
     private let responses = OfflineResponseCache()
 
+    /// Forgets what is cached of a removed pack, so nothing of it is served once the removal is
+    /// answered (the caches otherwise keep answers for their 5 s lifetime).
+    func packRemoved(_ packID: Int64) {
+        indexes.remove(packID)
+        responses.removeAll(packID: packID)
+    }
+
     public init(store: StoreAccess, authenticator: APIKeyAuthenticator, publicURL: String? = nil,
                 logger: Logger = Logger(label: "packd.api")) {
         self.store = store

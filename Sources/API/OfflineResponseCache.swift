@@ -71,6 +71,11 @@ final class OfflineResponseCache {
         }
     }
 
+    /// Drops every response of `packID` (removed: it must not be served again).
+    func removeAll(packID: Int64) {
+        for key in entries.keys where key.packID == packID { remove(key) }
+    }
+
     private func remove(_ key: Key) {
         guard let old = entries.removeValue(forKey: key) else { return }
         bytes -= old.size

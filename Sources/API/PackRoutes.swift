@@ -21,6 +21,8 @@ public final class PackRoutes {
     public var onPackSuspended: ((Int64) -> Void)?
     /// Called after a pack was removed (also by a storage reset): the scheduler forgets it.
     public var onPackRemoved: ((Int64) -> Void)?
+    /// The API's own caches of removed packs (offline serving), told before `onPackRemoved`.
+    var removalObservers: [(Int64) -> Void] = []
 
     /// Rolling rates of committed progress, for `bytes_per_second` and `eta_seconds`.
     private var progressRates = ProgressRates()
@@ -362,6 +364,7 @@ public final class PackRoutes {
         published[packID] = PublishedPack(removed: true)
         documents.invalidate()
         events.publish(.packRemoved, packID: packID, payload: JSONBody.encode(["pack_id": packID]))
+        for observer in removalObservers { observer(packID) }
         onPackRemoved?(packID)
     }
 

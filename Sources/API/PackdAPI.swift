@@ -67,7 +67,10 @@ public final class PackdAPI {
                                                body: metrics.exposition()))
             }
         }
-        OfflineResourceRoutes(store: store, authenticator: routes.authenticator, publicURL: offlinePublicURL, logger: logger).register(in: &router, using: routes)
+        let offline = OfflineResourceRoutes(store: store, authenticator: routes.authenticator, publicURL: offlinePublicURL,
+                                            logger: logger)
+        offline.register(in: &router, using: routes)
+        packs.removalObservers.append { [weak offline] in offline?.packRemoved($0) }
     }
 
     /// Ends the event streams (before the server's shutdown grace period runs out).

@@ -282,6 +282,23 @@ import Testing
         }
     }
 
+    /// Answers are cached for a few seconds, but not past a DELETE: a removed pack's style and
+    /// tiles are gone the moment the removal is answered.
+    @Test func aRemovedPackIsNotServedFromTheCache() throws {
+        try withPack { server, packID, _ in
+            let paths = ["style.json", "tiles/vec/0/0/0", "tiles/vec/1/1/0"]
+            for path in paths + paths {
+                let reply = try server.send("GET", "/v1/packs/\(packID)/\(path)")
+                #expect(reply.status / 100 == 2, "\(path)")
+            }
+            #expect(try server.send("DELETE", "/v1/packs/\(packID)").status == 204)
+            for path in paths {
+                let reply = try server.send("GET", "/v1/packs/\(packID)/\(path)")
+                #expect(reply.status == 404, "\(path)")
+            }
+        }
+    }
+
     @Test func corsHeadersForBrowsers() throws {
         try withPack { server, packID, _ in
             for path in ["style.json", "sources/vec.json", "tiles/vec/0/0/0", "tiles/vec/1/1/0", "glyphs/Noto%20Sans%20Regular,Arial%20Unicode%20MS%20Regular/0-255.pbf",
