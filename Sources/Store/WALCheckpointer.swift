@@ -35,7 +35,6 @@ final class WALCheckpointer: @unchecked Sendable {
     private var hasStopped = false
     private var roundsStarted = 0
     private var roundsFinished = 0
-    private var thread: Thread?
 
     init(path: String, startBytes: Int = 16 << 20, maximumBytes: Int = 64 << 20, maximumWait: TimeInterval = 5) throws {
         database = try Database(path: path, mode: .readWrite)
@@ -44,10 +43,10 @@ final class WALCheckpointer: @unchecked Sendable {
         startFrames = max(1, startBytes / pageSize)
         maximumFrames = max(startFrames, maximumBytes / pageSize)
         self.maximumWait = maximumWait
+        // Not kept: a stored Thread keeps its closure, and with it this object, for good.
         let thread = Thread { [self] in run() }
         thread.name = "packd-checkpoint"
         thread.stackSize = 1 << 20
-        self.thread = thread
         thread.start()
     }
 

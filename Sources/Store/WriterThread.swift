@@ -55,8 +55,7 @@ public final class WriterThread: @unchecked Sendable {
     private let configuration: Configuration
     private let onCommit: @Sendable (BatchOutcome) -> Void
     private let store: OfflineDatabase
-    private let checkpointer: WALCheckpointer
-    private var thread: Thread?
+    let checkpointer: WALCheckpointer
     /// `whenCommitted` callbacks waiting for the open batch to commit (writer thread only).
     private var commitWaiters: [@Sendable () -> Void] = []
     private let finished = NSCondition()
@@ -73,11 +72,11 @@ public final class WriterThread: @unchecked Sendable {
         checkpointer.attach(to: store.database)
         self.configuration = configuration
         self.onCommit = onCommit
-        // The thread keeps the writer alive until `stop()` returns.
+        // The thread keeps the writer alive until `stop()` returns. Not stored: a stored Thread
+        // keeps its closure, and with it the writer and its connections, for good.
         let thread = Thread { self.run() }
         thread.name = "packd-writer"
         thread.stackSize = 8 << 20
-        self.thread = thread
         thread.start()
     }
 

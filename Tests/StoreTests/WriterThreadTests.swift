@@ -190,4 +190,23 @@ final class Signal: @unchecked Sendable {
         }
         var now: @Sendable () -> Int64 { { [self] in value } }
     }
+
+    /// Stopped and dropped, a writer and its checkpointer go, and their connections with them
+    /// (each kept a Thread that kept them: five file descriptors a writer, leaked).
+    @Test func aStoppedWriterIsReleasedWithItsCheckpointer() throws {
+        let directory = TemporaryDirectory()
+        weak var released: WriterThread?
+        weak var releasedCheckpointer: WALCheckpointer?
+        do {
+            let writer = try WriterThread(path: directory.file("w.db"), onCommit: { _ in })
+            released = writer
+            releasedCheckpointer = writer.checkpointer
+            writer.stop()
+        }
+        // The threads drop their last references as they exit, just after `stop` returns.
+        let deadline = Date().addingTimeInterval(30)
+        while (released != nil || releasedCheckpointer != nil) && Date() < deadline { _ = Signal().waitBriefly() }
+        #expect(released == nil)
+        #expect(releasedCheckpointer == nil)
+    }
 }
