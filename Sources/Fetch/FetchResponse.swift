@@ -38,7 +38,13 @@ public struct ResponseHeaders: Sendable, Equatable {
 
     mutating func set(_ name: String, _ value: String) {
         let name = name.lowercased()
-        guard Self.kept.contains(name), value.utf8.count <= Self.maxValueBytes else { return }
+        guard Self.kept.contains(name) else { return }
+        keep(name, value)
+    }
+
+    /// `name` is one of `kept`, lowercase.
+    private mutating func keep(_ name: String, _ value: String) {
+        guard value.utf8.count <= Self.maxValueBytes else { return }
         fields[name] = value
     }
 
@@ -50,9 +56,7 @@ public struct ResponseHeaders: Sendable, Equatable {
         guard let colon = line.firstIndex(of: UInt8(ascii: ":")), colon > 0,
               let name = Self.keptNames.first(where: { Self.equalsIgnoringCase(line[..<colon], $0.bytes) })?.name
         else { return }
-        let value = Self.trimmed(line[(colon + 1)...])
-        guard value.count <= Self.maxValueBytes else { return }
-        fields[name] = String(decoding: value, as: UTF8.self)
+        keep(name, String(decoding: Self.trimmed(line[(colon + 1)...]), as: UTF8.self))
     }
 
     private static let keptNames: [(name: String, bytes: [UInt8])] = kept.sorted().map { ($0, Array($0.utf8)) }
