@@ -54,20 +54,12 @@ public struct ResponseHeaders: Sendable, Equatable {
     /// not kept are ignored without building a string (this runs for every header of every tile).
     mutating func parse(line: UnsafeRawBufferPointer) {
         guard let colon = line.firstIndex(of: UInt8(ascii: ":")), colon > 0,
-              let name = Self.keptNames.first(where: { Self.equalsIgnoringCase(line[..<colon], $0.bytes) })?.name
+              let name = Self.keptNames.first(where: { line[..<colon].equalsIgnoringASCIICase($0.bytes) })?.name
         else { return }
         keep(name, String(decoding: Self.trimmed(line[(colon + 1)...]), as: UTF8.self))
     }
 
     private static let keptNames: [(name: String, bytes: [UInt8])] = kept.sorted().map { ($0, Array($0.utf8)) }
-
-    /// Whether `bytes` spell `lowercase` in any letter case (header names are ASCII).
-    static func equalsIgnoringCase(_ bytes: Slice<UnsafeRawBufferPointer>, _ lowercase: [UInt8]) -> Bool {
-        guard bytes.count == lowercase.count else { return false }
-        return zip(bytes, lowercase).allSatisfy { byte, expected in
-            (byte >= 0x41 && byte <= 0x5A ? byte | 0x20 : byte) == expected
-        }
-    }
 
     /// The value without surrounding blanks and the line's CRLF.
     static func trimmed(_ value: Slice<UnsafeRawBufferPointer>) -> Slice<UnsafeRawBufferPointer> {

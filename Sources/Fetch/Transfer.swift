@@ -107,12 +107,10 @@ final class Transfer {
         return packd_easy_setopt_slist(easy, CURLOPT_HTTPHEADER, list) == CURLE_OK
     }
 
+    private static let httpsScheme = Array("https:".utf8)
+
     private static func isHTTPS(_ url: String) -> Bool {
-        var scheme = url.utf8.prefix(6).makeIterator()
-        return "https:".utf8.allSatisfy { expected in
-            guard let byte = scheme.next() else { return false }
-            return (byte >= 0x41 && byte <= 0x5A ? byte | 0x20 : byte) == expected
-        }
+        url.utf8.prefix(httpsScheme.count).equalsIgnoringASCIICase(httpsScheme)
     }
 
     /// Frees what `configure` allocated; the easy handle goes back to the pool.
@@ -175,7 +173,7 @@ final class Transfer {
     /// The declared length, to size the buffer once; curl itself rejects one above the limit.
     static func contentLength(_ line: UnsafeRawBufferPointer) -> Int? {
         guard line.count < 64, let colon = line.firstIndex(of: UInt8(ascii: ":")),
-              ResponseHeaders.equalsIgnoringCase(line[..<colon], contentLengthName) else { return nil }
+              line[..<colon].equalsIgnoringASCIICase(contentLengthName) else { return nil }
         let digits = ResponseHeaders.trimmed(line[(colon + 1)...])
         guard !digits.isEmpty, digits.count <= 18, digits.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else { return nil }
         return digits.reduce(0) { $0 * 10 + Int($1 - 0x30) }
