@@ -24,18 +24,30 @@ enum ImportJob {
         return Merged(packs: packs, preview: preview)
     }
 
-    /// The `ImportResult` body. On a pool thread with a reader.
-    static func result(_ merged: Merged, reader: StoreReader) throws -> [UInt8] {
+    /// A pack the import added or changed, as its events show it.
+    struct Changed: Sendable {
+        let record: PackRecord
+        let progress: PackProgress
+        let added: Bool
+    }
+
+    /// The `ImportResult` body and the packs it lists. On a pool thread with a reader.
+    static func result(_ merged: Merged, reader: StoreReader) throws -> (body: [UInt8], changed: [Changed]) {
         var added: [Any] = [], updated: [Any] = []
+        var changed: [Changed] = []
         for pack in merged.packs where pack.added || !merged.preview.unchangedPacks.contains(pack.id) {
-            guard let document = try PackRoutes.document(pack.id, reader),
-                  let object = try? JSONSerialization.jsonObject(with: Data(document.body)) else { continue }
+            guard let record = try reader.pack(pack.id) else { continue }
+            let progress = try reader.progress(pack.id) ?? PackProgress()
+            let document = PackDocument(pack: record, progress: progress)
+            guard let object = try? JSONSerialization.jsonObject(with: Data(document.body)) else { continue }
             if pack.added { added.append(object) } else { updated.append(object) }
+            changed.append(Changed(record: record, progress: progress, added: pack.added))
         }
-        return JSONBody.encode([
+        let body = JSONBody.encode([
             "added": added, "updated": updated, "skipped_regions": merged.preview.unchangedRegions,
             "resources": merged.preview.resources, "tiles": merged.preview.tiles,
         ] as [String: Any])
+        return (body, changed)
     }
 
     /// The answer to a refused upload: every case but a store or disk failure is the client's.

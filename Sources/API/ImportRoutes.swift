@@ -84,7 +84,9 @@ final class ImportRoutes {
                     store.read({ reader in try ImportJob.result(merged, reader: reader) }) { [self] body in
                         switch body {
                         case .failure(let error): responder.respondInternalError(error, logger: logger, "reading the imported packs")
-                        case .success(let body): responder.respond(.json(bytes: body))
+                        case .success(let result):
+                            responder.respond(.json(bytes: result.body))
+                            context.packs.packsImported(result.changed)
                         }
                     }
                 }

@@ -417,6 +417,21 @@ public final class PackRoutes {
         }
     }
 
+    /// What an import added (a `state` event, as for a created pack) or changed, each with a
+    /// `progress` event of what it now holds, so a dashboard on `/v1/events` sees them.
+    func packsImported(_ changed: [ImportJob.Changed]) {
+        for pack in changed {
+            if pack.added {
+                publishState(pack.record.id, state: pack.record.state, previous: nil)
+            } else {
+                // The event carries the state the pack has, not what this server last published.
+                published[pack.record.id, default: PublishedPack()].state = pack.record.state
+            }
+            publishProgress(pack.record.id, progress: pack.progress, expectedResources: pack.record.expectedResources,
+                            precise: pack.record.expectedIsPrecise)
+        }
+    }
+
     /// The `tile_limit_exceeded` event after the state event that failed the pack: the pack's own
     /// `limits.max_tiles` with the tiles its region needs when that is what stopped it, else the
     /// server's tile limit with the tiles all packs hold.

@@ -51,7 +51,7 @@ public final class PackdAPI {
             .register(in: &router, using: routes)
         EstimateRoutes(store: store, upstream: upstreamAccess, logger: logger).register(in: &router, using: routes)
         EventRoutes(store: store, events: events, logger: logger).register(in: &router, using: routes)
-        SharingRoutes(store: store, settings: sharing, logger: logger).register(in: &router, using: routes)
+        SharingRoutes(store: store, packs: packs, settings: sharing, logger: logger).register(in: &router, using: routes)
         let metrics = routes.metrics
         let store = store
         let logger = logger

@@ -1,10 +1,11 @@
 import Logging
 import Server
 
-/// What the export and import routes share: the store, the settings, and one bound on
-/// concurrent transfers (`FileTransferSlots`).
+/// What the export and import routes share: the store, the settings, one bound on concurrent
+/// transfers (`FileTransferSlots`), and the pack routes that publish what an import changed.
 struct SharingContext {
     let store: StoreAccess
+    let packs: PackRoutes
     let settings: SharingSettings
     let slots: FileTransferSlots
     let logger: Logger
@@ -13,11 +14,12 @@ struct SharingContext {
 /// The export and import endpoints as one registration.
 struct SharingRoutes {
     let store: StoreAccess
+    let packs: PackRoutes
     let settings: SharingSettings
     let logger: Logger
 
     func register(in router: inout Router, using routes: APIRouteBuilder) {
-        let context = SharingContext(store: store, settings: settings, slots: FileTransferSlots(limit: settings.concurrentTransfers),
+        let context = SharingContext(store: store, packs: packs, settings: settings, slots: FileTransferSlots(limit: settings.concurrentTransfers),
                                      logger: logger)
         ExportRoutes(context).register(in: &router, using: routes)
         ImportRoutes(context).register(in: &router, using: routes)

@@ -84,6 +84,43 @@ import Testing
         }
     }
 
+    /// A dashboard on `/v1/events` sees an import: the added pack's `state` event (as for a
+    /// created pack) and a `progress` event of what it holds; a pack an import changes, a
+    /// `progress` event with its new counts and its real state.
+    @Test func importsPublishTheirPacksOnTheEventStream() throws {
+        try withServers { source, target, _ in
+            let pack = try SharedPackSeed.pack(in: source, maxZoom: 2)
+            let file = try export(source, pack)
+            let stream = try StreamClient(port: target.port)
+            try stream.get("/v1/events")
+            #expect(stream.status == 200)
+
+            let first = try BinaryExchange.send(port: target.port, "POST", "/v1/imports", headers: Self.sqlite, body: file)
+            let added = try #require((first.json["added"] as? [[String: Any]])?.first)
+            let id = try #require(added["id"] as? Int)
+            let state = try #require(added["state"] as? String)
+            let events = try stream.events { $0.type == "progress" }
+            #expect(events.map(\.type) == ["state", "progress"])
+            let created = try #require(events.first.flatMap { try? JSONSerialization.jsonObject(with: Data($0.data.utf8)) as? [String: Any] })
+            #expect(created["pack_id"] as? Int == id && created["state"] as? String == state && created["previous_state"] is NSNull)
+            let progress = try #require(events.last.flatMap { try? JSONSerialization.jsonObject(with: Data($0.data.utf8)) as? [String: Any] })
+            #expect(progress["pack_id"] as? Int == id && progress["state"] as? String == state)
+            #expect((progress["progress"] as? [String: Any])?["completed_tiles"] as? Int == 21)
+
+            // A newer tile in a second upload: the pack changes, and its event says so.
+            let edited = try ExportRoutesTests.write(file, in: source.directory, "edited.db")
+            let database = try Database(path: edited, mode: .readWrite)
+            try database.execute("UPDATE tiles SET data = x'89504e470d0a1a0a6e6577', modified = modified + 100 WHERE z = 1 AND x = 0 AND y = 0")
+            database.finalizeStatements()
+            let newer = try BinaryExchange.send(port: target.port, "POST", "/v1/imports", headers: Self.sqlite,
+                                                body: Array(try Data(contentsOf: URL(fileURLWithPath: edited))))
+            #expect(newer.status == 200)
+            let update = try #require(try stream.events { $0.type == "progress" }.last)
+            let changed = try #require(try? JSONSerialization.jsonObject(with: Data(update.data.utf8)) as? [String: Any])
+            #expect(changed["pack_id"] as? Int == id && changed["state"] as? String == state)
+        }
+    }
+
     @Test func hostileUploadsAreRefusedAndMergeNothing() throws {
         try withServers(uploadLimit: 256 << 10) { source, target, scratch in
             let pack = try SharedPackSeed.pack(in: source)
