@@ -55,6 +55,17 @@ final class MapUpstream: @unchecked Sendable {
     }
 
     private let lock = NSLock()
+    /// Made before the first request: building the first DateFormatter loads ICU, which on a
+    /// loaded machine delayed the `Retry-After` answer by hundreds of milliseconds, during which
+    /// the other pack's requests went on and the pause tests lost their premise. Under `lock`.
+    private let httpDates: DateFormatter = {
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "GMT")
+        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss 'GMT'"
+        _ = formatter.string(from: Date())
+        return formatter
+    }()
     private var faults: Faults
     /// Tiles the upstream may still answer before it holds the rest (nil: no limit).
     private let gate = NSCondition()
@@ -194,11 +205,7 @@ final class MapUpstream: @unchecked Sendable {
             defer { faults.firstTileRetryAfterDate = nil }
             return faults.firstTileRetryAfterDate.map { ($0, faults.firstTileRetryAfterStatus) }
         }) else { return nil }
-        let formatter = DateFormatter()
-        formatter.locale = Locale(identifier: "en_US_POSIX")
-        formatter.timeZone = TimeZone(identifier: "GMT")
-        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss 'GMT'"
-        let date = formatter.string(from: Date().addingTimeInterval(ahead.seconds))
+        let date = lock.withLock { httpDates.string(from: Date().addingTimeInterval(ahead.seconds)) }
         return .respond(status: status, headers: [("Retry-After", date)])
     }
 
