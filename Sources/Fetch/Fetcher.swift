@@ -165,7 +165,7 @@ public final class Fetcher {
             dispatchSoon.schedule { [unowned self] in self.dispatch() }
         } else {
             dispatchSoon.cancel()
-            dispatchTimer.start(after: Self.milliseconds(delay)) { [unowned self] in self.dispatch() }
+            dispatchTimer.start(after: delay) { [unowned self] in self.dispatch() }
         }
     }
 
@@ -326,10 +326,4 @@ public final class Fetcher {
         }
     }
 
-    private static func milliseconds(_ duration: Duration) -> UInt64 {
-        let (seconds, attoseconds) = duration.components
-        guard seconds >= 0 else { return 0 }
-        let millis = min(seconds, 86_400) * 1000 + (attoseconds + 999_999_999_999_999) / 1_000_000_000_000_000
-        return UInt64(millis)
-    }
 }

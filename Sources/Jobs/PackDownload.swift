@@ -30,7 +30,6 @@ public final class PackDownload {
     }
 
     private struct PendingRetry {
-        let due: ContinuousClock.Instant
         let resource: PlannedResource
         let attempt: Int
         let then: (Resolution) -> Void
@@ -88,8 +87,7 @@ public final class PackDownload {
         /// What the write counts against `maxUncommittedBytes`.
         let cost: Int
     }
-    private var retries: [PendingRetry] = []
-    private let retryTimer: LoopTimer
+    private var retries: RetryQueue<PendingRetry>!
     /// Everything resolved; waiting for the writer to commit before reporting.
     private var finishing = false
     private let watchdog: LoopTimer
@@ -120,15 +118,17 @@ public final class PackDownload {
         self.maxTiles = maxTiles
         lookup = try StoredResourceLookup(path: databasePath)
         builder = PlanBuilder(region: region)
-        retryTimer = LoopTimer(loop: loop)
         watchdog = LoopTimer(loop: loop)
         bandwidth = maxBytesPerSecond.map { BandwidthBudget(bytesPerSecond: $0, now: .now) }
         bandwidthTimer = LoopTimer(loop: loop)
+        retries = RetryQueue(loop: loop) { [weak self] retry in
+            self?.fetch(retry.resource, attempt: retry.attempt, then: retry.then)
+        }
     }
 
     /// Starts with the style (or straight with the tiles for a template region).
     public func start() {
-        let interval = Self.milliseconds(settings.watchdogInterval)
+        let interval = LoopTimer.milliseconds(settings.watchdogInterval)
         watchdog.start(after: interval, repeat: interval) { [weak self] in self?.checkProgressing() }
         // This run retries every missing resource: failures an interrupted run recorded (before a
         // restart) no longer hold, and would leave a complete pack counting failed resources.
@@ -147,8 +147,7 @@ public final class PackDownload {
     public func stop() {
         guard !ended else { return }
         ended = true
-        retries.removeAll()
-        retryTimer.close()
+        retries.close()
         watchdog.close()
         bandwidthTimer.close()
         fetcher.cancelAll(owner: UInt64(bitPattern: packID))
@@ -306,7 +305,7 @@ public final class PackDownload {
         let now = ContinuousClock.now
         if bandwidth!.startTransfer(now: now) { return true }
         waitingForBandwidth = true
-        bandwidthTimer.start(after: max(Self.milliseconds(bandwidth!.wait(now: now)), 1)) { [weak self] in
+        bandwidthTimer.start(after: max(LoopTimer.milliseconds(bandwidth!.wait(now: now)), 1)) { [weak self] in
             guard let self else { return }
             waitingForBandwidth = false
             pump()
@@ -535,13 +534,6 @@ public final class PackDownload {
         }
     }
 
-    static func milliseconds(_ duration: Duration) -> UInt64 {
-        let (seconds, attoseconds) = duration.components
-        guard seconds >= 0 else { return 0 }
-        // Rounded up: a timer firing a fraction of a millisecond early would find nothing due.
-        return UInt64(seconds) * 1000 + UInt64((attoseconds + 999_999_999_999_999) / 1_000_000_000_000_000)
-    }
-
     private func end(_ outcome: Outcome) {
         guard !ended else { return }
         stop()
@@ -609,22 +601,8 @@ public final class PackDownload {
             return then(.failed(status: status, message: message, attempts: attempt))
         }
         observer.retried()
-        retries.append(PendingRetry(due: .now + settings.backoff(afterAttempt: attempt), resource: resource,
-                                    attempt: attempt + 1, then: then))
-        armRetryTimer()
-    }
-
-    private func armRetryTimer() {
-        guard !ended, let due = retries.map(\.due).min() else { return }
-        let milliseconds = Self.milliseconds(max(ContinuousClock.now.duration(to: due), .zero))
-        retryTimer.start(after: milliseconds) { [weak self] in
-            guard let self else { return }
-            let now = ContinuousClock.now
-            let due = retries.filter { $0.due <= now }
-            retries.removeAll { $0.due <= now }
-            for entry in due { fetch(entry.resource, attempt: entry.attempt, then: entry.then) }
-            armRetryTimer()
-        }
+        retries.add(PendingRetry(resource: resource, attempt: attempt + 1, then: then),
+                    after: settings.backoff(afterAttempt: attempt))
     }
 
     // MARK: Mapping

@@ -21,6 +21,9 @@ final class RetryQueue<Entry> {
     }
 
     /// Drops what is waiting and stops the timer for good.
+    /// Entries waiting.
+    var count: Int { entries.count }
+
     func close() {
         closed = true
         entries.removeAll()
@@ -29,9 +32,7 @@ final class RetryQueue<Entry> {
 
     private func arm() {
         guard !closed, let due = entries.map(\.due).min() else { return }
-        let delay = max(ContinuousClock.now.duration(to: due), .zero)
-        let milliseconds = UInt64(delay.components.seconds) * 1000 + UInt64(delay.components.attoseconds / 1_000_000_000_000_000)
-        timer.start(after: milliseconds) { [weak self] in
+        timer.start(after: ContinuousClock.now.duration(to: due)) { [weak self] in
             guard let self else { return }
             let now = ContinuousClock.now
             let due = entries.filter { $0.due <= now }

@@ -22,6 +22,21 @@ public final class LoopTimer: LoopHandleOwner {
         }, timeout, interval)
     }
 
+    /// Fires `callback` once after `delay`, rounded up to whole milliseconds (at most a day): a
+    /// timer that fires a fraction early finds nothing due, and re-armed for 0 ms from its own
+    /// callback it runs again in the same timer pass, spinning until the moment comes.
+    public func start(after delay: Duration, _ callback: @escaping () -> Void) {
+        start(after: Self.milliseconds(delay), callback)
+    }
+
+    /// `delay` in whole milliseconds, rounded up, at most a day; 0 for a negative one.
+    public static func milliseconds(_ delay: Duration) -> UInt64 {
+        // A negative duration can have 0 seconds and negative attoseconds.
+        guard delay > .zero else { return 0 }
+        let (seconds, attoseconds) = delay.components
+        return UInt64(min(seconds, 86_400)) * 1000 + UInt64((attoseconds + 999_999_999_999_999) / 1_000_000_000_000_000)
+    }
+
     public func stop() {
         guard let handle else { return }
         uv_timer_stop(handle)

@@ -92,6 +92,14 @@ import Testing
         #expect(ran.values == [2])
     }
 
+    @Test(arguments: [
+        (Duration.zero, 0 as UInt64), (.nanoseconds(1), 1), (.microseconds(1500), 2), (.milliseconds(7), 7),
+        (.seconds(3), 3000), (.seconds(-2), 0), (.microseconds(-500), 0), (.nanoseconds(-1), 0), (.seconds(1_000_000), 86_400_000),
+    ])
+    func timerDelaysRoundUpToWholeMillisecondsAndNeverGoNegative(_ delay: Duration, _ expected: UInt64) {
+        #expect(LoopTimer.milliseconds(delay) == expected)
+    }
+
     @Test func wakeupFromAnotherThreadRunsCallbackOnLoop() throws {
         let thread = try LoopThread()
         defer { thread.shutdown() }
