@@ -46,13 +46,16 @@ struct APIBenchmark: ParsableCommand {
         let packd = try PackdProcess.start(in: directory, arguments: ["--allow-upstream-hosts", "127.0.0.1", "--log-level", "warning"])
         defer { packd.stop() }
         let api = "http://127.0.0.1:\(packd.port)"
+        let port = packd.port
         print("load before: \(Self.uptime())")
         print("wrk -t\(threads) -c\(connections) -d\(duration) --latency; packd log level warning (no access log), nginx 1 worker, no access log")
 
         // 1. Idle.
-        let idle = try Self.request("POST", "\(api)/v1/packs", json: #"{"name": "idle", "start": false, "region": {"style_url": "\#(upstream)/style.json", "bounds": [-1, -1, 1, 1], "min_zoom": 0, "max_zoom": 1}}"#)
+        let idle = try Self.request(port, "POST", "/v1/packs", json: ["name": "idle", "start": false, "region": [
+            "style_url": "\(upstream)/style.json", "bounds": [-1, -1, 1, 1], "min_zoom": 0, "max_zoom": 1,
+        ] as [String: Any]])
         guard let idleID = idle["id"] as? Int else { throw ValidationError("creating the idle pack failed: \(idle)") }
-        let document = try Self.fetch("\(api)/v1/packs/\(idleID)")
+        let document = try Self.fetch(port, "/v1/packs/\(idleID)")
         try document.write(to: root.appendingPathComponent("pack.json"))
         let target = "\(api)/v1/packs/\(idleID)"
         let packdIdle = try runWrk(target)
@@ -62,26 +65,28 @@ struct APIBenchmark: ParsableCommand {
                      nginxIdle.rps, nginxIdle.p99, packdIdle.rps / nginxIdle.rps))
 
         // 2. During a download at full speed.
-        let download = try Self.request("POST", "\(api)/v1/packs", json: #"{"name": "load", "start": true, "region": {"style_url": "\#(upstream)/style.json", "bounds": [-20, -20, 20, 20], "min_zoom": 0, "max_zoom": \#(downloadMaxZoom)}}"#)
+        let download = try Self.request(port, "POST", "/v1/packs", json: ["name": "load", "start": true, "region": [
+            "style_url": "\(upstream)/style.json", "bounds": [-20, -20, 20, 20], "min_zoom": 0, "max_zoom": downloadMaxZoom,
+        ] as [String: Any]])
         guard let downloadID = download["id"] as? Int else { throw ValidationError("creating the download failed: \(download)") }
-        let packURL = "\(api)/v1/packs/\(downloadID)"
-        var before = try Self.tiles(packURL)
+        let packPath = "/v1/packs/\(downloadID)"
+        var before = try Self.tiles(port, packPath)
         let deadline = Date().addingTimeInterval(60)
         while before.tiles < 1000 && Date() < deadline {
             usleep(100_000)
-            before = try Self.tiles(packURL)
+            before = try Self.tiles(port, packPath)
         }
-        let alone = try measureRate(packURL, seconds: 5)
-        let start = try Self.tiles(packURL)
+        let alone = try measureRate(port, packPath, seconds: 5)
+        let start = try Self.tiles(port, packPath)
         let began = Date()
         let busy = try runWrk(target)
-        let end = try Self.tiles(packURL)
+        let end = try Self.tiles(port, packPath)
         let loaded = Double(end.tiles - start.tiles) / Date().timeIntervalSince(began)
         print(String(format: "download  packd GET /v1/packs/{id} %9.0f req/s  p99 %6.2f ms   (target p99 < 10 ms)", busy.rps, busy.p99))
         print(String(format: "download  %.0f tiles/s alone, %.0f tiles/s under wrk; state after wrk: %@ (%d tiles stored)",
                      alone, loaded, end.state, end.tiles))
         if end.state != "active" { print("warning: the download was not active for the whole measurement") }
-        _ = try Self.request("DELETE", packURL, json: nil)
+        _ = try LoopbackHTTPClient.request(port: port, method: "DELETE", path: packPath)
 
         // 3. Memory of open event streams.
         usleep(500_000)
@@ -91,7 +96,7 @@ struct APIBenchmark: ParsableCommand {
         for _ in 0..<subscribers {
             streams.append(try Self.openEventStream(port: packd.port, path: "/v1/packs/\(idleID)/events"))
         }
-        let open = try Self.fetch("\(api)/metrics")
+        let open = try Self.fetch(port, "/metrics")
         let count = String(decoding: open, as: UTF8.self).split(separator: "\n").first { $0.hasPrefix("packd_sse_subscribers ") } ?? "?"
         let rssAfter = packd.residentBytes()
         let delta = Double(rssAfter - rssBefore) / 1_048_576
@@ -105,55 +110,34 @@ struct APIBenchmark: ParsableCommand {
         return (result.requestsPerSecond, result.p99Milliseconds)
     }
 
-    private func measureRate(_ packURL: String, seconds: Double) throws -> Double {
-        let first = try Self.tiles(packURL)
+    private func measureRate(_ port: Int, _ packPath: String, seconds: Double) throws -> Double {
+        let first = try Self.tiles(port, packPath)
         let began = Date()
         usleep(useconds_t(seconds * 1_000_000))
-        let second = try Self.tiles(packURL)
+        let second = try Self.tiles(port, packPath)
         return Double(second.tiles - first.tiles) / Date().timeIntervalSince(began)
     }
 
-    private static func tiles(_ packURL: String) throws -> (tiles: Int, state: String) {
-        let pack = try JSONSerialization.jsonObject(with: fetch(packURL)) as? [String: Any] ?? [:]
+    private static func tiles(_ port: Int, _ packPath: String) throws -> (tiles: Int, state: String) {
+        let pack = try JSONSerialization.jsonObject(with: fetch(port, packPath)) as? [String: Any] ?? [:]
         return ((pack["progress"] as? [String: Any])?["completed_tiles"] as? Int ?? 0, pack["state"] as? String ?? "?")
     }
 
-    private static func fetch(_ url: String) throws -> Data {
-        try curl(["-sf", url])
+    private static func fetch(_ port: Int, _ path: String) throws -> Data {
+        let response = try LoopbackHTTPClient.request(port: port, method: "GET", path: path)
+        guard response.status == 200 else { throw ValidationError("GET \(path) answered \(response.status)") }
+        return response.body
     }
 
-    private static func request(_ method: String, _ url: String, json: String?) throws -> [String: Any] {
-        var arguments = ["-s", "-X", method, url]
-        if let json { arguments += ["-H", "Content-Type: application/json", "--data-binary", json] }
-        let body = try curl(arguments)
-        return (try? JSONSerialization.jsonObject(with: body)) as? [String: Any] ?? [:]
-    }
-
-    private static func curl(_ arguments: [String]) throws -> Data {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
-        process.arguments = arguments
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        try process.run()
-        let data = pipe.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else { throw ValidationError("curl \(arguments.joined(separator: " ")) failed") }
-        return data
+    private static func request(_ port: Int, _ method: String, _ path: String, json: [String: Any]) throws -> [String: Any] {
+        (try? LoopbackHTTPClient.request(port: port, method: method, path: path, json: json).json()) ?? [:]
     }
 
     /// A connected socket that sent `GET path` and read the response head of an event stream.
     private static func openEventStream(port: Int, path: String) throws -> Int32 {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = in_port_t(UInt16(port).bigEndian)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
-        }
+        let fd = try LoopbackHTTPClient.connect(port: port)
         let request = Array("GET \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".utf8)
-        guard connected, send(fd, request, request.count, Int32(MSG_NOSIGNAL)) == request.count else {
+        guard send(fd, request, request.count, Int32(MSG_NOSIGNAL)) == request.count else {
             close(fd)
             throw ValidationError("cannot open an event stream: \(String(cString: strerror(errno)))")
         }

@@ -24,19 +24,10 @@ enum LoopbackHTTPClient {
         var head = "\(method) \(path) HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nConnection: close\r\n"
         if json != nil { head += "Content-Type: application/json\r\n" }
         head += "Content-Length: \(body.count)\r\n\r\n"
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { throw ValidationError("socket() failed") }
+        let fd = try connect(port: port)
         defer { close(fd) }
         var timeout = timeval(tv_sec: 30, tv_usec: 0)
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = in_port_t(UInt16(port).bigEndian)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
-        }
-        guard connected else { throw ValidationError("cannot connect to 127.0.0.1:\(port)") }
         let request = Data(head.utf8) + body
         try request.withUnsafeBytes { raw in
             var sent = 0
@@ -62,6 +53,24 @@ enum LoopbackHTTPClient {
         var payload = Data(received[split.upperBound...])
         if headers.contains("transfer-encoding: chunked") { payload = dechunk(payload) }
         return Response(status: status, body: payload)
+    }
+
+    /// A socket connected to 127.0.0.1:`port`; the caller closes it.
+    static func connect(port: Int) throws -> Int32 {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw ValidationError("socket() failed") }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
+        }
+        guard connected else {
+            close(fd)
+            throw ValidationError("cannot connect to 127.0.0.1:\(port)")
+        }
+        return fd
     }
 
     private static func dechunk(_ data: Data) -> Data {

@@ -73,12 +73,9 @@ struct NginxBaseline {
     }
 
     private static func canConnect(port: Int) -> Bool {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(fd) }
-        var address = loopback(port: port)
-        return withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
-        }
+        guard let fd = try? LoopbackHTTPClient.connect(port: port) else { return false }
+        close(fd)
+        return true
     }
 
     private static func loopback(port: Int) -> sockaddr_in {
