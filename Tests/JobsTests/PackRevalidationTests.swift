@@ -150,18 +150,10 @@ import Testing
     }
 
     @Test func suspendStopsARevalidationAtOnceAndResumeStartsItOver() throws {
-        let upstream = try RevisedUpstream()
-        let database = try TemporaryDatabase()
-        defer { upstream.stop(); database.remove() }
-        let packID = try Self.downloadedPack(upstream, database)
+        let run = try RevalidationUnderWay()
+        defer { run.close() }
+        let (upstream, database, harness, packID) = (run.upstream, run.database, run.harness, run.packID)
         let total = try #require(try StoreReader(path: database.path).progress(packID)).completedResources
-        upstream.delayTiles(.seconds(3))
-        let requestsBefore = upstream.requests.count
-
-        let harness = try JobsHarness(path: database.path)
-        defer { harness.close() }
-        try Self.invalidate(harness, packID)
-        try Self.waitForTileTransfers(upstream, after: requestsBefore, harness, packID)
         let suspendedAt = ContinuousClock.now
         _ = try harness.performAndWait { try $0.setPackState(packID, state: "inactive", errorJSON: nil, now: 0) }
         try harness.onLoop { harness.scheduler.packSuspended(packID) }
@@ -179,16 +171,9 @@ import Testing
     }
 
     @Test func deleteStopsARevalidationAtOnce() throws {
-        let upstream = try RevisedUpstream()
-        let database = try TemporaryDatabase()
-        defer { upstream.stop(); database.remove() }
-        let packID = try Self.downloadedPack(upstream, database)
-        upstream.delayTiles(.seconds(3))
-        let requestsBefore = upstream.requests.count
-        let harness = try JobsHarness(path: database.path)
-        defer { harness.close() }
-        try Self.invalidate(harness, packID)
-        try Self.waitForTileTransfers(upstream, after: requestsBefore, harness, packID)
+        let run = try RevalidationUnderWay()
+        defer { run.close() }
+        let (database, harness, packID) = (run.database, run.harness, run.packID)
         let deletedAt = ContinuousClock.now
         #expect(try harness.performAndWait { try $0.removePack(packID) })
         try harness.onLoop { harness.scheduler.packRemoved(packID) }
@@ -277,3 +262,38 @@ final class InvalidationLog: @unchecked Sendable {
     var last: PackInvalidation? { lock.withLock { counts.last } }
 }
 
+/// A downloaded pack whose revalidation is `active` with tile requests under way, the upstream
+/// holding every tile answer back 3 s: the moment to suspend or delete it.
+final class RevalidationUnderWay {
+    let upstream: RevisedUpstream
+    let database: TemporaryDatabase
+    let harness: JobsHarness
+    let packID: Int64
+
+    init() throws {
+        let upstream = try RevisedUpstream()
+        let database = try TemporaryDatabase()
+        var harness: JobsHarness?
+        do {
+            let packID = try PackRevalidationTests.downloadedPack(upstream, database)
+            upstream.delayTiles(.seconds(3))
+            let requestsBefore = upstream.requests.count
+            let started = try JobsHarness(path: database.path)
+            harness = started
+            try PackRevalidationTests.invalidate(started, packID)
+            try PackRevalidationTests.waitForTileTransfers(upstream, after: requestsBefore, started, packID)
+            (self.upstream, self.database, self.harness, self.packID) = (upstream, database, started, packID)
+        } catch {
+            harness?.close()
+            upstream.stop()
+            database.remove()
+            throw error
+        }
+    }
+
+    func close() {
+        harness.close()
+        upstream.stop()
+        database.remove()
+    }
+}
