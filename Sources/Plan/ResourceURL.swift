@@ -53,6 +53,18 @@ enum ResourceURL {
         }
     }
 
+    /// Throws when `url` (from an API client) carries user info — credentials belong in the
+    /// server's upstream rules, never in stored URLs — or a space or control character.
+    static func checkClientURL(_ url: String, pointer: String) throws(PlanError) {
+        if url.unicodeScalars.contains(where: { $0.value < 0x21 || $0.value == 0x7F }) {
+            throw PlanError(.unsupportedURL, "URL contains a space or a control character", pointer: pointer)
+        }
+        let afterScheme = url.drop { $0 != ":" }.dropFirst(3)
+        if afterScheme.prefix(while: { $0 != "/" && $0 != "?" && $0 != "#" }).contains("@") {
+            throw PlanError(.unsupportedURL, "URL has user info; credentials belong in the server's upstream rules", pointer: pointer)
+        }
+    }
+
     /// The lowercased scheme, if `url` starts with one (`ALPHA *( ALPHA / DIGIT / "+" / "-" / "." ) ":"`).
     static func scheme(of url: String) -> String? {
         var scheme = ""
