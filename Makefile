@@ -97,7 +97,7 @@ verify-clients: deps $(VENV)/verify.installed
 ## network namespace of its own (loopback only): every check, stateful links included, fixed seed.
 SCHEMATHESIS_SEED ?= 20260517
 verify-api: deps $(VENV)/verify.installed
-	$(call install-missing,nginx curl)
+	$(call install-missing,nginx curl iproute2)
 	$(SWIFT) build --product packd
 	SCHEMATHESIS_SEED=$(SCHEMATHESIS_SEED) $(VENV_PATH) scripts/verify-api.sh
 

@@ -6,7 +6,7 @@
 #
 # sets LIVE_WORK (a temporary folder), UPSTREAM (http://127.0.0.1:PORT), STYLE_URL (the fixture's
 # style), PACKD_URL, PACKD_KEY and PACKD_KEY_FILE (the admin key, also as a file). packd's log is
-# $LIVE_WORK/packd.log, printed when a script fails. Needs nginx, curl, python3 and a built packd
+# $LIVE_WORK/packd.log, printed when a script fails and copied to $LIVE_LOG_COPY when that is set. Needs nginx, curl, python3 and a built packd
 # ($PACKD_BIN, default `swift build --show-bin-path`/packd).
 
 LIVE_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -20,6 +20,7 @@ live_cleanup() {
   for pid in "${LIVE_PIDS[@]}"; do wait "$pid" 2>/dev/null || true; done
   if [ -n "${LIVE_WORK:-}" ]; then
     [ -f "$LIVE_WORK/ne/nginx.pid" ] && kill "$(cat "$LIVE_WORK/ne/nginx.pid")" 2>/dev/null || true
+    if [ -n "${LIVE_LOG_COPY:-}" ] && [ -f "$LIVE_WORK/packd.log" ]; then cp "$LIVE_WORK/packd.log" "$LIVE_LOG_COPY"; fi
     if [ "$status" != 0 ] && [ -f "$LIVE_WORK/packd.log" ]; then
       echo "--- the last lines of packd's log:" >&2
       tail -n 40 "$LIVE_WORK/packd.log" >&2

@@ -232,7 +232,7 @@ def main(argv):
     body = models.PackCreate(
         region=models.Region(models.TilesBoundsRegion(
             tiles=[raster], bounds=(-10, 35, 20, 60), min_zoom=0, max_zoom=2,
-            scheme=models.TileScheme.xyz, tile_size=models.TileSize.integer_256)),
+            scheme=models.TileScheme.xyz, tile_size=models.TileSize(256))),
         name="verify clients pydantic", start=False)
     sent = http.post("/v1/packs", content=body.model_dump_json(exclude_none=True), headers={"Content-Type": "application/json"})
     expect(sent.status_code == 201, f"pydantic PackCreate: {sent.status_code} {sent.text[:300]}")
@@ -240,7 +240,7 @@ def main(argv):
     expect(created_model.state == models.PackState.inactive and created_model.name.root == "verify clients pydantic",
            f"{created_model.state} {created_model.name}")
     region = created_model.region.root
-    expect(isinstance(region, models.TilesBoundsRegion) and region.tile_size == models.TileSize.integer_256,
+    expect(isinstance(region, models.TilesBoundsRegion) and region.tile_size.root == 256,
            f"normalised region: {region!r}")
     check.step(f"a pydantic PackCreate posted; the Pack answer parses (inactive, region {type(region).__name__})")
     page = models.PackList.model_validate_json(http.get("/v1/packs").content)
