@@ -84,6 +84,9 @@ import Testing
         #expect(templates.map(\.pointer) == ["/tiles/1"])
         #expect(try problems(#"{"style_url": "https://example.com/a b.json", "bounds": [1, 2, 3, 4]}"#).map(\.pointer) == ["/style_url"])
         #expect(try problems(#"{"tiles": ["https://example.com/{z}/{x}/{y}\u0001"], "bounds": [1, 2, 3, 4], "max_zoom": 3}"#).map(\.pointer) == ["/tiles/0"])
+        // A combining mark right after "//" merges with the slash into one Character: scalars decide.
+        #expect(try problems(#"{"style_url": "https://\u0301u:p@example.com/s.json", "bounds": [1, 2, 3, 4]}"#).map(\.pointer) == ["/style_url"])
+        #expect(try problems(#"{"style_url": "https://\u0301example.com/s.json", "bounds": [1, 2, 3, 4]}"#).isEmpty)
         // An @ after the host is part of the path or query, not user info.
         #expect(try problems(#"{"style_url": "https://example.com/styles/@v2/s.json?by=me@example.com", "bounds": [1, 2, 3, 4]}"#).isEmpty)
     }
