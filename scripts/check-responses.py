@@ -15,37 +15,7 @@ import json
 import sys
 from urllib.parse import urlsplit
 
-from openapi_document import errors_of, event_stream_problems, follow, load
-
-
-def match_operation(spec, method, path):
-    """The path template and operation for a concrete path; literal segments beat parameters."""
-    parts = [p for p in path.split("/") if p]
-    best = None
-    for template, item in spec["paths"].items():
-        segments = [s for s in template.split("/") if s]
-        if len(segments) != len(parts):
-            continue
-        score = 0
-        for segment, part in zip(segments, parts):
-            if segment.startswith("{") and segment.endswith("}"):
-                continue
-            if segment.startswith("{") and "}" in segment:
-                # `{source}.json`, `{range}.pbf`: a parameter with a literal suffix.
-                if not part.endswith(segment[segment.index("}") + 1:]):
-                    break
-                continue
-            if segment != part:
-                break
-            score += 1
-        else:
-            if best is None or score > best[0]:
-                best = (score, template, item)
-    if best is None:
-        return None, None
-    item = best[2]
-    operation = item.get(method.lower()) or (item.get("get") if method == "HEAD" else None)
-    return best[1], operation
+from openapi_document import errors_of, event_stream_problems, follow, load, match_operation
 
 
 def check(spec, record):
