@@ -73,11 +73,13 @@ public struct CORSPolicy: Sendable {
         return headers
     }
 
-    /// The answer to an `OPTIONS` request: 204, with the allow fields when it is a preflight from
-    /// an allowed origin asking for an allowed method.
+    /// The answer to an `OPTIONS` request: 204 with `Allow` (the methods of the target resource,
+    /// as the server routes them), and the allow fields when it is a preflight from an allowed
+    /// origin asking for an allowed method.
     public func preflightResponse(for request: HTTPRequest) -> HTTPResponse {
         var headers: HTTPHeaders = ["Vary": "Origin, Access-Control-Request-Method, Access-Control-Request-Headers"]
-        headers.add("Allow", (allowedMethods + [.options]).map(\.rawValue).joined(separator: ", "))
+        let resource = request.allowedMethods.isEmpty ? allowedMethods + [.options] : request.allowedMethods
+        headers.add("Allow", resource.map(\.rawValue).joined(separator: ", "))
         if let allowed = allowedOriginValue(request.headers["Origin"]),
            let method = request.headers["Access-Control-Request-Method"],
            allowedMethods.contains(HTTPMethod(rawValue: method.trimmingCharacters(in: .whitespaces))) {

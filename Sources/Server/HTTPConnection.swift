@@ -240,6 +240,7 @@ final class HTTPConnection: LoopHandleOwner {
                 return false
             }
             request.parameters = parameters
+            if head.method == .options { request.allowedMethods = server.router.methods(path: request.path) }
             responder.handlerTimeout = route.options.handlerTimeout ?? limits.handlerTimeout
             if head.expectsContinue && head.hasBody && head.version.minor >= 1 {
                 appendOutput(for: responder) { $0.append(contentsOf: ResponseEncoder.continueLine) }

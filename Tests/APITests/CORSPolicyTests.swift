@@ -73,4 +73,31 @@ import Testing
         #expect(denied.header("Access-Control-Allow-Origin") == "https://dash.example")
         #expect(denied.header("WWW-Authenticate") != nil)
     }
+
+    /// `Allow` on an `OPTIONS` answer lists what the target resource supports (RFC 9110 §10.2.1),
+    /// not every method the API has.
+    @Test func optionsAllowListsTheResourcesOwnMethods() throws {
+        let fixture = try APIFixture { router, _ in
+            let cors = CORSPolicy(allowedOrigins: .none)
+            let answer: APIHandler = { _, responder in responder.respond(HTTPResponse(status: .noContent)) }
+            cors.add(.get, "/v1/packs/{id}", to: &router, answer)
+            cors.add(.delete, "/v1/packs/{id}", to: &router, answer)
+            cors.add(.put, "/v1/storage/tile-limit", to: &router, answer)
+        }
+        defer { fixture.stop() }
+        let pack = try StreamClient(port: fixture.port)
+        try pack.send("OPTIONS /v1/packs/7 HTTP/1.1\r\nHost: x\r\n\r\n")
+        try pack.readHead()
+        #expect(pack.status == 204)
+        #expect(pack.header("Allow") == "GET, HEAD, OPTIONS, DELETE")
+        let limit = try StreamClient(port: fixture.port)
+        try limit.send("OPTIONS /v1/storage/tile-limit HTTP/1.1\r\nHost: x\r\n\r\n")
+        try limit.readHead()
+        #expect(limit.header("Allow") == "PUT, OPTIONS")
+        let wrongMethod = try StreamClient(port: fixture.port)
+        try wrongMethod.send("POST /v1/storage/tile-limit HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n")
+        try wrongMethod.readHead()
+        #expect(wrongMethod.status == 405)
+        #expect(wrongMethod.header("Allow") == "PUT, OPTIONS")
+    }
 }
