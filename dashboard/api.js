@@ -54,9 +54,22 @@ export async function request(method, path, body) {
   return data;
 }
 
-/** Headers for MapLibre's requests to this packd (offline style, tiles, sprites, glyphs). */
+/** Origins that are this packd: the page's, and `--public-url`'s (where offline styles point). */
+const packdOrigins = new Set([apiRoot.origin]);
+
+export function trustPublicOrigin(origin) {
+  if (origin) packdOrigins.add(origin);
+}
+
+/** Headers for MapLibre's requests (offline style, tiles, sprites, glyphs): the key only to packd. */
 export function mapRequestHeaders(url) {
-  return url.startsWith(apiRoot.origin + "/") ? authorization() : {};
+  let origin;
+  try {
+    origin = new URL(url).origin;
+  } catch {
+    return {};
+  }
+  return packdOrigins.has(origin) ? authorization() : {};
 }
 
 /** `GET /v1/events`: an EventSource cannot send headers, so the key travels as `access_token`. */

@@ -2,7 +2,7 @@
 // current from the event stream (`GET /v1/events`, never polling), and connects the form, the
 // list, the maps and the storage figures.
 
-import { ApiError, apiKey, eventStream, request } from "./api.js";
+import { ApiError, apiKey, eventStream, request, trustPublicOrigin } from "./api.js";
 import { CreateForm } from "./create.js";
 import { KeyDialog } from "./key-dialog.js";
 import { RegionMap, loadMapLibrary, previewPack } from "./maps.js";
@@ -252,6 +252,7 @@ async function startMaps(available) {
 
 async function start() {
   const setup = await request("GET", "dashboard/setup.json").catch(() => ({ map_library: false }));
+  trustPublicOrigin(setup.public_origin);
   startMaps(setup.map_library === true);
   form.changed();
   await connect();

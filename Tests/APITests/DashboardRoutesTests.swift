@@ -110,6 +110,7 @@ import Testing
         }
         let setup = try get(fixture.port, "/dashboard/setup.json")
         #expect(setup.json["map_library"] as? Bool == true)
+        #expect(setup.json["public_origin"] is NSNull)
     }
 
     @Test func tagsAnswerNotModifiedAndHeadAnswersTheSameHeadersWithoutABody() throws {
@@ -207,5 +208,8 @@ import Testing
         defer { fixture.stop() }
         let policy = try get(fixture.port, "/dashboard/").header("Content-Security-Policy") ?? ""
         #expect(policy.contains("connect-src 'self' https://maps.example.org;"))
+        #expect(try get(fixture.port, "/dashboard/setup.json").json["public_origin"] as? String == "https://maps.example.org")
+        #expect(DashboardHeaders.origin(of: "HTTPS://Maps.Example.org:443/packd") == "https://maps.example.org")
+        #expect(DashboardHeaders.origin(of: "http://maps.example.org:8080") == "http://maps.example.org:8080")
     }
 }

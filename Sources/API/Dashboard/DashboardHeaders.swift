@@ -11,9 +11,9 @@ import Server
 ///   API, the event stream, and the offline style, tiles, sprites and glyphs of a preview;
 /// - no framing (`frame-ancestors 'none'`), no `<base>`, no form posts elsewhere.
 enum DashboardHeaders {
-    static func fields(publicURL: String?) -> HTTPHeaders {
+    static func fields(publicOrigin: String?) -> HTTPHeaders {
         var connect = "'self'"
-        if let origin = publicURL.flatMap(origin(of:)) { connect += " " + origin }
+        if let publicOrigin { connect += " " + publicOrigin }
         let policy = [
             "default-src 'none'", "script-src 'self'", "style-src 'self'", "img-src 'self' data: blob:",
             "font-src 'self'", "connect-src \(connect)", "worker-src blob:", "child-src blob:",
@@ -29,12 +29,15 @@ enum DashboardHeaders {
         ]
     }
 
-    /// `scheme://host[:port]` of an http(s) URL (already validated by `--public-url` parsing).
+    /// `scheme://host[:port]` of an http(s) URL (already validated by `--public-url` parsing), as
+    /// a browser serialises an origin: lowercase, without the scheme's default port.
     static func origin(of url: String) -> String? {
         guard let schemeEnd = url.range(of: "://") else { return nil }
-        let rest = url[schemeEnd.upperBound...]
-        let host = rest.prefix { $0 != "/" }
+        let scheme = url[..<schemeEnd.lowerBound].lowercased()
+        var host = url[schemeEnd.upperBound...].prefix { $0 != "/" }.lowercased()
         guard !host.isEmpty else { return nil }
-        return String(url[..<schemeEnd.upperBound]) + host
+        let defaultPort = scheme == "https" ? ":443" : ":80"
+        if host.hasSuffix(defaultPort) { host.removeLast(defaultPort.count) }
+        return scheme + "://" + host
     }
 }

@@ -1,19 +1,23 @@
+import Foundation
 import Server
 
 /// The dashboard, a page for people served by packd itself: `GET /` redirects to `dashboard/`,
 /// which answers `index.html`; `/dashboard/{file}` the page's other files, `/dashboard/vendor/{file}`
 /// MapLibre GL JS when installed, and `/dashboard/setup.json` whether it is (so the page never
-/// asks for a file that is not there). Public: the page holds no data and asks for an API key
+/// asks for a file that is not there) and where offline resources live (`--public-url`). Public: the page holds no data and asks for an API key
 /// itself. Every answer carries `DashboardHeaders`; files carry an `ETag` and answer `304`.
 public struct DashboardRoutes {
     public let assets: DashboardAssets
     let headers: HTTPHeaders
+    /// `--public-url`'s origin: offline styles point there, so the page sends its key there too.
+    let publicOrigin: String?
 
     /// `publicURL`: the `--public-url` base, whose origin the page's maps fetch offline
     /// resources from (the offline `style.json` points there).
     public init(assets: DashboardAssets, publicURL: String? = nil) {
         self.assets = assets
-        headers = DashboardHeaders.fields(publicURL: publicURL)
+        publicOrigin = publicURL.flatMap(DashboardHeaders.origin(of:))
+        headers = DashboardHeaders.fields(publicOrigin: publicOrigin)
     }
 
     public func register(in router: inout Router, using routes: APIRouteBuilder) {
@@ -27,7 +31,10 @@ public struct DashboardRoutes {
             guard request.path.hasSuffix("/") else { return responder.respond(Self.redirect(to: "dashboard/", headers: headers)) }
             responder.respond(Self.answer(pages["index.html"], request, headers: headers))
         }
-        let setup = JSONBody.encode(["map_library": assets.hasMapLibrary] as [String: Any])
+        let setup = JSONBody.encode([
+            "map_library": assets.hasMapLibrary,
+            "public_origin": publicOrigin.map { $0 as Any } ?? NSNull(),
+        ] as [String: Any])
         let setupAsset = DashboardAssets.Asset(bytes: setup, contentType: "application/json", etag: DashboardAssets.etag(setup))
         routes.add(.get, "/dashboard/setup.json", role: nil, to: &router) { request, responder in
             responder.respond(Self.answer(Self.file(request) { _ in setupAsset }, request, headers: headers))
