@@ -15,14 +15,16 @@ struct RequestIDs {
 
     init() {
         let hex = String(UInt64.random(in: .min ... .max), radix: 16)
-        prefix = String(repeating: "0", count: 16 - hex.count) + hex
+        prefix = String(repeating: "0", count: 16 - hex.count) + hex + "-"
     }
 
     /// The id of a request that sent `offered` (nil: no such header).
     mutating func id(offered: String?) -> String {
         if let offered, Self.isAcceptable(offered) { return offered }
         counter &+= 1
-        return "\(prefix)-\(counter)"
+        var id = prefix
+        id.append(String(counter))
+        return id
     }
 
     static func isAcceptable(_ value: String) -> Bool {
