@@ -1,5 +1,6 @@
 import CoreMetrics
 import Foundation
+import Packs
 import Prometheus
 import Server
 
@@ -64,7 +65,7 @@ public final class PackdMetrics: Sendable {
         registry.makeGauge(descriptor: Self.name("build_info", "", "packd's version and the commit it was built from (when known); always 1."),
                            labels: buildLabels).set(Int64(1))
         // The families' usual members exist from the start, so dashboards see zeros, not gaps.
-        for state in PackListQuery.states { setPacks(state: state, count: 0) }
+        for state in PackState.allCases { setPacks(state: state, count: 0) }
         for kind in ["timeout", "connection", "http", "invalid", "too_large"] { _ = upstreamErrors.child(kind) }
     }
 
@@ -92,8 +93,8 @@ public final class PackdMetrics: Sendable {
         }
     }
 
-    public func setPacks(state: String, count: Int) {
-        packs.child(state).set(Int64(count))
+    public func setPacks(state: PackState, count: Int) {
+        packs.child(state.rawValue).set(Int64(count))
     }
 
     public func recordUpstreamError(kind: String) {
