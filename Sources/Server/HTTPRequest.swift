@@ -20,6 +20,8 @@ public struct HTTPRequest: Sendable {
     /// For an `OPTIONS` request: the methods the target resource supports (its `Allow`), set by
     /// the server from its routes.
     public internal(set) var allowedMethods: [HTTPMethod] = []
+    /// The `X-Request-Id` the response carries (the client's if acceptable, else the server's).
+    public internal(set) var requestID = ""
 
     public init(
         method: HTTPMethod, target: String, headers: HTTPHeaders = HTTPHeaders(),

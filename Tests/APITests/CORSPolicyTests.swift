@@ -21,7 +21,7 @@ import Testing
         let allowed = policy.responseHeaders(for: request([("Origin", "https://DASH.example")]))
         #expect(allowed["Access-Control-Allow-Origin"] == "https://DASH.example")
         #expect(allowed["Vary"] == "Origin")
-        #expect(allowed["Access-Control-Expose-Headers"] == "ETag, Location, Last-Event-ID")
+        #expect(allowed["Access-Control-Expose-Headers"] == "ETag, Location, Last-Event-ID, X-Request-Id")
         let other = policy.responseHeaders(for: request([("Origin", "https://evil.example")]))
         #expect(other["Access-Control-Allow-Origin"] == nil)
         #expect(other["Vary"] == "Origin")
@@ -63,7 +63,7 @@ import Testing
         try ok.get("/v1/packs/7", headers: ["Origin": "https://dash.example", "Authorization": "Bearer read-key-0123456789"])
         #expect(ok.status == 200)
         #expect(ok.header("Access-Control-Allow-Origin") == "https://dash.example")
-        #expect(ok.header("Access-Control-Expose-Headers") == "ETag, Location, Last-Event-ID")
+        #expect(ok.header("Access-Control-Expose-Headers") == "ETag, Location, Last-Event-ID, X-Request-Id")
         #expect(try ok.readBody() == "7")
 
         // The 401 from the auth wrapper inside is readable by the page too.
