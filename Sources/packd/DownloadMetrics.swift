@@ -4,7 +4,7 @@ import Jobs
 import Store
 
 /// Feeds `/metrics` from the layers below the API, which know nothing of it: the fetcher's
-/// finished transfers and running count, the downloads' stored resources and retries, and the
+/// finished transfers, running count and per-host limits, latencies and 429s, the downloads' stored resources and retries, and the
 /// writer's batch times. Loop thread, except `committed` (the writer thread; the instruments are
 /// thread-safe).
 struct DownloadMetrics {
@@ -22,6 +22,9 @@ struct DownloadMetrics {
             }
         }
         fetcher.onRunningCountChange = { metrics.activeTransfers.set(Int64($0)) }
+        fetcher.onHostSample = { sample in
+            metrics.recordUpstreamHost(sample.host, latency: sample.latency, status: sample.status, limit: sample.limit)
+        }
         scheduler.observer.resourceDownloaded = { metrics.downloadedResources.increment() }
         scheduler.observer.retried = { metrics.upstreamRetries.increment() }
     }

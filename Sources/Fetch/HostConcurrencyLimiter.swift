@@ -1,0 +1,225 @@
+/// How many transfers one upstream host gets at once, learned from how it answers.
+///
+/// **The algorithm: AIMD on rounds, with a latency guard — TCP congestion control applied to
+/// requests.** A *round* is as many completions as the limit (about one round trip when the limit
+/// is in use). At the end of a round in which a transfer had to wait for this limit:
+///
+/// - while the round's mean latency stays within `latencyTolerance` × the host's baseline
+///   (+ `latencySlack`), the limit grows — doubling per round at first (slow start), by one per
+///   round after the first setback (congestion avoidance). At a steady latency, transfers in
+///   flight ÷ latency *is* the throughput (Little's law), so "latency holds while the limit grows"
+///   is "throughput keeps rising";
+/// - when the round's latency climbs past that, the server is queueing our requests: the limit
+///   shrinks by baseline-threshold ÷ latency (at most by half), which lands it near the knee
+///   where more transfers stop buying throughput.
+///
+/// A 429 or 503, a timeout, a reset or a truncated body shrinks the limit *at once* (not at the
+/// round's end) to `backoffFactor` × what was in flight — once per round: a burst of failures
+/// from transfers started before the cut is one signal, not twenty (TCP's "once per window").
+/// After a setback the step back up to the level that failed waits `probeRounds` rounds, doubled
+/// each time the same level fails again (up to 64): a server with a hard limit is probed ever
+/// more rarely, so its 429s stay few instead of one per sawtooth.
+///
+/// Why not a pure gradient limiter (Netflix Gradient2, Vegas)? Those steer by latency alone, and a
+/// tile server's latency is noisy (cache hits next to renders, tile sizes over two orders of
+/// magnitude); AIMD reacts to the explicit signals servers actually send (429/503, resets) without
+/// needing latency to be clean, and the latency guard keeps it from filling a server's queue.
+///
+/// **Defaults, and why.** Start at 8: twice a browser's 6 connections per host, and within one
+/// round of the old fixed 16. Ceiling 256 transfers on HTTP/2 (streams on one or two connections
+/// are cheap for the server; at 100 ms a tile that is 2,560 tiles/s) and 128 on HTTP/1.1 (each
+/// one is a connection and a worker on the server); until the protocol is known, the HTTP/1.1
+/// ceiling. Tolerance 1.5 × baseline + 5 ms: WAN latency jitters by tens of percent, and the
+/// few milliseconds of a loaded loopback are not a server queueing. Baseline: the lowest round
+/// mean of the last 16 to 32 rounds, so it follows a server that really became slower.
+///
+/// A pure value: the fetcher feeds it with the loop's clock; tests feed it a synthetic one.
+public struct HostConcurrencyLimiter: Sendable {
+    public struct Settings: Sendable, Equatable {
+        public var initial: Int
+        /// The ceiling before the protocol is known, and on HTTP/1.1.
+        public var http1Maximum: Int
+        public var http2Maximum: Int
+        public var latencyTolerance: Double
+        public var latencySlack: Duration
+        public var backoffFactor: Double
+
+        public init(initial: Int = 8, http1Maximum: Int = 128, http2Maximum: Int = 256, latencyTolerance: Double = 1.5,
+                    latencySlack: Duration = .milliseconds(5), backoffFactor: Double = 0.7) {
+            self.initial = max(1, initial)
+            self.http1Maximum = max(1, http1Maximum)
+            self.http2Maximum = max(1, http2Maximum)
+            self.latencyTolerance = max(1, latencyTolerance)
+            self.latencySlack = latencySlack
+            self.backoffFactor = min(max(backoffFactor, 0.1), 0.95)
+        }
+    }
+
+    /// What one finished transfer says about the host.
+    public enum Signal: Sendable, Equatable {
+        /// An answer that says nothing about load (404, 200, 304…), with the time from request
+        /// sent to last byte.
+        case answered(latency: Duration)
+        /// "Slow down": 429/503 (`rateLimited`), a timeout, reset or truncation (`errors`).
+        case overloaded(ThrottleReason)
+        /// Neither (a 500, a refused address, a DNS failure): counted in the round only.
+        case other
+    }
+
+    public let settings: Settings
+    /// The ceiling: an explicit cap, or the protocol's.
+    public private(set) var maximum: Int
+    /// False: the limit is `maximum`, always.
+    public private(set) var adaptive: Bool
+    private var window: Double
+    private var slowStart = true
+    /// Bumped at each cut; transfers started before it cannot cause another.
+    public private(set) var epoch: UInt64 = 0
+
+    private var roundCompletions = 0
+    private var roundLatencySeconds = 0.0
+    private var roundSamples = 0
+    private var roundLimited = false
+    private var roundCut = false
+
+    private var baselineCurrent = Double.infinity
+    private var baselinePrevious = Double.infinity
+    private var roundsInBucket = 0
+    static let roundsPerBucket = 16
+
+    private var lastCutLevel: Double?
+    private var probeRounds = 4
+    private var roundsWaitingToProbe = 0
+    static let maxProbeRounds = 64
+
+    /// The latest cut: why and when (for the throttle status).
+    public private(set) var lastCut: (reason: ThrottleReason, at: ContinuousClock.Instant)?
+    /// The last round's mean latency, for metrics.
+    public private(set) var lastRoundLatency: Duration?
+
+    public init(settings: Settings = Settings(), maximum: Int, adaptive: Bool = true) {
+        self.settings = settings
+        self.maximum = max(1, maximum)
+        self.adaptive = adaptive
+        window = Double(min(settings.initial, self.maximum))
+    }
+
+    /// Transfers the host may have in flight now.
+    public var limit: Int { adaptive ? max(1, min(Int(window), maximum)) : maximum }
+
+    /// The lowest recent round mean, nil before the first round.
+    public var baseline: Duration? {
+        let value = min(baselineCurrent, baselinePrevious)
+        return value.isFinite ? .nanoseconds(Int64(value * 1e9)) : nil
+    }
+
+    /// Changes the ceiling (the protocol became known, a rule capped the host). The learnt window
+    /// stays, clamped.
+    public mutating func setMaximum(_ newMaximum: Int, adaptive: Bool) {
+        maximum = max(1, newMaximum)
+        self.adaptive = adaptive
+        window = min(window, Double(maximum))
+    }
+
+    /// A transfer had to wait because the host was at its limit: the limit is what holds
+    /// throughput back, so growing it can help.
+    public mutating func noteLimited() {
+        roundLimited = true
+    }
+
+    /// One transfer finished. `startedEpoch` is `epoch` when it started; `inFlight` the host's
+    /// transfers in flight, this one included.
+    public mutating func finished(_ signal: Signal, startedEpoch: UInt64, inFlight: Int, now: ContinuousClock.Instant) {
+        guard adaptive else { return }
+        switch signal {
+        case .answered(let latency):
+            roundLatencySeconds += Self.seconds(latency)
+            roundSamples += 1
+        case .overloaded(let reason):
+            if startedEpoch == epoch { cut(to: min(window, Double(inFlight)) * settings.backoffFactor, reason, now) }
+        case .other:
+            break
+        }
+        roundCompletions += 1
+        if roundCompletions >= limit { endRound(now) }
+    }
+
+    private mutating func endRound(_ now: ContinuousClock.Instant) {
+        defer {
+            roundCompletions = 0
+            roundLatencySeconds = 0
+            roundSamples = 0
+            roundLimited = false
+            roundCut = false
+        }
+        guard roundSamples > 0 else { return }
+        let latency = roundLatencySeconds / Double(roundSamples)
+        lastRoundLatency = .nanoseconds(Int64(latency * 1e9))
+        baselineCurrent = min(baselineCurrent, latency)
+        roundsInBucket += 1
+        if roundsInBucket >= Self.roundsPerBucket {
+            baselinePrevious = baselineCurrent
+            baselineCurrent = .infinity
+            roundsInBucket = 0
+        }
+        guard !roundCut else { return }
+        let threshold = min(baselineCurrent, baselinePrevious) * settings.latencyTolerance
+            + Self.seconds(settings.latencySlack)
+        if latency > threshold {
+            cut(to: window * max(0.5, threshold / latency), .latency, now)
+        } else if roundLimited {
+            grow()
+        }
+    }
+
+    private mutating func grow() {
+        if slowStart {
+            window = min(window * 2, Double(maximum))
+            return
+        }
+        // The step onto the level that failed last waits its probe rounds; every other step is one
+        // round.
+        if let level = lastCutLevel, window < level, window + 1 >= level {
+            roundsWaitingToProbe += 1
+            guard roundsWaitingToProbe >= probeRounds else { return }
+            roundsWaitingToProbe = 0
+        }
+        window = min(window + 1, Double(maximum))
+    }
+
+    private mutating func cut(to target: Double, _ reason: ThrottleReason, _ now: ContinuousClock.Instant) {
+        let level = window
+        if let last = lastCutLevel, level <= last + 1 {
+            probeRounds = min(probeRounds * 2, Self.maxProbeRounds)
+        } else {
+            probeRounds = 4
+        }
+        lastCutLevel = level
+        roundsWaitingToProbe = 0
+        window = max(1, min(window, target.rounded(.down)))
+        slowStart = false
+        epoch &+= 1
+        lastCut = (reason, now)
+        roundCut = true
+        roundCompletions = 0
+        roundLatencySeconds = 0
+        roundSamples = 0
+        roundLimited = false
+    }
+
+    static func seconds(_ duration: Duration) -> Double {
+        Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+    }
+}
+
+/// Why a host is being held back.
+public enum ThrottleReason: String, Sendable, Equatable {
+    /// The host answered 429 or 503 with `Retry-After`: no new transfer starts before `until`.
+    case retryAfter = "retry_after"
+    /// 429 or 503: the limiter cut the host's transfers.
+    case rateLimited = "rate_limited"
+    /// Timeouts, resets or truncated bodies: the limiter cut the host's transfers.
+    case errors
+    /// The host's latency climbed: the limiter cut the host's transfers.
+    case latency
+}
