@@ -16,8 +16,8 @@
 /// A 429 or 503, a timeout, a reset or a truncated body shrinks the limit *at once* (not at the
 /// round's end) to `backoffFactor` × what was in flight — once per round: a burst of failures
 /// from transfers started before the cut is one signal, not twenty (TCP's "once per window").
-/// After a setback the step back up to the level that failed waits `probeRounds` rounds, doubled
-/// each time the same level fails again (up to 64): a server with a hard limit is probed ever
+/// After a setback the step back up to the level that failed waits `stepRounds` rounds, doubled
+/// each time the same level fails again (up to 128): a server with a hard limit is probed ever
 /// more rarely, so its 429s stay few instead of one per sawtooth.
 ///
 /// Why not a pure gradient limiter (Netflix Gradient2, Vegas)? Those steer by latency alone, and a
@@ -31,7 +31,10 @@
 /// one is a connection and a worker on the server); until the protocol is known, the HTTP/1.1
 /// ceiling. Tolerance 1.5 × baseline + 5 ms: WAN latency jitters by tens of percent, and the
 /// few milliseconds of a loaded loopback are not a server queueing. Baseline: the lowest round
-/// mean of the last 16 to 32 rounds, so it follows a server that really became slower.
+/// mean of the last 16 to 32 rounds, so it follows a server that really became slower; after the
+/// first setback every 16th round is a measurement at half the limit (as BBR's ProbeRTT), since a
+/// limit held above the knee would otherwise only ever see queueing latency, take it for the
+/// baseline and ratchet up to the ceiling. That costs about 3 % of a host's throughput.
 ///
 /// A pure value: the fetcher feeds it with the loop's clock; tests feed it a synthetic one.
 public struct HostConcurrencyLimiter: Sendable {
@@ -87,10 +90,21 @@ public struct HostConcurrencyLimiter: Sendable {
     private var roundsInBucket = 0
     static let roundsPerBucket = 16
 
+    /// Measuring the baseline afresh (after a setback, every `roundsPerBucket` rounds): the limit
+    /// is halved for a round that drains the server's queue, then a round that measures latency
+    /// without it, then restored. Without this, a limit held above the knee only ever sees
+    /// queueing latency, takes it for the baseline, and ratchets up to the ceiling.
+    private enum Probe {
+        case none
+        case draining(restore: Double)
+        case measuring(restore: Double)
+    }
+    private var probe = Probe.none
+
     private var lastCutLevel: Double?
-    private var probeRounds = 4
-    private var roundsWaitingToProbe = 0
-    static let maxProbeRounds = 64
+    private var stepRounds = 4
+    private var roundsWaitingToStep = 0
+    static let maxStepRounds = 128
 
     /// The latest cut: why and when (for the throttle status).
     public private(set) var lastCut: (reason: ThrottleReason, at: ContinuousClock.Instant)?
@@ -119,6 +133,8 @@ public struct HostConcurrencyLimiter: Sendable {
         maximum = max(1, newMaximum)
         self.adaptive = adaptive
         window = min(window, Double(maximum))
+        if case .draining(let restore) = probe { probe = .draining(restore: min(restore, Double(maximum))) }
+        if case .measuring(let restore) = probe { probe = .measuring(restore: min(restore, Double(maximum))) }
     }
 
     /// A transfer had to wait because the host was at its limit: the limit is what holds
@@ -136,7 +152,7 @@ public struct HostConcurrencyLimiter: Sendable {
             roundLatencySeconds += Self.seconds(latency)
             roundSamples += 1
         case .overloaded(let reason):
-            if startedEpoch == epoch { cut(to: min(window, Double(inFlight)) * settings.backoffFactor, reason, now) }
+            if startedEpoch == epoch { cut(to: min(level, Double(inFlight)) * settings.backoffFactor, reason, now) }
         case .other:
             break
         }
@@ -145,15 +161,46 @@ public struct HostConcurrencyLimiter: Sendable {
     }
 
     private mutating func endRound(_ now: ContinuousClock.Instant) {
-        defer {
-            roundCompletions = 0
-            roundLatencySeconds = 0
-            roundSamples = 0
-            roundLimited = false
-            roundCut = false
+        let latency = roundSamples > 0 ? roundLatencySeconds / Double(roundSamples) : nil
+        let limited = roundLimited
+        let afterCut = roundCut
+        roundCompletions = 0
+        roundLatencySeconds = 0
+        roundSamples = 0
+        roundLimited = false
+        roundCut = false
+        switch probe {
+        case .draining(let restore):
+            probe = .measuring(restore: restore)
+            return
+        case .measuring(let restore):
+            probe = .none
+            if let latency { record(latency) }
+            window = min(restore, Double(maximum))
+            return
+        case .none:
+            break
         }
-        guard roundSamples > 0 else { return }
-        let latency = roundLatencySeconds / Double(roundSamples)
+        guard let latency else { return }
+        record(latency)
+        if !slowStart, roundsInBucket == 0 {
+            // A fresh bucket starts with a measurement at half the limit.
+            probe = .draining(restore: window)
+            window = max(1, (window / 2).rounded(.down))
+            return
+        }
+        guard !afterCut else { return }
+        let threshold = min(baselineCurrent, baselinePrevious) * settings.latencyTolerance
+            + Self.seconds(settings.latencySlack)
+        if latency > threshold {
+            cut(to: window * max(0.5, threshold / latency), .latency, now)
+        } else if limited {
+            grow()
+        }
+    }
+
+    /// One round's mean latency into the baseline's buckets.
+    private mutating func record(_ latency: Double) {
         lastRoundLatency = .nanoseconds(Int64(latency * 1e9))
         baselineCurrent = min(baselineCurrent, latency)
         roundsInBucket += 1
@@ -162,14 +209,6 @@ public struct HostConcurrencyLimiter: Sendable {
             baselineCurrent = .infinity
             roundsInBucket = 0
         }
-        guard !roundCut else { return }
-        let threshold = min(baselineCurrent, baselinePrevious) * settings.latencyTolerance
-            + Self.seconds(settings.latencySlack)
-        if latency > threshold {
-            cut(to: window * max(0.5, threshold / latency), .latency, now)
-        } else if roundLimited {
-            grow()
-        }
     }
 
     private mutating func grow() {
@@ -177,26 +216,36 @@ public struct HostConcurrencyLimiter: Sendable {
             window = min(window * 2, Double(maximum))
             return
         }
-        // The step onto the level that failed last waits its probe rounds; every other step is one
-        // round.
-        if let level = lastCutLevel, window < level, window + 1 >= level {
-            roundsWaitingToProbe += 1
-            guard roundsWaitingToProbe >= probeRounds else { return }
-            roundsWaitingToProbe = 0
+        // The steps onto the level that failed last and the one above it wait their rounds (the
+        // transfers in flight may not have reached the new limit in the round before); every
+        // other step is one round.
+        if let level = lastCutLevel, window < level + 1, window + 1 >= level {
+            roundsWaitingToStep += 1
+            guard roundsWaitingToStep >= stepRounds else { return }
+            roundsWaitingToStep = 0
         }
         window = min(window + 1, Double(maximum))
     }
 
+    /// The limit the host is held to outside a probe.
+    private var level: Double {
+        switch probe {
+        case .none: window
+        case .draining(let restore), .measuring(let restore): restore
+        }
+    }
+
     private mutating func cut(to target: Double, _ reason: ThrottleReason, _ now: ContinuousClock.Instant) {
-        let level = window
-        if let last = lastCutLevel, level <= last + 1 {
-            probeRounds = min(probeRounds * 2, Self.maxProbeRounds)
+        let level = self.level
+        probe = .none
+        if let last = lastCutLevel, abs(level - last) <= 1 {
+            stepRounds = min(stepRounds * 2, Self.maxStepRounds)
         } else {
-            probeRounds = 4
+            stepRounds = 4
         }
         lastCutLevel = level
-        roundsWaitingToProbe = 0
-        window = max(1, min(window, target.rounded(.down)))
+        roundsWaitingToStep = 0
+        window = max(1, min(level, target.rounded(.down)))
         slowStart = false
         epoch &+= 1
         lastCut = (reason, now)

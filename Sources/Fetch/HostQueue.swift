@@ -88,6 +88,12 @@ public struct HostThrottle: Sendable, Equatable {
     /// The end of a `Retry-After` pause (loop clock); nil while the limiter is backing off, which
     /// ends when the host answers well again.
     public var until: ContinuousClock.Instant?
+
+    public init(host: String, reason: ThrottleReason, until: ContinuousClock.Instant?) {
+        self.host = host
+        self.reason = reason
+        self.until = until
+    }
 }
 
 /// What the fetcher knows about one host, for metrics and tests.

@@ -12,6 +12,9 @@ public final class TestUpstream: @unchecked Sendable {
         /// Lower-cased names.
         public let headers: [String: String]
         public let receivedAt: ContinuousClock.Instant
+        /// Requests the upstream was serving when this one arrived, this one included (what an
+        /// upstream limiting concurrency, or slowing under it, decides by).
+        public internal(set) var concurrent = 1
     }
 
     public indirect enum Reply: Sendable {
@@ -117,11 +120,12 @@ public final class TestUpstream: @unchecked Sendable {
     private func serve(_ fd: Int32) {
         var buffer: [UInt8] = []
         while !isStopping {
-            guard let request = readRequest(fd, &buffer) else { return }
+            guard var request = readRequest(fd, &buffer) else { return }
             lock.withLock {
-                log.append(request)
                 inFlight += 1
                 maxInFlight = max(maxInFlight, inFlight)
+                request.concurrent = inFlight
+                log.append(request)
             }
             let keepOpen = perform(handler(request), for: request, on: fd)
             lock.withLock { inFlight -= 1 }
