@@ -11,14 +11,17 @@
 ///   is "throughput keeps rising";
 /// - when the round's latency climbs past that, the server is queueing our requests: the limit
 ///   shrinks by baseline-threshold ÷ latency (at most by half), which lands it near the knee
-///   where more transfers stop buying throughput.
+///   where more transfers stop buying throughput. A round's latency is its median: a few slow
+///   tiles (a render among cache hits, a large body) say nothing about the server's queue.
 ///
-/// A 429 or 503, a timeout, a reset or a truncated body shrinks the limit *at once* (not at the
-/// round's end) to `backoffFactor` × what was in flight — once per round: a burst of failures
-/// from transfers started before the cut is one signal, not twenty (TCP's "once per window").
-/// After a setback the step back up to the level that failed waits `stepRounds` rounds, doubled
-/// each time the same level fails again (up to 128): a server with a hard limit is probed ever
-/// more rarely, so its 429s stay few instead of one per sawtooth.
+/// A 429 or 503 shrinks the limit *at once* (not at the round's end) to `backoffFactor` × what
+/// was in flight; so do timeouts, resets and truncated bodies once they are more than
+/// `errorTolerance` of the last 32 transfers — a flaky path's odd reset is not load, a burst is.
+/// Once per round: failures of transfers started before the cut are one signal, not twenty
+/// (TCP's "once per window").
+/// After a setback the step back up to the level that failed waits 4 rounds; after 429s, each
+/// time the same level is refused again the wait doubles (up to 128): a server with a hard limit
+/// is probed ever more rarely, so its 429s stay few instead of one per sawtooth.
 ///
 /// Why not a pure gradient limiter (Netflix Gradient2, Vegas)? Those steer by latency alone, and a
 /// tile server's latency is noisy (cache hits next to renders, tile sizes over two orders of
@@ -46,15 +49,18 @@ public struct HostConcurrencyLimiter: Sendable {
         public var latencyTolerance: Double
         public var latencySlack: Duration
         public var backoffFactor: Double
+        /// The share of a round's transfers that may time out or be reset before the limit is cut.
+        public var errorTolerance: Double
 
         public init(initial: Int = 8, http1Maximum: Int = 128, http2Maximum: Int = 256, latencyTolerance: Double = 1.5,
-                    latencySlack: Duration = .milliseconds(5), backoffFactor: Double = 0.7) {
+                    latencySlack: Duration = .milliseconds(5), backoffFactor: Double = 0.7, errorTolerance: Double = 0.1) {
             self.initial = max(1, initial)
             self.http1Maximum = max(1, http1Maximum)
             self.http2Maximum = max(1, http2Maximum)
             self.latencyTolerance = max(1, latencyTolerance)
             self.latencySlack = latencySlack
             self.backoffFactor = min(max(backoffFactor, 0.1), 0.95)
+        self.errorTolerance = min(max(errorTolerance, 0), 0.5)
         }
     }
 
@@ -80,8 +86,12 @@ public struct HostConcurrencyLimiter: Sendable {
     public private(set) var epoch: UInt64 = 0
 
     private var roundCompletions = 0
-    private var roundLatencySeconds = 0.0
-    private var roundSamples = 0
+    /// The round's answer latencies in seconds; the round's latency is their median, which a
+    /// few slow tiles (a render among cache hits, a slow body) do not move.
+    private var roundLatencies: [Double] = []
+    /// Which of the last (up to 32) finished transfers timed out, were reset or truncated.
+    private var recentErrors: UInt32 = 0
+    private var recentCount = 0
     private var roundLimited = false
     private var roundCut = false
 
@@ -147,10 +157,18 @@ public struct HostConcurrencyLimiter: Sendable {
     /// transfers in flight, this one included.
     public mutating func finished(_ signal: Signal, startedEpoch: UInt64, inFlight: Int, now: ContinuousClock.Instant) {
         guard adaptive else { return }
+        recentErrors = recentErrors << 1 | (signal == .overloaded(.errors) ? 1 : 0)
+        recentCount = min(recentCount + 1, 32)
         switch signal {
         case .answered(let latency):
-            roundLatencySeconds += Self.seconds(latency)
-            roundSamples += 1
+            roundLatencies.append(Self.seconds(latency))
+        case .overloaded(.errors):
+            // Up to one in ten of the last 32 transfers may fail without a cut: a flaky path's
+            // odd reset is not load; a burst of them is.
+            let errors = recentErrors.nonzeroBitCount
+            if startedEpoch == epoch, Double(errors) > settings.errorTolerance * Double(max(recentCount, 10)) {
+                cut(to: min(level, Double(inFlight)) * settings.backoffFactor, .errors, now)
+            }
         case .overloaded(let reason):
             if startedEpoch == epoch { cut(to: min(level, Double(inFlight)) * settings.backoffFactor, reason, now) }
         case .other:
@@ -161,12 +179,12 @@ public struct HostConcurrencyLimiter: Sendable {
     }
 
     private mutating func endRound(_ now: ContinuousClock.Instant) {
-        let latency = roundSamples > 0 ? roundLatencySeconds / Double(roundSamples) : nil
+        roundLatencies.sort()
+        let latency = roundLatencies.isEmpty ? nil : roundLatencies[roundLatencies.count / 2]
         let limited = roundLimited
         let afterCut = roundCut
         roundCompletions = 0
-        roundLatencySeconds = 0
-        roundSamples = 0
+        roundLatencies.removeAll(keepingCapacity: true)
         roundLimited = false
         roundCut = false
         switch probe {
@@ -238,7 +256,9 @@ public struct HostConcurrencyLimiter: Sendable {
     private mutating func cut(to target: Double, _ reason: ThrottleReason, _ now: ContinuousClock.Instant) {
         let level = self.level
         probe = .none
-        if let last = lastCutLevel, abs(level - last) <= 1 {
+        // Only "too many requests" says there is a ceiling to respect; resets and latency are
+        // probed again after the usual wait.
+        if reason == .rateLimited, let last = lastCutLevel, abs(level - last) <= 1 {
             stepRounds = min(stepRounds * 2, Self.maxStepRounds)
         } else {
             stepRounds = 4
@@ -251,9 +271,11 @@ public struct HostConcurrencyLimiter: Sendable {
         lastCut = (reason, now)
         roundCut = true
         roundCompletions = 0
-        roundLatencySeconds = 0
-        roundSamples = 0
+        roundLatencies.removeAll(keepingCapacity: true)
         roundLimited = false
+        // Failures of transfers started before the cut must not cut again.
+        recentErrors = 0
+        recentCount = 0
     }
 
     static func seconds(_ duration: Duration) -> Double {

@@ -82,7 +82,8 @@ import Testing
         let statuses = try harness.thread.sync { harness.fetcher.hostStatuses() }
         let capped = try #require(statuses.first { $0.host == "127.0.0.1:\(upstream.port)" })
         let fixed = try #require(statuses.first { $0.host == "127.0.0.1:\(other.port)" })
-        #expect(capped.limit == 2 && capped.adaptive)
+        // Adaptive below the cap (a loaded machine's latency may take it to 1 by the end).
+        #expect(capped.limit <= 2 && capped.adaptive)
         #expect(fixed.limit == 5 && !fixed.adaptive)
     }
 

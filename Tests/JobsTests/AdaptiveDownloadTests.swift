@@ -6,7 +6,8 @@ import Testing
 
 /// Whole packs against upstreams that push back: one that refuses concurrency above a limit with
 /// 429 (the pack still completes, the 429s stay few), and `packd serve` with a rules file holding
-/// one host to two transfers while another host's 429s are counted in `/metrics`.
+/// one host to two transfers (as one would a public server) while another host's 429s are
+/// counted in `/metrics`.
 @Suite struct AdaptiveDownloadTests {
     static let patient = DownloadSettings(maxInFlight: 128, maxAttempts: 12, initialBackoff: .milliseconds(5),
                                           maxBackoff: .milliseconds(50))
@@ -39,7 +40,7 @@ import Testing
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
         let rules = directory.appendingPathComponent("rules.json")
-        try Data(#"{"rules": [{"prefix": "\#(capped.base)/", "max_transfers": 2}]}"#.utf8).write(to: rules)
+        try Data(#"{"rules": [{"prefix": "\#(capped.base)/", "max_transfers": 2, "adaptive": false}]}"#.utf8).write(to: rules)
         let server = try PackdServer(arguments: ["--upstream-rules-file", rules.path])
         defer { server.remove() }
 
