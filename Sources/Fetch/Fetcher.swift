@@ -13,9 +13,10 @@ public struct TransferID: Hashable, Sendable {
 /// How many transfers a host gets is learnt per host (`HostConcurrencyLimiter`), under the
 /// explicit caps (a rule's `max_transfers`, `--max-transfers-per-host`), which always win. HTTP/2
 /// is used fully: curl multiplexes as many streams on a connection as the server announces
-/// (`SETTINGS_MAX_CONCURRENT_STREAMS`; our own stream cap is set above every host limit), and
-/// HTTPS transfers wait for a connection that may multiplex (`CURLOPT_PIPEWAIT`) instead of each
-/// opening their own, so a host gets one or two connections. HTTP/1.1 hosts get a connection per
+/// (`SETTINGS_MAX_CONCURRENT_STREAMS`; our own stream cap is set at or above every host limit),
+/// and HTTPS transfers wait for a connection that may multiplex (`CURLOPT_PIPEWAIT`) instead of
+/// each opening their own, so an HTTP/2 host gets one connection (its adaptive ceiling fits one
+/// connection's streams: see `HostConcurrencyLimiter`). HTTP/1.1 hosts get a connection per
 /// transfer, which the per-host connection cap allows up to the host's limit.
 ///
 /// Loop thread only. Completions always run on the loop thread from a loop callback — never

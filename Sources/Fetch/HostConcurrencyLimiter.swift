@@ -29,10 +29,12 @@
 /// needing latency to be clean, and the latency guard keeps it from filling a server's queue.
 ///
 /// **Defaults, and why.** Start at 8: twice a browser's 6 connections per host, and within one
-/// round of the old fixed 16. Ceiling 256 transfers on HTTP/2 (streams on one or two connections
-/// are cheap for the server; at 100 ms a tile that is 2,560 tiles/s) and 128 on HTTP/1.1 (each
-/// one is a connection and a worker on the server); until the protocol is known, the HTTP/1.1
-/// ceiling. Tolerance 1.5 × baseline + 5 ms: WAN latency jitters by tens of percent, and the
+/// round of the old fixed 16. Ceiling 100 transfers on HTTP/2: streams on one connection, cheap
+/// for the server, and as many as RFC 9113 recommends servers allow (nginx announces 128,
+/// Apache 100); at 100 ms a tile that is 1,000 tiles/s. Not more, because libcurl before 8.0
+/// (Debian 12 has 7.88) opens a new connection for every transfer beyond the first connection's
+/// streams instead of waiting for a second one. 128 on HTTP/1.1, where each transfer is a
+/// connection and a worker on the server; until the protocol is known, the HTTP/1.1 ceiling. Tolerance 1.5 × baseline + 5 ms: WAN latency jitters by tens of percent, and the
 /// few milliseconds of a loaded loopback are not a server queueing. Baseline: the lowest round
 /// mean of the last 16 to 32 rounds, so it follows a server that really became slower; after the
 /// first setback every 16th round is a measurement at half the limit (as BBR's ProbeRTT), since a
@@ -52,7 +54,7 @@ public struct HostConcurrencyLimiter: Sendable {
         /// The share of a round's transfers that may time out or be reset before the limit is cut.
         public var errorTolerance: Double
 
-        public init(initial: Int = 8, http1Maximum: Int = 128, http2Maximum: Int = 256, latencyTolerance: Double = 1.5,
+        public init(initial: Int = 8, http1Maximum: Int = 128, http2Maximum: Int = 100, latencyTolerance: Double = 1.5,
                     latencySlack: Duration = .milliseconds(5), backoffFactor: Double = 0.7, errorTolerance: Double = 0.1) {
             self.initial = max(1, initial)
             self.http1Maximum = max(1, http1Maximum)

@@ -63,7 +63,9 @@ final class DelayedTileUpstream: @unchecked Sendable {
         router.get("/t/{z}/{x}/{file}") { _, responder in state.enqueue(responder) }
         var limits = ServerLimits()
         limits.maxConnections = 16_384
-        let server = HTTPServer(loop: thread.loop, router: router, limits: limits, logger: Logger(label: "delayed-upstream"))
+        var logger = Logger(label: "delayed-upstream")
+        logger.logLevel = .warning
+        let server = HTTPServer(loop: thread.loop, router: router, limits: limits, logger: logger)
         self.server = server
         port = try thread.sync {
             state.timer = LoopTimer(loop: thread.loop)

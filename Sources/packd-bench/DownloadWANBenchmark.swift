@@ -34,6 +34,7 @@ struct DownloadWANBenchmark: ParsableCommand {
     @Option(parsing: .upToNextOption, help: "Extra arguments for packd serve (the default settings when none).")
     var packdArguments: [String] = []
     @Option(help: "Milliseconds between polls of the pack's state.") var pollMilliseconds = 25
+    @Option(help: "Keep the work folder (logs, databases) here instead of a deleted temporary one.") var keep: String?
 
     struct Row {
         var delay: Int
@@ -54,10 +55,11 @@ struct DownloadWANBenchmark: ParsableCommand {
         if mapproxy, !FileManager.default.isExecutableFile(atPath: mapproxySeed) {
             throw ValidationError("no mapproxy-seed at \(mapproxySeed): run `make bench-wan` (or pass --no-mapproxy)")
         }
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("packd-bench-wan-\(getpid())")
+        let directory = keep.map { URL(fileURLWithPath: $0) }
+            ?? FileManager.default.temporaryDirectory.appendingPathComponent("packd-bench-wan-\(getpid())")
         try? FileManager.default.removeItem(at: directory)
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: directory) }
+        defer { if keep == nil { try? FileManager.default.removeItem(at: directory) } }
         let authority = try TestCertificateAuthority(directory: directory)
         let tile = PNGTile.make(bytes: size)
         let window = try TileWindow(tiles: tiles, zoom: zoom)

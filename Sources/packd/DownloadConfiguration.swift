@@ -12,9 +12,10 @@ struct DownloadConfiguration {
     var settings = DownloadSettings(maxInFlight: Self.defaultTransfersPerPack)
 
     /// Resources one pack keeps under way by default: as many as the adaptive limit may give one
-    /// HTTP/2 host, so a single pack can use all a fast host allows. They wait in the fetcher's
-    /// per-host queue (a few bytes each) until the host's limit admits them.
-    static let defaultTransfersPerPack = HostConcurrencyLimiter.Settings().http2Maximum
+    /// host, so a single pack can use all a fast host allows. They wait in the fetcher's per-host
+    /// queue (a few bytes each) until the host's limit admits them.
+    static let defaultTransfersPerPack = max(HostConcurrencyLimiter.Settings().http1Maximum,
+                                             HostConcurrencyLimiter.Settings().http2Maximum)
 
     init() {}
 

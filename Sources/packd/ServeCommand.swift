@@ -58,9 +58,9 @@ struct ServeCommand: ParsableCommand {
         var maxActivePacks: String?
         @Option(help: "Upstream transfers in flight at once, over all hosts (PACKD_MAX_TRANSFERS; default 512).")
         var maxTransfers: String?
-        @Option(help: "Cap on upstream transfers in flight to one host; below it the limit still adapts (PACKD_MAX_TRANSFERS_PER_HOST; default: adaptive, from 8 up to 128 on HTTP/1.1 and 256 on HTTP/2).")
+        @Option(help: "Cap on upstream transfers in flight to one host; below it the limit still adapts (PACKD_MAX_TRANSFERS_PER_HOST; default: adaptive, from 8 up to 128 on HTTP/1.1 and 100 on HTTP/2).")
         var maxTransfersPerHost: String?
-        @Option(help: "Upstream transfers one pack keeps under way, waiting for its hosts' limits or in flight (PACKD_MAX_TRANSFERS_PER_PACK; default 256).")
+        @Option(help: "Upstream transfers one pack keeps under way, waiting for its hosts' limits or in flight (PACKD_MAX_TRANSFERS_PER_PACK; default 128).")
         var maxTransfersPerPack: String?
         @Option(help: "New requests per second to one upstream host, e.g. 20 (PACKD_REQUESTS_PER_SECOND_PER_HOST; default unlimited).")
         var requestsPerSecondPerHost: String?
