@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Glibc
+import Packs
 import PackdTestSupport
 
 /// `packd-bench download-wan`: downloads from a tile server that answers each tile after a
@@ -146,12 +147,10 @@ struct DownloadWANBenchmark: ParsableCommand {
         guard created.status == 201, let packID = try created.json()["id"] as? Int else {
             throw ValidationError("POST /v1/packs answered \(created.status): \(String(decoding: created.body, as: UTF8.self))")
         }
-        let done = try DownloadBenchmark.waitForPack(packd, packID, pollMilliseconds: pollMilliseconds) {
-            $0.state != "active" && $0.state != "queued"
-        }
+        let done = try DownloadBenchmark.waitForPack(packd, packID, pollMilliseconds: pollMilliseconds) { !$0.state.isScheduled }
         let seconds = Date().timeIntervalSince1970 - start
-        guard done.state == "complete", done.tiles == window.xRange.count * window.yRange.count else {
-            throw ValidationError("the pack ended \(done.state) with \(done.tiles) tiles; see \(directory.path)/packd.log")
+        guard done.state == .complete, done.progress.completedTiles == window.xRange.count * window.yRange.count else {
+            throw ValidationError("the pack ended \(done.state) with \(done.progress.completedTiles) tiles; see \(directory.path)/packd.log")
         }
         let metrics = String(decoding: try LoopbackHTTPClient.request(port: packd.port, method: "GET", path: "/metrics").body,
                              as: UTF8.self)
