@@ -118,9 +118,10 @@ public struct HostConcurrencyLimiter: Sendable {
     private var roundsWaitingToStep = 0
     static let maxStepRounds = 128
 
-    /// The latest cut: why and when (for the throttle status).
+    /// The latest cut for a slow-down signal (429/503, timeouts, resets): why and when, for the
+    /// throttle status. Latency cuts are not recorded: they are how the limit holds a knee.
     public private(set) var lastCut: (reason: ThrottleReason, at: ContinuousClock.Instant)?
-    /// The last round's mean latency, for metrics.
+    /// The last round's median latency, for metrics.
     public private(set) var lastRoundLatency: Duration?
 
     public init(settings: Settings = Settings(), maximum: Int, adaptive: Bool = true) {
@@ -213,7 +214,7 @@ public struct HostConcurrencyLimiter: Sendable {
         let threshold = min(baselineCurrent, baselinePrevious) * settings.latencyTolerance
             + Self.seconds(settings.latencySlack)
         if latency > threshold {
-            cut(to: window * max(0.5, threshold / latency), .latency, now)
+            cut(to: window * max(0.5, threshold / latency), nil, now)
         } else if limited {
             grow()
         }
@@ -255,7 +256,9 @@ public struct HostConcurrencyLimiter: Sendable {
         }
     }
 
-    private mutating func cut(to target: Double, _ reason: ThrottleReason, _ now: ContinuousClock.Instant) {
+    /// `reason` nil: a latency cut, the limiter holding a server's knee — routine, not a
+    /// slow-down to report.
+    private mutating func cut(to target: Double, _ reason: ThrottleReason?, _ now: ContinuousClock.Instant) {
         let level = self.level
         probe = .none
         // Only "too many requests" says there is a ceiling to respect; resets and latency are
@@ -270,7 +273,7 @@ public struct HostConcurrencyLimiter: Sendable {
         window = max(1, min(level, target.rounded(.down)))
         slowStart = false
         epoch &+= 1
-        lastCut = (reason, now)
+        if let reason { lastCut = (reason, now) }
         roundCut = true
         roundCompletions = 0
         roundLatencies.removeAll(keepingCapacity: true)
@@ -293,6 +296,4 @@ public enum ThrottleReason: String, Sendable, Equatable {
     case rateLimited = "rate_limited"
     /// Timeouts, resets or truncated bodies: the limiter cut the host's transfers.
     case errors
-    /// The host's latency climbed: the limiter cut the host's transfers.
-    case latency
 }

@@ -68,7 +68,7 @@ struct HostQueue {
     }
 
     /// What holds the host back now, if anything: a `Retry-After` pause, or a cut of the adaptive
-    /// limit within the last `recentCut`.
+    /// limit for a slow-down (429/503, timeouts, resets) within the last `recentCut`.
     func throttle(now: ContinuousClock.Instant, recentCut: Duration) -> HostThrottle? {
         if let pausedUntil, pausedUntil > now {
             return HostThrottle(host: name, reason: .retryAfter, until: pausedUntil)
