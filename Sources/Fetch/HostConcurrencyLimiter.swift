@@ -9,9 +9,10 @@
 ///   round after the first setback (congestion avoidance). At a steady latency, transfers in
 ///   flight ÷ latency *is* the throughput (Little's law), so "latency holds while the limit grows"
 ///   is "throughput keeps rising";
-/// - when the round's latency climbs past that, the server is queueing our requests: the limit
-///   shrinks by baseline-threshold ÷ latency (at most by half), which lands it near the knee
-///   where more transfers stop buying throughput. A round's latency is its median: a few slow
+/// - when the latency stays past that for two rounds running, the server is queueing our
+///   requests (one round may be a stall of our own loop): the limit shrinks by threshold ÷
+///   latency (to 0.7 at most per cut), which lands it near the knee where more transfers stop
+///   buying throughput. A round's latency is its median: a few slow
 ///   tiles (a render among cache hits, a large body) say nothing about the server's queue.
 ///
 /// A 429 or 503 shrinks the limit *at once* (not at the round's end) to `backoffFactor` × what
@@ -113,6 +114,8 @@ public struct HostConcurrencyLimiter: Sendable {
     }
     private var probe = Probe.none
 
+    /// Rounds in a row whose latency was above the threshold.
+    private var highLatencyRounds = 0
     private var lastCutLevel: Double?
     private var stepRounds = 4
     private var roundsWaitingToStep = 0
@@ -213,11 +216,15 @@ public struct HostConcurrencyLimiter: Sendable {
         guard !afterCut else { return }
         let threshold = min(baselineCurrent, baselinePrevious) * settings.latencyTolerance
             + Self.seconds(settings.latencySlack)
-        if latency > threshold {
-            cut(to: window * max(0.5, threshold / latency), nil, now)
-        } else if limited {
-            grow()
+        guard latency <= threshold else {
+            // Two rounds running: a queue at the server persists, a stall of our own loop (a
+            // loaded machine) or of one network path passes.
+            highLatencyRounds += 1
+            if highLatencyRounds >= 2 { cut(to: window * max(0.7, threshold / latency), nil, now) }
+            return
         }
+        highLatencyRounds = 0
+        if limited { grow() }
     }
 
     /// One round's mean latency into the baseline's buckets.
@@ -270,6 +277,7 @@ public struct HostConcurrencyLimiter: Sendable {
         }
         lastCutLevel = level
         roundsWaitingToStep = 0
+        highLatencyRounds = 0
         window = max(1, min(level, target.rounded(.down)))
         slowStart = false
         epoch &+= 1

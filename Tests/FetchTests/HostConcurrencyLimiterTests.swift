@@ -134,9 +134,12 @@ import Testing
         var limiter = HostConcurrencyLimiter(maximum: 128)
         _ = Self.simulate(&limiter, rounds: 2) { _, _ in .answered(latency: .milliseconds(40)) }
         #expect(limiter.limit == 32)
-        // Latency triples: cut by threshold / latency = 65 / 120, but at most by half.
+        // Latency triples for one round (a stall): no cut, no growth.
         _ = Self.simulate(&limiter, rounds: 1) { _, _ in .answered(latency: .milliseconds(120)) }
-        #expect(limiter.limit == 17)
+        #expect(limiter.limit == 32)
+        // And for a second: cut by threshold / latency = 65 / 120, but to 0.7 at most.
+        _ = Self.simulate(&limiter, rounds: 1) { _, _ in .answered(latency: .milliseconds(120)) }
+        #expect(limiter.limit == 22)
         // Holding a knee is routine: not reported as a slow-down.
         #expect(limiter.lastCut == nil)
     }
