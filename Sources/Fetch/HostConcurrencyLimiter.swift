@@ -20,9 +20,9 @@
 /// `errorTolerance` of the last 32 transfers — a flaky path's odd reset is not load, a burst is.
 /// Once per round: failures of transfers started before the cut are one signal, not twenty
 /// (TCP's "once per window").
-/// After a setback the step back up to the level that failed waits 4 rounds; after 429s, each
-/// time the same level is refused again the wait doubles (up to 128): a server with a hard limit
-/// is probed ever more rarely, so its 429s stay few instead of one per sawtooth.
+/// After a 429/503 the step back up to the level that was refused waits 4 rounds, and each time
+/// the same level is refused again the wait doubles (up to 128): a server with a hard limit is
+/// probed ever more rarely, so its 429s stay few instead of one per sawtooth.
 ///
 /// Why not a pure gradient limiter (Netflix Gradient2, Vegas)? Those steer by latency alone, and a
 /// tile server's latency is noisy (cache hits next to renders, tile sizes over two orders of
@@ -268,15 +268,17 @@ public struct HostConcurrencyLimiter: Sendable {
     private mutating func cut(to target: Double, _ reason: ThrottleReason?, _ now: ContinuousClock.Instant) {
         let level = self.level
         probe = .none
-        // Only "too many requests" says there is a ceiling to respect; resets and latency are
-        // probed again after the usual wait.
-        if reason == .rateLimited, let last = lastCutLevel, abs(level - last) <= 1 {
-            stepRounds = min(stepRounds * 2, Self.maxStepRounds)
-        } else {
-            stepRounds = 4
+        // Only "too many requests" says where a ceiling is: the step onto its level waits, longer
+        // each time it is refused again. Resets and latency leave that memory alone.
+        if reason == .rateLimited {
+            if let last = lastCutLevel, abs(level - last) <= 1 {
+                stepRounds = min(stepRounds * 2, Self.maxStepRounds)
+            } else {
+                stepRounds = 4
+            }
+            lastCutLevel = level
+            roundsWaitingToStep = 0
         }
-        lastCutLevel = level
-        roundsWaitingToStep = 0
         highLatencyRounds = 0
         window = max(1, min(level, target.rounded(.down)))
         slowStart = false

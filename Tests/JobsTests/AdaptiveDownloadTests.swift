@@ -27,7 +27,9 @@ import Testing
             (\(late.count { $0.concurrent > allowed }) of the last \(late.count) arrived above \(allowed))
             """)
         #expect(tiles > 1000)
-        #expect(refused <= tileRequests.count / 50, "\(refused) × 429 of \(tileRequests.count)")
+        // Learning the limit costs a few percent of the first requests (the slow start begins at
+        // 8, above the 6 allowed); once learnt, next to none (below).
+        #expect(refused <= tileRequests.count / 10, "\(refused) × 429 of \(tileRequests.count)")
         #expect(late.count { $0.concurrent > allowed } <= late.count / 100)
     }
 

@@ -127,14 +127,25 @@ public final class TestUpstream: @unchecked Sendable {
                 request.concurrent = inFlight
                 log.append(request)
             }
-            let keepOpen = perform(handler(request), for: request, on: fd)
-            lock.withLock { inFlight -= 1 }
+            // A request stops counting as in flight once its answer starts (before the client
+            // can read it and send the next one on this connection).
+            var counted = true
+            let answering = { [self] in
+                if counted { lock.withLock { inFlight -= 1 } }
+                counted = false
+            }
+            let keepOpen = perform(handler(request), for: request, on: fd, answering: answering)
+            answering()
             if !keepOpen { return }
         }
     }
 
     /// Returns false when the connection must close afterwards.
-    private func perform(_ reply: Reply, for request: Request, on fd: Int32) -> Bool {
+    private func perform(_ reply: Reply, for request: Request, on fd: Int32, answering: () -> Void) -> Bool {
+        switch reply {
+        case .delayed, .hang: break
+        default: answering()
+        }
         switch reply {
         case let .respond(status, headers, body):
             var head = "HTTP/1.1 \(status) Status\r\n"
@@ -170,7 +181,7 @@ public final class TestUpstream: @unchecked Sendable {
             return false
         case let .delayed(delay, inner):
             Thread.sleep(forTimeInterval: delay.seconds)
-            return perform(inner, for: request, on: fd)
+            return perform(inner, for: request, on: fd, answering: answering)
         }
     }
 
