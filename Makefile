@@ -4,7 +4,7 @@
 SWIFT        ?= swift
 PACKD_LISTEN ?= 127.0.0.1:8080
 PACKD_DB     ?= ./packd.sqlite
-SYSTEM_PACKAGES := libuv1-dev libcurl4-openssl-dev libsqlite3-dev libhttp-parser-dev zlib1g-dev
+SYSTEM_PACKAGES := libuv1-dev libcurl4-openssl-dev libsqlite3-dev libhttp-parser-dev zlib1g-dev openssl
 BENCH_PACKAGES  := nginx wrk curl
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
@@ -19,7 +19,7 @@ if [ -n "$$missing" ]; then \
 fi
 endef
 
-.PHONY: deps bench-deps build release run test check-openapi bench bench-server soak verify verify-clients verify-api verify-render clean
+.PHONY: deps bench-deps build release run test check-openapi bench bench-server soak verify verify-clients verify-api verify-render bench-wan clean
 .PHONY: dashboard-assets verify-dashboard install lint-docker
 
 ## Python tools come from PyPI into a virtual environment under .build/ (a distribution's own
@@ -76,6 +76,14 @@ bench: bench-deps
 	$(SWIFT) build -c release
 	@bin=$$($(SWIFT) build -c release --show-bin-path); \
 	for b in $(BENCHMARKS); do echo "== packd-bench $$b"; "$$bin/packd-bench" $$b || exit 1; done
+
+## packd, curl --parallel and mapproxy-seed against an HTTPS tile server that answers after
+## 20, 40 and 100 ms (HTTP/2 and HTTP/1.1). MapProxy comes from PyPI into .build/mapproxy.
+bench-wan: bench-deps
+	$(call install-missing,python3-venv)
+	@test -x .build/mapproxy/bin/mapproxy-seed || { python3 -m venv .build/mapproxy && .build/mapproxy/bin/pip install -q MapProxy; }
+	$(SWIFT) build -c release
+	$$($(SWIFT) build -c release --show-bin-path)/packd-bench download-wan
 
 bench-server: bench-deps
 	$(SWIFT) build -c release

@@ -79,7 +79,11 @@ let package = Package(
                 "CZlib",
                 "Geo",
                 "Fetch",
+                // download-wan: its delaying tile server, and the test CA it makes.
+                "Server",
+                "PackdTestSupport",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
             ]
         ),
 

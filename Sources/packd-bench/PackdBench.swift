@@ -17,6 +17,7 @@ struct PackdBench: ParsableCommand {
             FetchBenchmark.self,
             DownloadBenchmark.self,
             FixtureDownloadBenchmark.self,
+            DownloadWANBenchmark.self,
             APIBenchmark.self,
         ]
     )

@@ -2,13 +2,20 @@ import Fetch
 import Jobs
 
 /// The download engine's settings of `packd serve`: how many packs run at once, upstream
-/// concurrency and politeness, retries, failure tolerance, body and time limits, and the upstream
-/// rules (credentials) — resolved like every other setting (flag, then `PACKD_*`, then default).
+/// concurrency and politeness, retries, failure tolerance, body and time limits, the upstream
+/// rules (credentials, per-host policy) and added CAs — resolved like every other setting (flag,
+/// then `PACKD_*`, then default).
 struct DownloadConfiguration {
     /// Packs downloading at once (the scheduler's slots); the rest wait `queued`.
     var maxActivePacks = 2
     var fetch = FetchConfiguration()
-    var settings = DownloadSettings()
+    var settings = DownloadSettings(maxInFlight: Self.defaultTransfersPerPack)
+
+    /// Resources one pack keeps under way by default: as many as the adaptive limit may give one
+    /// host, so a single pack can use all a fast host allows. They wait in the fetcher's per-host
+    /// queue (a few bytes each) until the host's limit admits them.
+    static let defaultTransfersPerPack = max(HostConcurrencyLimiter.Settings().http1Maximum,
+                                             HostConcurrencyLimiter.Settings().http2Maximum)
 
     init() {}
 
@@ -19,10 +26,10 @@ struct DownloadConfiguration {
 
         let defaults = FetchConfiguration()
         let maxTransfers = try source.count(options.maxTransfers, "MAX_TRANSFERS", 1...10_000) ?? defaults.maxTransfers
+        // Unset: each host's limit adapts up to its protocol's ceiling. Set: the cap it stays under.
         let perHostSetting = source.value(options.maxTransfersPerHost, "MAX_TRANSFERS_PER_HOST")
         let perHost = try source.count(options.maxTransfersPerHost, "MAX_TRANSFERS_PER_HOST", 1...10_000)
-            ?? min(defaults.maxTransfersPerHost, maxTransfers)
-        if let perHostSetting, perHost > maxTransfers {
+        if let perHostSetting, let perHost, perHost > maxTransfers {
             throw Invalid(setting: perHostSetting.setting, problem: "\(perHost) is more than the \(maxTransfers) transfers allowed overall")
         }
         let rate = try source.number(options.requestsPerSecondPerHost, "REQUESTS_PER_SECOND_PER_HOST", 0.001...100_000)
@@ -33,11 +40,23 @@ struct DownloadConfiguration {
             } catch {
                 throw Invalid(setting: setting, problem: error.description)
             }
+            if let index = rules.firstIndex(where: { ($0.policy.maxTransfers ?? 0) > maxTransfers }) {
+                throw Invalid(setting: setting, problem: "rules[\(index)].max_transfers: more than the \(maxTransfers) "
+                              + "transfers allowed overall (--max-transfers)")
+            }
+        }
+        var caFile: String?
+        if let (path, setting) = source.value(options.upstreamCaFile, "UPSTREAM_CA_FILE") {
+            do {
+                caFile = try UpstreamCAFile.check(path: path)
+            } catch {
+                throw Invalid(setting: setting, problem: error.description)
+            }
         }
         fetch = FetchConfiguration(maxTransfers: maxTransfers, maxTransfersPerHost: perHost, requestsPerSecondPerHost: rate,
-                                   addressPolicy: upstreamPolicy, rules: rules)
+                                   addressPolicy: upstreamPolicy, rules: rules, caFile: caFile)
 
-        var settings = DownloadSettings()
+        var settings = DownloadSettings(maxInFlight: Self.defaultTransfersPerPack)
         settings.maxInFlight = try source.count(options.maxTransfersPerPack, "MAX_TRANSFERS_PER_PACK", 1...10_000)
             ?? settings.maxInFlight
         settings.maxAttempts = try source.count(options.retryAttempts, "RETRY_ATTEMPTS", 1...100) ?? settings.maxAttempts

@@ -1,12 +1,15 @@
 import Fetch
 import Foundation
 
-/// The `--upstream-rules-file` document: credentials (headers, query parameters) added to, or a
-/// different base URL for, requests whose canonical URL starts with a prefix.
+/// The `--upstream-rules-file` document: credentials (headers, query parameters) added to, a
+/// different base URL for, and the politeness towards the host of, requests whose canonical URL
+/// starts with a prefix.
 ///
 ///     {"rules": [{"prefix": "https://api.maptiler.com/", "query": {"key": "…"}},
 ///                {"prefix": "https://tiles.example/", "headers": {"Authorization": "Bearer …"},
-///                 "rewrite_prefix": "http://mirror.internal:8080/"}]}
+///                 "rewrite_prefix": "http://mirror.internal:8080/"},
+///                {"prefix": "https://tile.openstreetmap.org/", "max_transfers": 2, "adaptive": false},
+///                {"prefix": "https://cdn.example/", "max_transfers": 512, "requests_per_second": 2000}]}
 ///
 /// The file holds secrets and is untrusted like any input: it is read with a size bound, every
 /// field is checked, and an error names the rule index and field but never echoes a value.
@@ -16,6 +19,8 @@ enum UpstreamRulesFile {
     static let maximumFieldsPerRule = 32
     static let maximumURLBytes = 2048
     static let maximumValueBytes = 8192
+    static let transfersRange = 1...10_000
+    static let requestsPerSecondRange = 0.001...100_000.0
     /// Headers curl or packd set themselves: a rule overriding them would corrupt the request.
     static let reservedHeaders: Set<String> = ["host", "content-length", "transfer-encoding", "connection",
                                                 "te", "upgrade", "if-none-match", "if-modified-since",
@@ -66,9 +71,11 @@ enum UpstreamRulesFile {
 
     private static func parseRule(_ item: Any, at path: String) throws(Invalid) -> UpstreamRule {
         guard let fields = item as? [String: Any] else { throw Invalid("\(path): expected an object") }
-        let known: Set<String> = ["prefix", "headers", "query", "rewrite_prefix"]
+        let known: Set<String> = ["prefix", "headers", "query", "rewrite_prefix", "max_transfers", "requests_per_second",
+                                  "adaptive", "http2_prior_knowledge"]
         if let unknown = fields.keys.sorted().first(where: { !known.contains($0) }) {
-            throw Invalid("\(path): unknown field '\(printable(unknown))' (prefix, headers, query, rewrite_prefix)")
+            throw Invalid("\(path): unknown field '\(printable(unknown))' (prefix, headers, query, rewrite_prefix, "
+                          + "max_transfers, requests_per_second, adaptive, http2_prior_knowledge)")
         }
         guard let prefix = fields["prefix"] as? String else { throw Invalid("\(path).prefix: required, a string") }
         try checkURLPrefix(prefix, at: "\(path).prefix")
@@ -91,10 +98,55 @@ enum UpstreamRulesFile {
                 throw Invalid("\(path).query: '\(printable(name))' is not a query parameter name")
             }
         }
-        guard !headers.isEmpty || !query.isEmpty || rewritten != nil else {
-            throw Invalid("\(path): a rule needs headers, query or rewrite_prefix")
+        let policy = try parsePolicy(fields, at: path, wireURL: rewritten ?? prefix)
+        guard !headers.isEmpty || !query.isEmpty || rewritten != nil || !policy.isEmpty else {
+            throw Invalid("\(path): a rule needs headers, query, rewrite_prefix or a host policy "
+                          + "(max_transfers, requests_per_second, adaptive, http2_prior_knowledge)")
         }
-        return UpstreamRule(prefix: prefix, headers: headers, queryItems: query, rewrittenPrefix: rewritten)
+        return UpstreamRule(prefix: prefix, headers: headers, queryItems: query, rewrittenPrefix: rewritten, policy: policy)
+    }
+
+    /// `max_transfers` (a whole number), `requests_per_second` (a positive number), `adaptive` and
+    /// `http2_prior_knowledge` (booleans; the latter only for a plain http:// upstream).
+    private static func parsePolicy(_ fields: [String: Any], at path: String, wireURL: String) throws(Invalid) -> HostPolicy {
+        var policy = HostPolicy()
+        if let value = fields["max_transfers"] {
+            guard let number = jsonNumber(value), number == number.rounded(), transfersRange.contains(Int(exactly: number) ?? 0)
+            else {
+                throw Invalid("\(path).max_transfers: expected a whole number in \(transfersRange.lowerBound)...\(transfersRange.upperBound)")
+            }
+            policy.maxTransfers = Int(number)
+        }
+        if let value = fields["requests_per_second"] {
+            guard let number = jsonNumber(value), number.isFinite, requestsPerSecondRange.contains(number) else {
+                throw Invalid("\(path).requests_per_second: expected a number in \(requestsPerSecondRange.lowerBound)...\(Int(requestsPerSecondRange.upperBound))")
+            }
+            policy.requestsPerSecond = number
+        }
+        if let value = fields["adaptive"] {
+            guard let flag = jsonBool(value) else { throw Invalid("\(path).adaptive: expected true or false") }
+            policy.adaptive = flag
+        }
+        if let value = fields["http2_prior_knowledge"] {
+            guard let flag = jsonBool(value) else { throw Invalid("\(path).http2_prior_knowledge: expected true or false") }
+            guard !flag || wireURL.lowercased().hasPrefix("http://") else {
+                throw Invalid("\(path).http2_prior_knowledge: only for an http:// upstream (https negotiates HTTP/2 itself)")
+            }
+            policy.http2PriorKnowledge = flag
+        }
+        return policy
+    }
+
+    /// JSONSerialization boxes numbers and booleans alike (on Linux a `1` even bridges to `Bool`):
+    /// the box's type code tells them apart (`c` is a boolean).
+    private static func jsonNumber(_ value: Any) -> Double? {
+        guard !(value is String), let number = value as? NSNumber, String(cString: number.objCType) != "c" else { return nil }
+        return number.doubleValue
+    }
+
+    private static func jsonBool(_ value: Any) -> Bool? {
+        guard !(value is String), let number = value as? NSNumber, String(cString: number.objCType) == "c" else { return nil }
+        return number.boolValue
     }
 
     /// `{"name": "value", ...}`, names checked by `checkName`; values are never echoed in errors.

@@ -35,6 +35,21 @@ import Testing
         #expect(redacted.contains("[redacted]"))
     }
 
+    @Test func policyFieldsComeFromTheLongestPrefixThatSetsThem() {
+        let rules = UpstreamRules([
+            UpstreamRule(prefix: "https://tiles.example/", policy: HostPolicy(maxTransfers: 2, requestsPerSecond: 5)),
+            UpstreamRule(prefix: "https://tiles.example/fast/", policy: HostPolicy(maxTransfers: 64)),
+            UpstreamRule(prefix: "https://tiles.example/fast/private/", headers: [.init("X-Key", "k")]),
+        ])
+        #expect(rules.policy(for: "https://tiles.example/a.pbf") == HostPolicy(maxTransfers: 2, requestsPerSecond: 5))
+        #expect(rules.policy(for: "https://tiles.example/fast/private/a.pbf") == HostPolicy(maxTransfers: 64, requestsPerSecond: 5))
+        #expect(rules.policy(for: "https://other.example/a.pbf") == HostPolicy())
+        // Two policies meeting on one host: the stricter of each field.
+        let merged = HostPolicy(maxTransfers: 64, adaptive: true).tightened(by: HostPolicy(maxTransfers: 2, requestsPerSecond: 5,
+                                                                                            adaptive: false))
+        #expect(merged == HostPolicy(maxTransfers: 2, requestsPerSecond: 5, adaptive: false))
+    }
+
     @Test func percentEncodingKeepsOnlyUnreserved() {
         #expect(UpstreamRules.percentEncode("aZ09-._~ /?&=#%é") == "aZ09-._~%20%2F%3F%26%3D%23%25%C3%A9")
     }
