@@ -77,6 +77,12 @@ let package = Package(
             ]
         ),
 
+        // libFuzzer targets (`make fuzz`); a plain build makes `packd-fuzz TARGET FILE…`, a replay tool.
+        .executableTarget(
+            name: "packd-fuzz",
+            dependencies: ["Server", "Loop", "Plan", "Geo", "Store", "Fetch", .product(name: "Logging", package: "swift-log")]
+        ),
+
         .testTarget(name: "LoopTests", dependencies: ["Loop"]),
         .testTarget(
             name: "APITests",
@@ -95,11 +101,11 @@ let package = Package(
             ]
         ),
         .testTarget(name: "StoreTests", dependencies: ["Store", "packd-store-crash-writer"]),
-        .testTarget(name: "StoreIOTests", dependencies: ["Store", "CZlib"]),
+        .testTarget(name: "StoreIOTests", dependencies: ["Store", "CZlib", "PackdTestSupport"]),
         .testTarget(name: "GeoTests", dependencies: ["Geo"]),
         .testTarget(name: "PlanTests", dependencies: ["Plan", "Geo"]),
         // The in-process upstream and fetch harness shared by the network tests.
-        .target(name: "PackdTestSupport", dependencies: ["Fetch", "Loop", "CZlib"], path: "Tests/PackdTestSupport"),
+        .target(name: "PackdTestSupport", dependencies: ["Fetch", "Loop", "CZlib", "Store"], path: "Tests/PackdTestSupport"),
         .testTarget(name: "FetchTests", dependencies: ["Fetch", "Loop", "CZlib", "PackdTestSupport"]),
         // Depends on `packd` so the end-to-end test finds the built server next to the test bundle.
         .testTarget(name: "JobsTests", dependencies: ["Jobs", "Fetch", "Loop", "Store", "Plan", "Geo", "PackdTestSupport", "packd"]),

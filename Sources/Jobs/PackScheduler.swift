@@ -118,7 +118,7 @@ public final class PackScheduler {
         }
         if let error = outcome.error {
             let failure = error.isStorageFull
-                ? PackFailure(.storageFull, "the database is full")
+                ? PackFailure(.storageFull, "the database's disk is full (\(error.message)); what was stored is kept: free space, then resume the pack")
                 : PackFailure(.storageError, "storing resources failed: \(error)")
             for packID in outcome.failedPackIDs.sorted() { fail(packID, failure) }
         }

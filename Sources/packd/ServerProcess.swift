@@ -117,6 +117,9 @@ struct ServerProcess {
         loop.run()
         // Responses are finished; commit what the writer holds before the loop's handles close.
         writer.stop()
+        // The writer's commit callback holds the relay, the relay the scheduler, the scheduler the
+        // writer: a cycle that would keep the whole object graph alive past shutdown.
+        commits.scheduler = nil
         loop.close()
         logger.notice("stopped")
     }

@@ -21,6 +21,14 @@ import Testing
         return Array(builder.plan)
     }
 
+    /// The row a planned resource is stored under.
+    static func storedKey(_ resource: PlannedResource) -> ResourceKey {
+        resource.tile.map {
+            .tile(TileKey(urlTemplate: $0.urlTemplate, pixelRatio: Int64($0.pixelRatio), z: Int64($0.z),
+                          x: Int64($0.x), y: Int64($0.y)))
+        } ?? .resource(url: resource.url, kind: OfflineSchema.Kind(rawValue: Int64(resource.kind.rawValue))!)
+    }
+
     static func path(_ url: String, _ upstream: MapUpstream) -> String {
         String(url.dropFirst(upstream.base.count))
     }
@@ -37,11 +45,7 @@ import Testing
         #expect(tiles.count > 100 && planned.count - tiles.count > 3)
         let reader = try StoreReader(path: database.path)
         for resource in planned {
-            let key: ResourceKey = resource.tile.map {
-                .tile(TileKey(urlTemplate: $0.urlTemplate, pixelRatio: Int64($0.pixelRatio), z: Int64($0.z),
-                              x: Int64($0.x), y: Int64($0.y)))
-            } ?? .resource(url: resource.url, kind: OfflineSchema.Kind(rawValue: Int64(resource.kind.rawValue))!)
-            let stored = try #require(try reader.read(key), "\(resource.url) not stored")
+            let stored = try #require(try reader.read(Self.storedKey(resource)), "\(resource.url) not stored")
             let expected = upstream.body(for: Self.path(resource.url, upstream))
             #expect(try stored.body?.decoded() == expected, "\(resource.url)")
         }
