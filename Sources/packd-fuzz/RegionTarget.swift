@@ -1,5 +1,6 @@
 import Foundation
 import Geo
+import Packs
 import Plan
 
 /// A region object as the API receives it and as an imported database stores it. Whatever
@@ -24,8 +25,8 @@ enum RegionTarget {
         invariant(reparsed != nil, "mapLibreJSON is not JSON: \(stored)")
         let again = try? RegionDefinition(mapLibreJSON: reparsed!, geometryLimits: limits)
         invariant(again == region, "MapLibre form does not round-trip: \(stored)")
-        let shown = region.jsonObject
-        invariant(JSONSerialization.isValidJSONObject(shown), "API form is not serialisable")
+        let shown = try? JSONEncoder().encode(region.region)
+        invariant(shown != nil, "API form does not encode")
         countTiles(region)
     }
 

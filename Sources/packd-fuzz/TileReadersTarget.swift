@@ -1,4 +1,5 @@
 import Foundation
+import Packs
 @_spi(Fuzzing) import Store
 
 /// What packd reads from tile bytes it did not make: a PMTiles header, stored tile rows turned

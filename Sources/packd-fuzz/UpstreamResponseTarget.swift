@@ -1,5 +1,6 @@
 import Fetch
 import Foundation
+import Packs
 import Glibc
 import Loop
 import Store
