@@ -1,6 +1,8 @@
 import Foundation
 import Logging
+import Packs
 import Server
+import Store
 
 extension APIResponder {
     public func respond(_ problem: Problem, headers: HTTPHeaders = HTTPHeaders()) {
@@ -17,9 +19,15 @@ extension APIResponder {
                              body: JSONBody.encode(object)))
     }
 
-    /// A store failure: logged with its detail, answered as a bare 500 (no internals leak).
+    /// A store failure: logged with its detail, answered as a bare 500 (no internals leak) — or,
+    /// when the database's disk is full, as 503 saying so: the server is up, the write can be
+    /// retried once space is freed.
     func respondInternalError(_ error: any Error, logger: Logger, _ what: String) {
         logger.error("\(what) failed: \(error)")
+        let storageFull = (error as? StoreError)?.isStorageFull ?? (error as? DatabaseError)?.isStorageFull ?? false
+        if storageFull {
+            return respond(Problem(.unavailable, detail: "\(what) failed: the database's disk is full; free space, then retry"))
+        }
         respond(Problem(.internalError, detail: "\(what) failed; the server log has the details"))
     }
 }

@@ -261,14 +261,29 @@ public final class PackScheduler {
     }
 
     /// Applies `change` on the writer (after everything submitted before it), then publishes it.
-    private func transition(_ change: PackTransition) {
+    private func transition(_ change: PackTransition, attempt: Int = 1) {
         let owned = LoopBound(self)
         let loop = loop
         writer.perform({ database in try change.apply(database) }, completion: { result in
-            guard case .success(let previous?) = result else { return }
-            loop.execute {
-                owned.value.onStateChange?(change.packID, change.to, previous, change.error)
+            switch result {
+            case .success(let previous?):
+                loop.execute { owned.value.onStateChange?(change.packID, change.to, previous, change.error) }
+            case .success(nil):
+                return
+            case .failure:
+                // Refused (a full disk refuses this write too): dropped, the pack would stay
+                // `active` with nothing downloading it. Retried until it lands — once space is freed.
+                loop.execute { owned.value.retry(change, attempt: attempt) }
             }
         })
+    }
+
+    private func retry(_ change: PackTransition, attempt: Int) {
+        guard !stopped else { return }
+        let timer = LoopTimer(loop: loop)
+        timer.start(after: UInt64(min(5_000, 100 << min(attempt - 1, 6)))) { [weak self] in
+            timer.close()
+            self?.transition(change, attempt: attempt + 1)
+        }
     }
 }
