@@ -20,13 +20,15 @@ final class JobsHarness: @unchecked Sendable {
     private var progress: [Int64: StoredProgress] = [:]
     private var errors: [Int64: String] = [:]
     private var expected: [Int64: ExpectedCounts] = [:]
+    /// The writer's commit callback reaches the scheduler through it (created before the scheduler).
+    private let relay = CommitRelay()
 
     init(path: String, settings: DownloadSettings = JobsHarness.fastRetries, maxActive: Int = 2,
          fetch: FetchConfiguration = FetchConfiguration(addressPolicy: .loopbackForTests)) throws {
         self.path = path
         let thread = try LoopThread(name: "jobs-test")
         self.thread = thread
-        let relay = CommitRelay()
+        let relay = self.relay
         writer = try WriterThread(path: path) { outcome in
             thread.loop.execute { relay.scheduler?.committed(outcome) }
         }
@@ -102,6 +104,11 @@ final class JobsHarness: @unchecked Sendable {
         }
         thread.shutdown()
         writer.stop()
+        // Writer → relay → scheduler → writer, and scheduler → callbacks → harness → scheduler:
+        // broken here, so a closed harness is released (LeakSanitizer, `make sanitize`).
+        relay.scheduler = nil
+        scheduler.onStateChange = nil
+        scheduler.onProgress = nil
     }
 
     @discardableResult
