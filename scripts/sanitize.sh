@@ -20,7 +20,7 @@ for sanitizer in $SANITIZERS; do
         thread) scratch=.build-tsan; options_var=TSAN_OPTIONS
                 options="halt_on_error=0:second_deadlock_stack=1:suppressions=$PWD/scripts/sanitizers/thread.supp" ;;
         address) scratch=.build-asan; options_var=ASAN_OPTIONS
-                options="detect_leaks=1:halt_on_error=0:detect_stack_use_after_return=0"
+                options="detect_leaks=1:halt_on_error=0:detect_stack_use_after_return=0:suppressions=$PWD/scripts/sanitizers/address.supp"
                 export LSAN_OPTIONS="suppressions=$PWD/scripts/sanitizers/leak.supp:print_suppressions=0" ;;
         *) echo "unknown sanitizer $sanitizer (thread, address)"; exit 2 ;;
     esac
@@ -33,7 +33,7 @@ for sanitizer in $SANITIZERS; do
     fi
     built=$(date +%s)
     echo "== $sanitizer: swift test (reports in $reports/$sanitizer)"
-    env "$options_var=$options:log_path=$PWD/$reports/$sanitizer/report" \
+    env "$options_var=$options:log_path=$PWD/$reports/$sanitizer/report" PACKD_SANITIZER="$sanitizer" \
         $SWIFT test --skip-build --sanitize="$sanitizer" --scratch-path "$scratch" 2>&1 | tee "$reports/$sanitizer/test.log"
     tests=${PIPESTATUS[0]}
     done_at=$(date +%s)
