@@ -87,6 +87,12 @@ let package = Package(
             ]
         ),
 
+        // libFuzzer targets (`make fuzz`); a plain build makes `packd-fuzz TARGET FILE…`, a replay tool.
+        .executableTarget(
+            name: "packd-fuzz",
+            dependencies: ["Server", "Loop", "Packs", "Plan", "Geo", "Store", "Fetch", .product(name: "Logging", package: "swift-log")]
+        ),
+
         .testTarget(name: "PacksTests", dependencies: ["Packs", "CZlib", "PackdTestSupport"]),
         // One suite of store tests, run against every store implementation (`StoreFactory.all`).
         .testTarget(name: "StoreContractTests", dependencies: ["Packs", "Store", "Loop"]),
@@ -108,11 +114,11 @@ let package = Package(
             ]
         ),
         .testTarget(name: "StoreTests", dependencies: ["Store", "Packs", "PackdTestSupport", "packd-store-crash-writer"]),
-        .testTarget(name: "StoreIOTests", dependencies: ["Store", "Packs", "CZlib"]),
+        .testTarget(name: "StoreIOTests", dependencies: ["Store", "Packs", "CZlib", "PackdTestSupport"]),
         .testTarget(name: "GeoTests", dependencies: ["Geo"]),
         .testTarget(name: "PlanTests", dependencies: ["Plan", "Packs", "Geo"]),
         // The in-process upstream and fetch harness shared by the network tests.
-        .target(name: "PackdTestSupport", dependencies: ["Packs", "Fetch", "Loop", "CZlib"], path: "Tests/PackdTestSupport"),
+        .target(name: "PackdTestSupport", dependencies: ["Packs", "Fetch", "Loop", "CZlib", "Store"], path: "Tests/PackdTestSupport"),
         .testTarget(name: "FetchTests", dependencies: ["Fetch", "Packs", "Loop", "CZlib", "PackdTestSupport"]),
         // Depends on `packd` so the end-to-end test finds the built server next to the test bundle.
         .testTarget(name: "JobsTests", dependencies: ["Jobs", "Packs", "Fetch", "Loop", "Store", "Plan", "Geo", "PackdTestSupport", "packd"]),

@@ -78,7 +78,9 @@ enum UpstreamRulesFile {
                           + "max_transfers, requests_per_second, adaptive, http2_prior_knowledge)")
         }
         guard let prefix = fields["prefix"] as? String else { throw Invalid("\(path).prefix: required, a string") }
-        try checkURLPrefix(prefix, at: "\(path).prefix")
+        // A prefix of another scheme (`mapbox://`, `maptiler://`: the URLs a MapLibre database
+        // stores) is mapped to a real server by `rewrite_prefix`, as MapLibre's URL transform does.
+        let otherScheme = try checkURLPrefix(prefix, at: "\(path).prefix", anyScheme: true)
         var rewritten: String?
         if let value = fields["rewrite_prefix"] {
             guard let text = value as? String else { throw Invalid("\(path).rewrite_prefix: expected a string") }
@@ -102,6 +104,9 @@ enum UpstreamRulesFile {
         guard !headers.isEmpty || !query.isEmpty || rewritten != nil || !policy.isEmpty else {
             throw Invalid("\(path): a rule needs headers, query, rewrite_prefix or a host policy "
                           + "(max_transfers, requests_per_second, adaptive, http2_prior_knowledge)")
+        }
+        guard !otherScheme || rewritten != nil else {
+            throw Invalid("\(path).rewrite_prefix: a prefix that is not http(s) needs a rewrite_prefix to an http(s) URL")
         }
         return UpstreamRule(prefix: prefix, headers: headers, queryItems: query, rewrittenPrefix: rewritten, policy: policy)
     }
@@ -170,20 +175,31 @@ enum UpstreamRulesFile {
         return result
     }
 
-    /// An absolute http(s) URL prefix with a host, no credentials, no fragment, no control bytes.
-    private static func checkURLPrefix(_ text: String, at path: String) throws(Invalid) {
+    /// An absolute http(s) URL prefix with a host, no credentials, no fragment, no control bytes;
+    /// with `anyScheme`, also `scheme://…` of another scheme (then true is returned).
+    @discardableResult
+    private static func checkURLPrefix(_ text: String, at path: String, anyScheme: Bool = false) throws(Invalid) -> Bool {
         guard !text.isEmpty, text.utf8.count <= maximumURLBytes,
               !text.utf8.contains(where: { $0 < 0x21 || $0 == 0x7f }) else {
             throw Invalid("\(path): expected a URL of at most \(maximumURLBytes) bytes with no spaces")
         }
         let lower = text.lowercased()
         guard lower.hasPrefix("http://") || lower.hasPrefix("https://") else {
-            throw Invalid("\(path): expected an http:// or https:// URL")
+            let scheme = lower.prefix { $0 != ":" }
+            guard anyScheme, lower.dropFirst(scheme.count).hasPrefix("://"), let first = scheme.first, first.isLetter,
+                  scheme.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "+-.".contains($0)) }) else {
+                throw Invalid("\(path): expected an http:// or https:// URL" + (anyScheme ? " (or scheme://… with rewrite_prefix)" : ""))
+            }
+            guard !text.contains("@"), !text.contains("#") else {
+                throw Invalid("\(path): credentials or a fragment in the URL")
+            }
+            return true
         }
         let authority = text.split(separator: "/", maxSplits: 3, omittingEmptySubsequences: false).dropFirst(2).first ?? ""
         guard !authority.isEmpty else { throw Invalid("\(path): the URL has no host") }
         guard !authority.contains("@") else { throw Invalid("\(path): credentials in the URL; use headers or query") }
         guard !text.contains("#") else { throw Invalid("\(path): the URL has a fragment") }
+        return false
     }
 
     /// A name quoted in an error: bounded and without control bytes (names are not secrets).

@@ -66,7 +66,11 @@ import Testing
         (#"[{"prefix": "http://a.example/", "query": {"k": "v"}}]"#, #"expected an object {"rules": [...]}"#),
         (#"{"rules": [], "extra": 1}"#, "unknown field 'extra'"),
         (#"{"rules": [{"prefix": "http://a.example/", "query": {"k": "SECRET"}}, {"prefix": "ftp://b.example/", "query": {"k": "v"}}]}"#,
-         "rules[1].prefix"),
+         "rules[1].rewrite_prefix: a prefix that is not http(s) needs a rewrite_prefix"),
+        (#"{"rules": [{"prefix": "mapbox://", "query": {"access_token": "SECRET"}}]}"#,
+         "rules[0].rewrite_prefix: a prefix that is not http(s) needs a rewrite_prefix"),
+        (#"{"rules": [{"prefix": "mapbox:styles/", "rewrite_prefix": "https://a.example/"}]}"#, "rules[0].prefix: expected an http://"),
+        (#"{"rules": [{"prefix": "mapbox://", "rewrite_prefix": "maptiler://x/"}]}"#, "rules[0].rewrite_prefix: expected an http://"),
         (#"{"rules": [{"prefix": "http://u:p@a.example/", "query": {"k": "SECRET"}}]}"#, "rules[0].prefix: credentials"),
         (#"{"rules": [{"prefix": "http://a.example/", "headers": {"Bad Name": "SECRET"}}]}"#, "rules[0].headers"),
         (#"{"rules": [{"prefix": "http://a.example/", "headers": {"X-Key": "SECRET\r\nInjected: 1"}}]}"#,
@@ -141,7 +145,8 @@ import Testing
     /// Valid settings start the server (exit 0 on SIGTERM), and a flag wins over a bad variable.
     @Test func validSettingsStartAndTheFlagWins() throws {
         let rules = #"{"rules": [{"prefix": "https://tiles.example/", "headers": {"Authorization": "Bearer x1"},"# +
-            #" "query": {"key": "abc"}, "rewrite_prefix": "http://mirror.example:8080/"}]}"#
+            #" "query": {"key": "abc"}, "rewrite_prefix": "http://mirror.example:8080/"},"# +
+            #" {"prefix": "mapbox://", "query": {"access_token": "pk.x"}, "rewrite_prefix": "https://api.mapbox.example/"}]}"#
         let result = try Self.run(["--max-active-packs", "3", "--max-transfers", "8", "--max-transfers-per-host", "4",
                                    "--requests-per-second-per-host", "2.5", "--retry-attempts", "3",
                                    "--retry-initial-backoff", "50ms", "--retry-max-backoff", "2s",
