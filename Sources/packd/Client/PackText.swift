@@ -52,13 +52,17 @@ enum PackText {
         }
         if let updateAvailable = pack.updateAvailable { field("update", updateAvailable ? "available" : "none") }
         if let failures, !failures.errors.isEmpty {
-            field("failed", "\(HumanUnits.count(failures.total)) resources, latest first:")
+            field("failures", "\(HumanUnits.count(failures.total)) resources, latest first:")
             for failure in failures.errors {
-                let why = failure.status.map { "\($0)" } ?? failure.error ?? "failed"
-                lines.append("  \(why) after \(failure.attempts) attempts, \(failure.lastAttemptAt): \(failure.url)")
+                lines.append("  \(reason(status: failure.status, error: failure.error)) after \(failure.attempts) attempts, \(failure.lastAttemptAt): \(failure.url)")
             }
         }
         return lines.joined(separator: "\n") + "\n"
+    }
+
+    /// Why a resource failed: the upstream's status, else the transport error.
+    static func reason(status: (some BinaryInteger)?, error: String?) -> String {
+        status.map { "status \($0)" } ?? error ?? "no answer"
     }
 
     /// `code: detail (403 for URL)`.

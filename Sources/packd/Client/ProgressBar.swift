@@ -42,8 +42,7 @@ final class ProgressBar: PackEventView {
         case .resourceError(let failure) where !failure.willRetry:
             failures += 1
             if failures <= Self.shownFailures {
-                let why = failure.status.map { "\($0)" } ?? failure.error ?? "failed"
-                printLine("  failed after \(failure.attempt) attempts (\(why)): \(failure.url)")
+                printLine("  gave up after \(failure.attempt) attempts (\(PackText.reason(status: failure.status, error: failure.error))): \(failure.url)")
             } else if failures == Self.shownFailures + 1 {
                 printLine("  … more resources failed (packd show \(packID) lists them)")
             }
