@@ -139,6 +139,10 @@ import Testing
         let listed = try PackdCommand.run(["list"] + Self.server(server), environment: ["PACKD_API_KEY": reader])
         runs.append(listed)
         #expect(listed.status == 0 && listed.stdout.split(separator: "\n").count == 1)
+        // A key that would split the Authorization header is refused before any request.
+        let injected = try PackdCommand.run(["list"] + Self.server(server), environment: ["PACKD_API_KEY": "\(reader)\r\nX-Injected: 1"])
+        runs.append(injected)
+        #expect(injected.status == 64 && injected.stderr.contains("PACKD_API_KEY"), "\(injected.stderr)")
         for run in runs {
             for key in [reader, writer, "wrong-key-0123456789abcdef"] {
                 #expect(!run.stdout.contains(key) && !run.stderr.contains(key))

@@ -57,6 +57,9 @@ import Testing
                 if poll == 0 { return Self.answer(Self.pack(.active, completed: 1), etag: "\"v1\"") }
                 if poll < 3 && request.headers["if-none-match"] == "\"v1\"" { return .respond(status: 304, headers: [("ETag", "\"v1\"")]) }
                 return Self.answer(Self.pack(.failed, completed: 2, error: failure), etag: "\"v2\"")
+            case "/v1/packs/7/errors?limit=5":
+                let list = #"{"errors": [{"url": "https://t.example/1/0/0.png", "status": 403, "error": null, "attempts": 1, "last_attempt_at": "2027-01-15T08:00:00Z"}, {"url": "https://t.example/1/1/0.png", "status": null, "error": "connection reset", "attempts": 5, "last_attempt_at": "2027-01-15T08:00:01Z"}], "total": 7}"#
+                return .respond(status: 200, headers: [("Content-Type", "application/json")], body: Array(list.utf8))
             default:
                 return .respond(status: 404)
             }
@@ -65,6 +68,9 @@ import Testing
         let run = try PackdCommand.run(["wait", "7", "--server", upstream.url("")])
         #expect(run.status == 1, "\(run.stderr)")
         #expect(run.stderr.contains("pack 7 failed: upstream_unauthorized: the upstream refused the request (403 for https://t.example/0/0/0.png)"),
+                "\(run.stderr)")
+        // Then the first failed resources, and how many more there are.
+        #expect(run.stderr.hasSuffix(")\n  status 403 after 1 attempt: https://t.example/1/0/0.png\n  connection reset after 5 attempts: https://t.example/1/1/0.png\n  … 5 more (packd show 7)\n"),
                 "\(run.stderr)")
         let lines = try CommandLineTests.events(run.stdout)
         #expect(lines.allSatisfy { $0.id == nil }, "made-up events have no stream id")

@@ -54,15 +54,16 @@ enum PackText {
         if let failures, !failures.errors.isEmpty {
             field("failures", "\(HumanUnits.count(failures.total)) resources, latest first:")
             for failure in failures.errors {
-                lines.append("  \(reason(status: failure.status, error: failure.error)) after \(failure.attempts) attempts, \(failure.lastAttemptAt): \(failure.url)")
+                lines.append("  \(reason(status: failure.status, error: failure.error, attempts: failure.attempts)), \(failure.lastAttemptAt): \(failure.url)")
             }
         }
         return lines.joined(separator: "\n") + "\n"
     }
 
-    /// Why a resource failed: the upstream's status, else the transport error.
-    static func reason(status: (some BinaryInteger)?, error: String?) -> String {
-        status.map { "status \($0)" } ?? error ?? "no answer"
+    /// Why a resource failed for good: `status 403 after 1 attempt` (the upstream's status, else
+    /// the transport error).
+    static func reason(status: (some BinaryInteger)?, error: String?, attempts: some BinaryInteger) -> String {
+        (status.map { "status \($0)" } ?? error ?? "no answer") + " after \(attempts) attempt" + (attempts == 1 ? "" : "s")
     }
 
     /// `code: detail (403 for URL)`.

@@ -43,7 +43,7 @@ struct PackWait {
         if let failures = try? client.get(ResourceErrorList.self, "/v1/packs/\(packID)/errors?limit=\(Self.listedFailures)"),
            !failures.errors.isEmpty {
             for failure in failures.errors {
-                report += "\n  \(PackText.reason(status: failure.status, error: failure.error)) after \(failure.attempts) attempts: \(failure.url)"
+                report += "\n  \(PackText.reason(status: failure.status, error: failure.error, attempts: failure.attempts)): \(failure.url)"
             }
             if failures.total > Int64(failures.errors.count) {
                 report += "\n  … \(HumanUnits.count(failures.total - Int64(failures.errors.count))) more (packd show \(packID))"

@@ -42,7 +42,7 @@ final class ProgressBar: PackEventView {
         case .resourceError(let failure) where !failure.willRetry:
             failures += 1
             if failures <= Self.shownFailures {
-                printLine("  gave up after \(failure.attempt) attempts (\(PackText.reason(status: failure.status, error: failure.error))): \(failure.url)")
+                printLine("  gave up: \(PackText.reason(status: failure.status, error: failure.error, attempts: failure.attempt)): \(failure.url)")
             } else if failures == Self.shownFailures + 1 {
                 printLine("  … more resources failed (packd show \(packID) lists them)")
             }

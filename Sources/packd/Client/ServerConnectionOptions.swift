@@ -18,8 +18,15 @@ struct ServerConnectionOptions: ParsableArguments {
         return try ServerClient(server: server, apiKey: apiKey(environment: environment))
     }
 
-    /// The key from `--api-key-file` (its first line, trimmed), else `PACKD_API_KEY`, else none.
+    /// The key from `--api-key-file` (its first line, trimmed), else `PACKD_API_KEY`, else none;
+    /// only visible ASCII, so it cannot end the `Authorization` header and start another.
     private func apiKey(environment: [String: String]) throws(ClientFailure) -> String? {
+        let key = try configuredKey(environment: environment)
+        guard let key, !key.unicodeScalars.allSatisfy({ (0x21...0x7E).contains($0.value) }) else { return key }
+        throw .invalidInput("the API key (\(apiKeyFile ?? "PACKD_API_KEY")) holds spaces, control or non-ASCII characters")
+    }
+
+    private func configuredKey(environment: [String: String]) throws(ClientFailure) -> String? {
         if let apiKeyFile {
             guard let handle = FileHandle(forReadingAtPath: apiKeyFile) else {
                 throw .invalidInput("cannot read the API key file \(apiKeyFile)")
