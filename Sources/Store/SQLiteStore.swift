@@ -106,18 +106,19 @@ public final class SQLiteStore: PackStore, @unchecked Sendable {
     public var pendingWrites: Int { writer.pendingWrites }
 
     /// Appends an event to the durable log in the open batch; it changes no pack document.
+    /// `failed` hears once, after the batch: its own error, or the batch's. (A batch a full disk
+    /// refused applies its operations a second time, alone: only the last attempt counts.)
     public func logEvent(_ event: StoredEvent, failed: @escaping @Sendable (any Error) -> Void) {
+        let box = OperationResult<Void>(then: nil)
         writer.inBatch(WriterThread.BatchOperation(changesPacks: false, apply: { database in
-            do {
+            box.result = Result {
                 try database.database.transaction {
                     _ = try database.appendEvent(id: event.id, packID: event.packID, type: event.type, json: event.json,
                                                  now: event.createdAt)
                 }
-            } catch {
-                failed(error)
-            }
+            }.mapError(SQLiteStore.neutral)
         }, finish: { batchError in
-            if let batchError { failed(batchError) }
+            if let error = batchError ?? box.failure { failed(error) }
         }))
     }
 }
@@ -135,6 +136,12 @@ private final class OperationResult<T: Sendable>: @unchecked Sendable {
 
     init(then: (@Sendable (Result<T, any Error>) -> Void)?) {
         self.then = then
+    }
+
+    /// The operation's own error, if it threw.
+    var failure: (any Error)? {
+        if case .failure(let error)? = result { return error }
+        return nil
     }
 
     /// The operation's result once its batch committed, or the batch's error.
