@@ -10,6 +10,8 @@ public final class PackdAPI {
     public let store: any PackStore
     public let loop: EventLoop
     public let events: EventBroadcaster
+    /// The durable log behind `events` (and its backlog of appends a full disk refused).
+    public let eventLog: EventLog
     public let packs: PackRoutes
     public let maintenance: PackMaintenanceRoutes
     public let routes: APIRouteBuilder
@@ -35,7 +37,7 @@ public final class PackdAPI {
         self.logger = logger
         let lastEventID = try store.readNow { try $0.lastEventID() }
         events = EventBroadcaster(loop: loop, lastEventID: lastEventID, configuration: eventConfiguration)
-        EventLog.attach(events, to: store, logger: logger)
+        eventLog = EventLog.attach(events, to: store, loop: loop, logger: logger)
         let metrics = routes.metrics
         events.onSubscriberCountChange = { metrics.sseSubscribers.set(Int64($0)) }
         packs = PackRoutes(store: store, events: events, logger: logger)
@@ -79,5 +81,6 @@ public final class PackdAPI {
     /// Ends the event streams (before the server's shutdown grace period runs out).
     public func close() {
         events.close()
+        eventLog.close()
     }
 }
