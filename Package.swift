@@ -21,6 +21,7 @@ let package = Package(
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
         .systemLibrary(name: "CHTTPParser", providers: [.apt(["libhttp-parser-dev"])]),
         .systemLibrary(name: "CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
+        .systemLibrary(name: "CCrypto", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
 
         // The domain: pack states and their pure lifecycle, the wire types every client decodes,
         // stored records and the store protocols. Imports no other packd module.
@@ -42,7 +43,7 @@ let package = Package(
         .target(
             name: "API",
             dependencies: [
-                "Packs", "Jobs", "Server", "Loop", "Plan", "Geo",
+                "Packs", "Jobs", "Server", "Loop", "Plan", "Geo", "CCrypto",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),

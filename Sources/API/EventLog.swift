@@ -18,6 +18,7 @@ public final class EventLog {
 
     private let store: any PackStore
     private let loop: EventLoop
+    private let clock: WallClock
     private let logger: Logger
     /// Refused events waiting to be appended again, oldest first.
     private var backlog: [StoredEvent] = []
@@ -27,18 +28,20 @@ public final class EventLog {
     private var retrying = false
     private var closed = false
 
-    init(store: any PackStore, loop: EventLoop, logger: Logger) {
+    init(store: any PackStore, loop: EventLoop, clock: WallClock, logger: Logger) {
         self.store = store
         self.loop = loop
+        self.clock = clock
         self.logger = logger
     }
 
     /// Installs the broadcaster's `onEmit` hook. Loop thread.
-    static func attach(_ broadcaster: EventBroadcaster, to store: any PackStore, loop: EventLoop, logger: Logger) -> EventLog {
-        let log = EventLog(store: store, loop: loop, logger: logger)
+    static func attach(_ broadcaster: EventBroadcaster, to store: any PackStore, loop: EventLoop, clock: WallClock,
+                       logger: Logger) -> EventLog {
+        let log = EventLog(store: store, loop: loop, clock: clock, logger: logger)
         broadcaster.onEmit = { [log] event in
             log.append(StoredEvent(id: event.id, packID: event.packID, type: event.kind.rawValue,
-                                   json: String(decoding: event.payload, as: UTF8.self), createdAt: PackRoutes.now()))
+                                   json: String(decoding: event.payload, as: UTF8.self), createdAt: log.clock.now))
         }
         return log
     }

@@ -14,8 +14,8 @@ public final class WriterThread: @unchecked Sendable {
         public var maximumBatchCount: Int
         /// …or when its oldest write has waited this long.
         public var maximumBatchDelay: Duration
-        /// The clock for `accessed`/times, Unix seconds (injectable for tests).
-        public var now: @Sendable () -> Int64
+        /// The clock for `accessed` and other stored times (injectable for tests).
+        public var clock: WallClock
         /// Page size for a newly created database (see `SchemaMigrator.openWriter`).
         public var pageSize: Int?
         /// Bytes held back on the database's file system for the state changes and events that
@@ -27,11 +27,10 @@ public final class WriterThread: @unchecked Sendable {
         public static let defaultStorageReserveBytes: Int64 = 4 << 20
 
         public init(maximumBatchCount: Int = 256, maximumBatchDelay: Duration = .milliseconds(50),
-                    now: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) }, pageSize: Int? = nil,
-                    storageReserveBytes: Int64 = 0) {
+                    clock: WallClock = .system, pageSize: Int? = nil, storageReserveBytes: Int64 = 0) {
             self.maximumBatchCount = max(1, maximumBatchCount)
             self.maximumBatchDelay = maximumBatchDelay
-            self.now = now
+            self.clock = clock
             self.pageSize = pageSize
             self.storageReserveBytes = storageReserveBytes
         }
@@ -84,6 +83,7 @@ public final class WriterThread: @unchecked Sendable {
     public init(path: String, configuration: Configuration = Configuration(),
                 onCommit: @escaping @Sendable (BatchOutcome) -> Void) throws {
         self.store = try OfflineDatabase(path: path, pageSize: configuration.pageSize)
+        store.clock = configuration.clock
         checkpointer = try WALCheckpointer(path: path)
         checkpointer.attach(to: store.database)
         self.configuration = configuration
@@ -323,7 +323,7 @@ public final class WriterThread: @unchecked Sendable {
     /// touching it and operations are committed alone.
     private func commit(_ batch: inout [ResourceWrite]) {
         guard !batch.isEmpty || !batchOperations.isEmpty else { return }
-        let now = configuration.now()
+        let now = configuration.clock.now
         let pendingTouches = takeTouches()
         let started = ContinuousClock.now
         let operations = batchOperations
@@ -398,7 +398,7 @@ public final class WriterThread: @unchecked Sendable {
     private func commitTouchesIfAny() {
         let pendingTouches = takeTouches()
         guard !pendingTouches.isEmpty, reserve.isHeld else { return }
-        let outcome = store.apply([], now: configuration.now(), touches: pendingTouches)
+        let outcome = store.apply([], now: configuration.clock.now, touches: pendingTouches)
         if let error = outcome.error {
             if error.isStorageFull { reserve.release() }
             onCommit(outcome)

@@ -70,7 +70,7 @@ import Testing
             let store = RefusingStore(try! SQLiteStore(path: path, loop: loop, configuration: .init(maximumBatchDelay: .milliseconds(5))),
                                       refusals: 5)
             let broadcaster = EventBroadcaster(loop: loop)
-            made = (store, broadcaster, EventLog.attach(broadcaster, to: store, loop: loop, logger: logger))
+            made = (store, broadcaster, EventLog.attach(broadcaster, to: store, loop: loop, clock: .fixed(1_800_000_000), logger: logger))
         }
         let (store, broadcaster, log) = try #require(made)
         defer {
