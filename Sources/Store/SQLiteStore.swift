@@ -24,10 +24,15 @@ public final class SQLiteStore: PackStore, @unchecked Sendable {
             onCommitOnWriter?(outcome)
             loop.execute { relay.store?.onCommit?(outcome) }
         }
-        readers = StoreReaderPool(path: path, onAccess: { [weak writer] key, id in
+        // Strong, not weak: no cycle (the writer never sees the readers), a read still running
+        // after `close` only records a touch nobody commits, and a weak reference would give the
+        // writer a side table that LeakSanitizer reports as leaked whenever `packd serve` exits
+        // while the writer thread is still letting go of it (the runtime keeps the side table's
+        // address encoded in the object's reference count; see scripts/sanitizers/leak.supp).
+        readers = StoreReaderPool(path: path, onAccess: { [writer] key, id in
             switch key {
-            case .tile: writer?.touch(tileID: id)
-            case .resource: writer?.touch(resourceID: id)
+            case .tile: writer.touch(tileID: id)
+            case .resource: writer.touch(resourceID: id)
             }
         })
         relay.store = self
