@@ -350,7 +350,7 @@ public final class Fetcher {
                 waiting[id] = nil
                 host.active += 1
                 host.lastUsed = now
-                transfer.startedEpoch = host.limiter.epoch
+                transfer.limiterTicket = host.limiter.start(now: now)
                 admitted.append(transfer)
             }
             if !host.hasWaiting { queuedHosts.remove(key) }
@@ -421,16 +421,17 @@ public final class Fetcher {
         release(transfer, .success(response))
     }
 
-    /// Tells the host's limiter (and `onHostSample`) how a transfer went: its latency from request
-    /// sent to last byte (connection set-up and waiting for a stream excluded: they are not the
-    /// server's queue), and whether it was a "slow down".
+    /// Tells the host's limiter (and `onHostSample`) how a transfer went: its latency from being
+    /// handed to curl to its last byte, less a new connection's set-up (a one-off, not load), and
+    /// whether it was a "slow down". Time spent waiting in our own client counts: when the
+    /// machine is the bottleneck, more transfers in flight buy no throughput either.
     private func measure(_ transfer: Transfer, easy: UnsafeMutableRawPointer, outcome: Result<Int, FetchError>) {
         guard var host = hosts[transfer.hostKey] else { return }
-        var total: curl_off_t = 0
-        var pretransfer: curl_off_t = 0
-        packd_easy_getinfo_off(easy, CURLINFO_TOTAL_TIME_T, &total)
-        packd_easy_getinfo_off(easy, CURLINFO_PRETRANSFER_TIME_T, &pretransfer)
-        let latency = Duration.microseconds(Int64(max(0, total - pretransfer)))
+        var connect: curl_off_t = 0
+        var tlsConnect: curl_off_t = 0
+        packd_easy_getinfo_off(easy, CURLINFO_CONNECT_TIME_T, &connect)
+        packd_easy_getinfo_off(easy, CURLINFO_APPCONNECT_TIME_T, &tlsConnect)
+        let latency = max(.zero, ContinuousClock.now - transfer.startedAt - .microseconds(Int64(max(connect, tlsConnect))))
         let signal: HostConcurrencyLimiter.Signal
         switch outcome {
         case .success(let status):
@@ -451,7 +452,9 @@ public final class Fetcher {
             signal = .other
         }
         let now = ContinuousClock.now
-        host.limiter.finished(signal, startedEpoch: transfer.startedEpoch, inFlight: host.active, now: now)
+        if let ticket = transfer.limiterTicket {
+            host.limiter.finished(signal, ticket: ticket, inFlight: host.active, now: now)
+        }
         host.lastUsed = now
         hosts[transfer.hostKey] = host
         onHostSample?(HostSample(host: host.name, status: try? outcome.get(), error: outcome.failureValue,
