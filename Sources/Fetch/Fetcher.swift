@@ -91,6 +91,12 @@ public final class Fetcher {
             + finished.count { $0.0.request.owner == owner }
     }
 
+    /// The owners with transfers on the wire or hosts that may hold them back: whose
+    /// `transfersInFlight` and `throttle` can say something.
+    public var ownersSending: Set<UInt64> {
+        Set(runningByOwner.keys).union(ownerHosts.keys)
+    }
+
     /// Transfers of `owner` on the wire now (a pack's `transfers_in_flight`).
     public func transfersInFlight(owner: UInt64) -> Int {
         runningByOwner[owner] ?? 0
