@@ -21,6 +21,7 @@ let package = Package(
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
         .systemLibrary(name: "CHTTPParser", providers: [.apt(["libhttp-parser-dev"])]),
         .systemLibrary(name: "CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
+        .systemLibrary(name: "CCrypto", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
 
         // The domain: pack states and their pure lifecycle, the wire types every client decodes,
         // stored records and the store protocols. Imports no other packd module.
@@ -42,7 +43,7 @@ let package = Package(
         .target(
             name: "API",
             dependencies: [
-                "Packs", "Jobs", "Server", "Loop", "Plan", "Geo",
+                "Packs", "Jobs", "Server", "Loop", "Plan", "Geo", "CCrypto",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
@@ -121,6 +122,8 @@ let package = Package(
         .target(name: "PackdTestSupport", dependencies: ["Packs", "Fetch", "Loop", "CZlib", "Store"], path: "Tests/PackdTestSupport"),
         .testTarget(name: "FetchTests", dependencies: ["Fetch", "Packs", "Loop", "CZlib", "PackdTestSupport"]),
         // Depends on `packd` so the end-to-end test finds the built server next to the test bundle.
+        // The client subcommands as real processes against a real `packd serve`.
+        .testTarget(name: "CLITests", dependencies: ["Packs", "API", "PackdTestSupport", "packd"]),
         .testTarget(name: "JobsTests", dependencies: ["Jobs", "Packs", "Fetch", "Loop", "Store", "Plan", "Geo", "PackdTestSupport", "packd"]),
     ],
     swiftLanguageModes: [.v6]

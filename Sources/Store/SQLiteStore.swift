@@ -10,17 +10,15 @@ public final class SQLiteStore: PackStore, @unchecked Sendable {
     /// The writer (tests and benchmarks drive it directly; the server only through `PackStore`).
     public let writer: WriterThread
     private let readers: StoreReaderPool
-    private let clock: WallClock
     /// Loop thread only.
     public var onCommit: ((BatchOutcome) -> Void)?
 
     /// Opens (creating or migrating) the database at `path`. `onCommitOnWriter` hears each
     /// outcome on the writer thread first (metrics that need no loop hop).
     public init(path: String, loop: EventLoop, configuration: WriterThread.Configuration = .init(),
-                clock: WallClock = .system, onCommitOnWriter: (@Sendable (BatchOutcome) -> Void)? = nil) throws {
+                onCommitOnWriter: (@Sendable (BatchOutcome) -> Void)? = nil) throws {
         self.path = path
         self.loop = loop
-        self.clock = clock
         let relay = CommitRelay()
         writer = try WriterThread(path: path, configuration: configuration) { outcome in
             onCommitOnWriter?(outcome)

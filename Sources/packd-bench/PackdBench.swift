@@ -12,6 +12,7 @@ struct PackdBench: ParsableCommand {
             ServerBenchmark.self,
             ServeTilesBenchmark.self,
             StoreBenchmark.self,
+            JSONBenchmark.self,
             ExportBenchmark.self,
             GeoBenchmark.self,
             FetchBenchmark.self,
