@@ -7,6 +7,18 @@ import { State, allows } from "./states.js";
 
 const exportFormats = { maplibre: "sqlite", mbtiles: "mbtiles", pmtiles: "pmtiles" };
 
+/** `progress.throttled` (`{host, reason, until?}`) for people. */
+export function throttleNote({ host, reason, until }) {
+  if (reason === "retry_after") {
+    const end = until ? new Date(until) : null;
+    const left = end && !Number.isNaN(end.getTime()) ? Math.max(0, Math.ceil((end.getTime() - Date.now()) / 1000)) : null;
+    return `Upstream asked us to slow down: ${host} paused this download (Retry-After)`
+      + `${left != null ? ` for about ${format.duration(left)} more` : ""}.`;
+  }
+  const why = reason === "rate_limited" ? "answered “too many requests”" : "timed out or dropped connections";
+  return `Upstream asked us to slow down: ${host} ${why}, so fewer requests go to it for now.`;
+}
+
 export class PackList {
   /**
    * `hooks`: `confirm(text)` → Promise<boolean>, `preview(pack)`, `show(pack)`, `changed()` (the
@@ -141,8 +153,16 @@ export class PackList {
     if (rate) parts.push(rate);
     const eta = format.duration(progress.eta_seconds);
     if (eta) parts.push(`ETA ${eta}`);
+    if (pack.state === State.active && progress.transfers_in_flight != null) {
+      parts.push(`${format.count(progress.transfers_in_flight)} in flight`);
+    }
     if (progress.failed_resources) parts.push(`${format.count(progress.failed_resources)} failed`);
     item.querySelector(".figures").textContent = parts.join(" · ");
+
+    const throttled = item.querySelector(".throttled");
+    const holding = pack.state === State.active ? progress.throttled : null;
+    throttled.hidden = !holding;
+    throttled.textContent = holding ? throttleNote(holding) : "";
 
     const update = item.querySelector(".update");
     const notes = [];

@@ -8,6 +8,8 @@
 #    live bar, suspend/resume, delete, the offline preview with the upstream stopped.
 # 2. A copy of the binary outside the repository (so no map library is found beside it), with
 #    API keys: the key prompt, sessionStorage, events with access_token, the page without maps.
+# 3. packd against an upstream the script starts, which pauses the pack with Retry-After: the
+#    "upstream asked us to slow down" note, then transfers in flight once it is over.
 # Screenshots go to .build/verify-dashboard/. A missing tool fails the run; nothing is skipped.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -63,5 +65,10 @@ PACKD_API_KEYS="read:$read_key" start_packd keyed "$work/bin/packd" --dashboard-
 /usr/bin/python3 scripts/verify_dashboard.py keyed "$api/" "$read_key" "$shots" \
   || fail "the keyed run failed (packd log: $work/keyed.log, screenshots: $shots)"
 grep -q "$read_key" "$work/keyed.log" && fail "the API key appears in packd's log"
+
+echo "== 3. a pack its upstream pauses with Retry-After"
+start_packd throttled "$packd" --allow-upstream-hosts 127.0.0.1
+/usr/bin/python3 scripts/verify_dashboard.py throttled "$api/" "$shots" \
+  || fail "the throttled run failed (packd log: $work/throttled.log, screenshots: $shots)"
 
 echo "verify-dashboard: OK in $(( $(date +%s) - started )) s; screenshots in $shots: $(cd "$shots" && ls *.png | tr '\n' ' ')"

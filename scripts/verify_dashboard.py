@@ -13,6 +13,12 @@ usage:
       packd with API keys and without MapLibre GL JS: the page asks for a key (a wrong one is
       refused), keeps it in sessionStorage only, lists and listens with it, and says maps are off.
 
+  verify_dashboard.py throttled URL SHOTS_DIR
+      packd without keys against an upstream started by this script that answers the first tile
+      429 with `Retry-After: 4`: the pack says "Upstream asked us to slow down" with the host
+      while paused, the note goes once the download runs again, and the figures show the
+      transfers in flight.
+
 Any browser console error fails the run, except the HTTP errors a step provokes on purpose (the
 422 of the invalid zooms, the 401 that tells the page to ask for a key), each matched exactly.
 Screenshots go to SHOTS_DIR. Prints one line per step; exits non-zero on the first failure.
@@ -22,7 +28,10 @@ import os
 import re
 import signal
 import sys
+import threading
 import time
+import urllib.request
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from selenium import webdriver
 from selenium.common.exceptions import TimeoutException
@@ -349,12 +358,99 @@ def keyed(url, key, shots):
         driver.quit()
 
 
+class PausingUpstream(BaseHTTPRequestHandler):
+    """A vector tile server whose first tile request is answered 429 `Retry-After: 4`; every
+    other tile after 30 ms (so the download outlasts a look at it)."""
+    lock = threading.Lock()
+    paused = False
+
+    def do_GET(self):
+        base = f"http://127.0.0.1:{self.server.server_port}"
+        if self.path == "/style.json":
+            body = json.dumps({"version": 8, "sources": {"v": {"type": "vector", "url": base + "/tiles.json"}},
+                               "layers": [{"id": "l", "type": "fill", "source": "v", "source-layer": "x"}]})
+            return self.answer(200, body.encode())
+        if self.path == "/tiles.json":
+            body = json.dumps({"tilejson": "3.0.0", "tiles": [base + "/tiles/{z}/{x}/{y}.pbf"], "minzoom": 0, "maxzoom": 14})
+            return self.answer(200, body.encode())
+        if self.path.startswith("/tiles/"):
+            with PausingUpstream.lock:
+                first = not PausingUpstream.paused
+                PausingUpstream.paused = True
+            if first:
+                return self.answer(429, b"", [("Retry-After", "4")])
+            time.sleep(0.03)
+            return self.answer(200, self.path.encode() * 8)
+        self.answer(404, b"")
+
+    def answer(self, status, body, headers=()):
+        self.send_response(status)
+        for name, value in headers:
+            self.send_header(name, value)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+
+def throttled(url, shots):
+    upstream = ThreadingHTTPServer(("127.0.0.1", 0), PausingUpstream)
+    threading.Thread(target=upstream.serve_forever, daemon=True).start()
+    host = f"127.0.0.1:{upstream.server_port}"
+    driver = browser()
+    run = Run(driver, shots)
+    try:
+        driver.get(url + "dashboard/")
+        wait_live(run)
+        region = {"style_url": f"http://{host}/style.json", "bounds": [-20, -20, 20, 20], "min_zoom": 0, "max_zoom": 7}
+        request = urllib.request.Request(url + "v1/packs", method="POST", headers={"Content-Type": "application/json"},
+                                         data=json.dumps({"name": "throttled", "region": region}).encode())
+        with urllib.request.urlopen(request, timeout=30) as response:
+            if response.status != 201:
+                raise Failed(f"creating the pack answered {response.status}")
+        run.step(f"created a pack from {host}, whose first tile answers 429 Retry-After: 4")
+        note = run.wait(lambda: (lambda li: li and run.find(".throttled", li).is_displayed() and run.find(".throttled", li))(
+            run.pack_item("throttled")), 20, "the slow-down note")
+        text = note.text
+        if "Upstream asked us to slow down" not in text or host not in text or "Retry-After" not in text:
+            raise Failed(f"unexpected slow-down note: {text!r}")
+        run.shot("11-throttled.png", "a pack paused by its upstream's Retry-After: the note names the host")
+        run.step("while paused: " + text)
+        run.wait(lambda: not run.find(".throttled", run.pack_item("throttled")).is_displayed()
+                 or run.pack_state("throttled") == "complete", 30, "the note to go when the pause is over")
+        shown = []
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and run.pack_state("throttled") != "complete":
+            shown.append(run.find(".figures", run.pack_item("throttled")).text)
+            if run.find(".throttled", run.pack_item("throttled")).is_displayed() and run.pack_state("throttled") == "active":
+                raise Failed("the slow-down note came back: " + run.find(".throttled", run.pack_item("throttled")).text)
+            time.sleep(0.05)
+        if run.pack_state("throttled") != "complete":
+            raise Failed("the pack did not complete after the pause")
+        flying = [text for text in shown if re.search(r"[1-9][0-9,]* in flight", text)]
+        if not flying:
+            raise Failed(f"the figures never showed transfers in flight: {shown[-3:]}")
+        run.step("after the pause the note went; figures showed e.g. " + flying[len(flying) // 2])
+        final = run.find(".figures", run.pack_item("throttled")).text
+        if "in flight" in final or run.find(".throttled", run.pack_item("throttled")).is_displayed():
+            raise Failed(f"a complete pack shows transfers or a slow-down: {final!r}")
+        run.check_console()
+        run.step("complete: no transfers shown, no slow-down note, no console errors")
+    finally:
+        driver.quit()
+        upstream.shutdown()
+
+
 if __name__ == "__main__":
     try:
         if len(sys.argv) == 6 and sys.argv[1] == "main":
             main(*sys.argv[2:])
         elif len(sys.argv) == 5 and sys.argv[1] == "keyed":
             keyed(*sys.argv[2:])
+        elif len(sys.argv) == 4 and sys.argv[1] == "throttled":
+            throttled(*sys.argv[2:])
         else:
             print(__doc__, file=sys.stderr)
             sys.exit(2)

@@ -10,11 +10,12 @@ struct PackDocument: Sendable {
     let state: PackState
     let body: [UInt8]
 
-    /// `rate` is the loop's rolling rate for the pack; it shows only while the pack is `active`.
-    init(pack: PackRecord, progress: StoredProgress, rate: RollingRate? = nil) {
+    /// `rate` is the loop's rolling rate for the pack and `transfers` what the fetcher does for
+    /// it; both show only while the pack is `active`.
+    init(pack: PackRecord, progress: StoredProgress, rate: RollingRate? = nil, transfers: PackTransferStatus? = nil) {
         packID = pack.id
         state = pack.state
-        body = JSONBody.encode(Self.pack(pack, progress: progress, rate: rate))
+        body = JSONBody.encode(Self.pack(pack, progress: progress, rate: rate, transfers: transfers))
     }
 
     /// A strong tag of the representation: a client polling with `If-None-Match` gets `304`
@@ -30,20 +31,28 @@ struct PackDocument: Sendable {
     }
 
     /// The wire value of a stored pack.
-    static func pack(_ pack: PackRecord, progress: StoredProgress, rate: RollingRate? = nil) -> Pack {
-        Pack(id: pack.id, name: pack.name.isEmpty ? nil : pack.name, region: region(pack.definition),
+    static func pack(_ pack: PackRecord, progress: StoredProgress, rate: RollingRate? = nil,
+                     transfers: PackTransferStatus? = nil) -> Pack {
+        let active = pack.state == .active
+        return Pack(id: pack.id, name: pack.name.isEmpty ? nil : pack.name, region: region(pack.definition),
              context: pack.context.map(Base64Bytes.init), state: pack.state, createdAt: Timestamp(pack.createdAt),
              updatedAt: Timestamp(pack.updatedAt), completedAt: pack.completedAt.map(Timestamp.init),
-             progress: Self.progress(progress, expected: pack.expected, rate: pack.state == .active ? rate : nil),
+             progress: Self.progress(progress, expected: pack.expected, rate: active ? rate : nil,
+                                     transfers: active ? transfers : nil),
              limits: pack.limits, error: pack.error, updateAvailable: pack.updateCheckedAt == nil ? nil : pack.updateAvailable,
              invalidation: pack.invalidation.map(InvalidationResult.init))
     }
 
     /// `rate`: `bytes_per_second` and `eta_seconds`, null when the pack is not downloading or the
-    /// rate is not known yet.
-    static func progress(_ progress: StoredProgress, expected: ExpectedCounts, rate: RollingRate? = nil) -> PackProgress {
-        PackProgress(progress, expected: expected, bytesPerSecond: rate?.wholeBytesPerSecond,
-                 etaSeconds: rate?.etaSeconds(completedResources: progress.completedResources, expected: expected))
+    /// rate is not known yet. `transfers`: `transfers_in_flight` and `throttled`, 0 and null when
+    /// the pack is not downloading.
+    static func progress(_ progress: StoredProgress, expected: ExpectedCounts, rate: RollingRate? = nil,
+                         transfers: PackTransferStatus? = nil) -> PackProgress {
+        var wire = PackProgress(progress, expected: expected, bytesPerSecond: rate?.wholeBytesPerSecond,
+                                etaSeconds: rate?.etaSeconds(completedResources: progress.completedResources, expected: expected))
+        wire.transfersInFlight = transfers?.transfersInFlight ?? 0
+        wire.throttled = transfers?.throttled
+        return wire
     }
 
     /// The region in the API's normalised form; the stored MapLibre definition is the source.

@@ -19,6 +19,9 @@ public final class PackRoutes {
     public weak var scheduling: (any PackScheduling)?
     /// The API's own caches of removed packs (offline serving), told before the scheduler.
     var removalObservers: [(Int64) -> Void] = []
+    /// What the fetcher is doing for each pack it holds transfers or a throttle for
+    /// (`transfers_in_flight`, `throttled`): `packd` wires its fetcher. nil: every pack is idle.
+    public var transferStatuses: (() -> [Int64: PackTransferStatus])?
 
     /// Rolling rates of committed progress, for `bytes_per_second` and `eta_seconds`.
     private var progressRates = ProgressRates()
@@ -33,6 +36,10 @@ public final class PackRoutes {
         var state = PackState.active
         var expected: ExpectedCounts?
         var removed = false
+        /// The last committed progress an event carried, for a `progress` event when only the
+        /// transfers changed.
+        var progress: StoredProgress?
+        var transfers = PackTransferStatus.idle
     }
     /// Rendered packs `GET /v1/packs/{id}` answers from without a read (see its tags).
     let documents = PackDocumentCache()
@@ -210,10 +217,12 @@ public final class PackRoutes {
             return responder.respond(error)
         }
         let rates = progressRates.rates(now: seconds())
+        let transfers = transferStatuses?() ?? [:]
         store.read({ reader in
             let packs = try reader.packs(after: query.after, state: query.state, nameContains: query.nameContains, limit: query.limit + 1)
             let documents = try packs.prefix(query.limit).map { pack in
-                PackDocument.pack(pack, progress: try reader.progress(pack.id) ?? StoredProgress(), rate: rates[pack.id])
+                PackDocument.pack(pack, progress: try reader.progress(pack.id) ?? StoredProgress(), rate: rates[pack.id],
+                                  transfers: transfers[pack.id] ?? .idle)
             }
             let next = packs.count > query.limit ? query.nextPath(after: packs[query.limit - 1].id) : nil
             return JSONBody.encode(PackList(packs: documents, next: next))
@@ -254,8 +263,10 @@ public final class PackRoutes {
         let read = PackRead(tag: tag, first: finish)
         readsInFlight[packID] = read
         let rate = progressRates.rate(packID: packID, now: seconds())
+        let transfers = transferStatuses?()[packID] ?? .idle
         store.read({ reader in
-            try Self.document(packID, reader, rate: rate).map { (body: $0.body, etag: $0.etag, active: $0.state == .active) }
+            try Self.document(packID, reader, rate: rate, transfers: transfers)
+                .map { (body: $0.body, etag: $0.etag, active: $0.state == .active) }
         }) { [self] result in
             if readsInFlight[packID] === read { readsInFlight[packID] = nil }
             if case .success(let document?) = result {
@@ -278,9 +289,10 @@ public final class PackRoutes {
         }
     }
 
-    static func document(_ packID: Int64, _ reader: any StoreReading & PackExporting, rate: RollingRate? = nil) throws -> PackDocument? {
+    static func document(_ packID: Int64, _ reader: any StoreReading & PackExporting, rate: RollingRate? = nil,
+                         transfers: PackTransferStatus? = nil) throws -> PackDocument? {
         guard let pack = try reader.pack(packID) else { return nil }
-        return PackDocument(pack: pack, progress: try reader.progress(packID) ?? StoredProgress(), rate: rate)
+        return PackDocument(pack: pack, progress: try reader.progress(packID) ?? StoredProgress(), rate: rate, transfers: transfers)
     }
 
     /// RFC 9110 §13.1.2: `*` or any listed tag (weak comparison).
@@ -472,16 +484,65 @@ public final class PackRoutes {
         var pack = published[packID, default: PublishedPack()]
         guard !pack.removed else { return }
         if let expected { pack.expected = expected }
+        pack.progress = progress
+        pack.transfers = transferStatuses?()[packID] ?? .idle
         published[packID] = pack
         let now = seconds()
         progressRates.record(packID: packID, progress: progress, now: now)
-        // As in the pack document: a rate only while the pack is downloading.
-        let rate = pack.state == .active ? progressRates.rate(packID: packID, now: now) : nil
         // The commit already moved the store's tag; the new rate moves the local one.
         documents.invalidate()
+        publishProgressEvent(packID, pack)
+    }
+
+    /// The `progress` event of what `pack` holds; as in the pack document, a rate and transfers
+    /// only while the pack is downloading.
+    private func publishProgressEvent(_ packID: Int64, _ pack: PublishedPack) {
+        guard let progress = pack.progress else { return }
+        let active = pack.state == .active
+        let rate = active ? progressRates.rate(packID: packID, now: seconds()) : nil
         let expected = pack.expected ?? ExpectedCounts(resources: 0, tiles: 0, precise: false)
         events.publish(.progress(ProgressEvent(packID: packID, state: pack.state,
-                                               progress: PackDocument.progress(progress, expected: expected, rate: rate))))
+                                               progress: PackDocument.progress(progress, expected: expected, rate: rate,
+                                                                               transfers: active ? pack.transfers : nil))))
+    }
+
+    /// A `progress` event for a pack nothing was committed for since start: with what the store
+    /// holds (a resumed pack is not at zero).
+    private func publishStoredProgress(_ packID: Int64) {
+        store.read({ reader in try reader.progress(packID) }) { [self] result in
+            guard case .success(let progress?) = result, var pack = published[packID], !pack.removed else { return }
+            // A commit published meanwhile carries newer counts and the transfers already.
+            guard pack.progress == nil else { return }
+            pack.progress = progress
+            published[packID] = pack
+            publishProgressEvent(packID, pack)
+        }
+    }
+
+    /// Publishes a `progress` event for each downloading pack whose upstreams started or stopped
+    /// holding it back (or whose transfers all stopped or resumed) since its last event: a host
+    /// pausing the pack with `Retry-After` stops its commits, so no commit would tell. Called
+    /// periodically (`PackdAPI`).
+    func publishTransferChanges() {
+        guard let transferStatuses else { return }
+        let statuses = transferStatuses()
+        var changed = false
+        for (packID, pack) in published where pack.state == .active && !pack.removed {
+            let now = statuses[packID] ?? .idle
+            let before = pack.transfers
+            guard now.throttled != before.throttled || (now.transfersInFlight == 0) != (before.transfersInFlight == 0) else {
+                continue
+            }
+            published[packID]?.transfers = now
+            changed = true
+            if pack.progress != nil {
+                publishProgressEvent(packID, published[packID] ?? pack)
+            } else {
+                publishStoredProgress(packID)
+            }
+        }
+        // A poll's document shows the change too, not one cached before it.
+        if changed { documents.invalidate() }
     }
 
     /// A `resource_error` event: one failed request of a download (`url` is the canonical URL,

@@ -49,6 +49,7 @@ public final class PackdAPI {
 
     /// The base of the URLs in offline `style.json`/TileJSON (`--public-url`); nil: the request's `Host`.
     public var offlinePublicURL: String?
+    private var transferWatch: LoopTimer?
 
     public func register(in router: inout Router) {
         packs.register(in: &router, using: routes)
@@ -83,7 +84,27 @@ public final class PackdAPI {
 
     /// Ends the event streams (before the server's shutdown grace period runs out).
     public func close() {
+        transferWatch?.close()
+        transferWatch = nil
         events.close()
         eventLog.close()
+    }
+
+    /// How often a change of what holds a pack's transfers back becomes a `progress` event when
+    /// nothing commits (a host pausing the pack with `Retry-After`).
+    static let transferWatchInterval: UInt64 = 500
+
+    /// Shows what the fetcher does for each pack (`progress.transfers_in_flight`,
+    /// `progress.throttled`) in pack documents and `progress` events. Loop thread.
+    public func showTransfers(_ statuses: @escaping () -> [Int64: PackTransferStatus]) {
+        packs.transferStatuses = statuses
+        if transferWatch == nil {
+            let timer = LoopTimer(loop: loop)
+            timer.unref()
+            timer.start(after: Self.transferWatchInterval, repeat: Self.transferWatchInterval) { [weak self] in
+                self?.packs.publishTransferChanges()
+            }
+            transferWatch = timer
+        }
     }
 }

@@ -2,24 +2,40 @@
 ///
 /// **The algorithm: AIMD on rounds, with a latency guard — TCP congestion control applied to
 /// requests.** A *round* is as many completions as the limit (about one round trip when the limit
-/// is in use). At the end of a round in which a transfer had to wait for this limit:
+/// is in use), counting only transfers started in it (TCP grows its window on the
+/// acknowledgements of what it sent in the round): the answers to transfers started under the
+/// previous limit say nothing about the new one — counting them let the slow start double two or
+/// three times before the first transfer at a new level had even reached the server. At the end
+/// of a round in which a transfer had to wait for this limit:
 ///
-/// - while the round's mean latency stays within `latencyTolerance` × the host's baseline
+/// - while the round's median latency stays within `latencyTolerance` × the host's baseline
 ///   (+ `latencySlack`), the limit grows — doubling per round at first (slow start), by one per
 ///   round after the first setback (congestion avoidance). At a steady latency, transfers in
 ///   flight ÷ latency *is* the throughput (Little's law), so "latency holds while the limit grows"
 ///   is "throughput keeps rising";
-/// - when the latency stays past that for two rounds running, the server is queueing our
-///   requests (one round may be a stall of our own loop): the limit shrinks by threshold ÷
+/// - the slow start also ends (without a cut) when a round at the doubled limit delivered less
+///   than `slowStartGain` × the throughput of the round before: the doubling is bought with
+///   transfers that wait somewhere — in the server's queue, or in our own client when the
+///   machine is the bottleneck — and more of them would only overshoot (a delay-based slow
+///   start exit, as TCP's HyStart, measured as throughput because a host's mixed resources —
+///   fonts answered at once next to tiles taking a render — make per-round latency bimodal);
+/// - when the latency stays past the threshold for two rounds running, the server is queueing
+///   our requests (one round may be a stall of our own loop): the limit shrinks by threshold ÷
 ///   latency (to 0.7 at most per cut), which lands it near the knee where more transfers stop
-///   buying throughput. A round's latency is its median: a few slow
-///   tiles (a render among cache hits, a large body) say nothing about the server's queue.
+///   buying throughput. A round's latency is its median: a few slow tiles (a render among cache
+///   hits, a large body) say nothing about the server's queue.
 ///
 /// A 429 or 503 shrinks the limit *at once* (not at the round's end) to `backoffFactor` × what
 /// was in flight; so do timeouts, resets and truncated bodies once they are more than
 /// `errorTolerance` of the last 32 transfers — a flaky path's odd reset is not load, a burst is.
 /// Once per round: failures of transfers started before the cut are one signal, not twenty
-/// (TCP's "once per window").
+/// (TCP's "once per window"). But a 429/503 also says *how far* the limit was too high: of L
+/// transfers started under the refused level, R refused means the server took at most L − R at
+/// once, so every further refusal of that level lowers the limit to L − R when that is below the
+/// multiplicative cut (as DCTCP scales its cut by the share of marked packets) — one round trip
+/// down instead of a cut per round with a wave of refusals each. A refusal during the slow start
+/// halves the limit (TCP's ssthresh = cwnd / 2): the doubling overshot, and the last level that
+/// worked was half.
 /// After a 429/503 the step back up to the level that was refused waits 4 rounds, and each time
 /// the same level is refused again the wait doubles (up to 128): a server with a hard limit is
 /// probed ever more rarely, so its 429s stay few instead of one per sawtooth.
@@ -54,16 +70,21 @@ public struct HostConcurrencyLimiter: Sendable {
         public var backoffFactor: Double
         /// The share of a round's transfers that may time out or be reset before the limit is cut.
         public var errorTolerance: Double
+        /// The slow start keeps doubling while each round's throughput is at least this many
+        /// times the previous round's.
+        public var slowStartGain: Double
 
         public init(initial: Int = 8, http1Maximum: Int = 128, http2Maximum: Int = 100, latencyTolerance: Double = 1.5,
-                    latencySlack: Duration = .milliseconds(5), backoffFactor: Double = 0.7, errorTolerance: Double = 0.1) {
+                    latencySlack: Duration = .milliseconds(5), backoffFactor: Double = 0.7, errorTolerance: Double = 0.1,
+                    slowStartGain: Double = 1.25) {
             self.initial = max(1, initial)
             self.http1Maximum = max(1, http1Maximum)
             self.http2Maximum = max(1, http2Maximum)
             self.latencyTolerance = max(1, latencyTolerance)
             self.latencySlack = latencySlack
             self.backoffFactor = min(max(backoffFactor, 0.1), 0.95)
-        self.errorTolerance = min(max(errorTolerance, 0), 0.5)
+            self.errorTolerance = min(max(errorTolerance, 0), 0.5)
+            self.slowStartGain = min(max(slowStartGain, 1), 2)
         }
     }
 
@@ -87,6 +108,25 @@ public struct HostConcurrencyLimiter: Sendable {
     private var slowStart = true
     /// Bumped at each cut; transfers started before it cannot cause another.
     public private(set) var epoch: UInt64 = 0
+    /// Bumped at each round's end and each cut: a round is judged on the transfers started in it.
+    private var round: UInt64 = 0
+
+    /// What a transfer carries from its start to `finished`: the cut epoch and the round it
+    /// started in.
+    public struct Ticket: Sendable, Equatable {
+        let epoch: UInt64
+        let round: UInt64
+    }
+
+    /// What a transfer starting now would carry.
+    public var ticket: Ticket { Ticket(epoch: epoch, round: round) }
+
+    /// A transfer starts: give the ticket back to `finished`. The first start begins the first
+    /// round's clock.
+    public mutating func start(now: ContinuousClock.Instant) -> Ticket {
+        if roundStarted == nil { roundStarted = now }
+        return ticket
+    }
 
     private var roundCompletions = 0
     /// The round's answer latencies in seconds; the round's latency is their median, which a
@@ -96,7 +136,10 @@ public struct HostConcurrencyLimiter: Sendable {
     private var recentErrors: UInt32 = 0
     private var recentCount = 0
     private var roundLimited = false
-    private var roundCut = false
+    /// When the round began: the previous round's end, or the first transfer's start.
+    private var roundStarted: ContinuousClock.Instant?
+    /// The completions per second of the last slow-start round that grew the limit.
+    private var slowStartRate: Double?
 
     private var baselineCurrent = Double.infinity
     private var baselinePrevious = Double.infinity
@@ -117,6 +160,9 @@ public struct HostConcurrencyLimiter: Sendable {
     /// Rounds in a row whose latency was above the threshold.
     private var highLatencyRounds = 0
     private var lastCutLevel: Double?
+    /// The level the last 429/503 cut found too high, the epoch its transfers started in, and how
+    /// many of them have been refused.
+    private var refusals: (level: Double, epoch: UInt64, count: Int)?
     private var stepRounds = 4
     private var roundsWaitingToStep = 0
     static let maxStepRounds = 128
@@ -159,15 +205,17 @@ public struct HostConcurrencyLimiter: Sendable {
         roundLimited = true
     }
 
-    /// One transfer finished. `startedEpoch` is `epoch` when it started; `inFlight` the host's
+    /// One transfer finished. `ticket` is what `ticket` was when it started; `inFlight` the host's
     /// transfers in flight, this one included.
-    public mutating func finished(_ signal: Signal, startedEpoch: UInt64, inFlight: Int, now: ContinuousClock.Instant) {
+    public mutating func finished(_ signal: Signal, ticket: Ticket, inFlight: Int, now: ContinuousClock.Instant) {
         guard adaptive else { return }
+        let startedEpoch = ticket.epoch
         recentErrors = recentErrors << 1 | (signal == .overloaded(.errors) ? 1 : 0)
         recentCount = min(recentCount + 1, 32)
+        let inRound = ticket.round == round
         switch signal {
         case .answered(let latency):
-            roundLatencies.append(Self.seconds(latency))
+            if inRound { roundLatencies.append(Self.seconds(latency)) }
         case .overloaded(.errors):
             // Up to one in ten of the last 32 transfers may fail without a cut: a flaky path's
             // odd reset is not load; a burst of them is.
@@ -176,10 +224,21 @@ public struct HostConcurrencyLimiter: Sendable {
                 cut(to: min(level, Double(inFlight)) * settings.backoffFactor, .errors, now)
             }
         case .overloaded(let reason):
-            if startedEpoch == epoch { cut(to: min(level, Double(inFlight)) * settings.backoffFactor, reason, now) }
+            if startedEpoch == epoch {
+                // Refused while doubling: the last level that worked is half this one.
+                let refused = min(level, Double(inFlight))
+                cut(to: refused * (slowStart ? 0.5 : settings.backoffFactor), reason, now)
+                refusals = (refused, startedEpoch, 1)
+            } else if var counted = refusals, counted.epoch == startedEpoch, epoch == startedEpoch &+ 1 {
+                counted.count += 1
+                refusals = counted
+                lower(to: counted.level - Double(counted.count))
+            }
         case .other:
             break
         }
+        // A cut above started a new round: this transfer belongs to none.
+        guard inRound, ticket.round == round else { return }
         roundCompletions += 1
         if roundCompletions >= limit { endRound(now) }
     }
@@ -188,11 +247,10 @@ public struct HostConcurrencyLimiter: Sendable {
         roundLatencies.sort()
         let latency = roundLatencies.isEmpty ? nil : roundLatencies[roundLatencies.count / 2]
         let limited = roundLimited
-        let afterCut = roundCut
-        roundCompletions = 0
-        roundLatencies.removeAll(keepingCapacity: true)
-        roundLimited = false
-        roundCut = false
+        let completions = roundCompletions
+        let rate = roundStarted.map { Double(completions) / max(Self.seconds(now - $0), 1e-6) }
+        startRound()
+        roundStarted = now
         switch probe {
         case .draining(let restore):
             probe = .measuring(restore: restore)
@@ -213,7 +271,6 @@ public struct HostConcurrencyLimiter: Sendable {
             window = max(1, (window / 2).rounded(.down))
             return
         }
-        guard !afterCut else { return }
         let threshold = min(baselineCurrent, baselinePrevious) * settings.latencyTolerance
             + Self.seconds(settings.latencySlack)
         guard latency <= threshold else {
@@ -224,7 +281,15 @@ public struct HostConcurrencyLimiter: Sendable {
             return
         }
         highLatencyRounds = 0
-        if limited { grow() }
+        guard limited else { return }
+        if slowStart, let rate {
+            if let previous = slowStartRate, rate < previous * settings.slowStartGain {
+                slowStart = false
+                return
+            }
+            slowStartRate = rate
+        }
+        grow()
     }
 
     /// One round's mean latency into the baseline's buckets.
@@ -284,13 +349,31 @@ public struct HostConcurrencyLimiter: Sendable {
         slowStart = false
         epoch &+= 1
         if let reason { lastCut = (reason, now) }
-        roundCut = true
-        roundCompletions = 0
-        roundLatencies.removeAll(keepingCapacity: true)
-        roundLimited = false
+        // The transfers started before the cut belong to no round: the next is judged on those
+        // started under the new limit.
+        startRound()
+        roundStarted = now
         // Failures of transfers started before the cut must not cut again.
         recentErrors = 0
         recentCount = 0
+    }
+
+    /// Caps the limit (and the one a baseline probe will restore) without starting a new epoch.
+    private mutating func lower(to target: Double) {
+        let capped = max(1, target.rounded(.down))
+        window = min(window, capped)
+        switch probe {
+        case .none: break
+        case .draining(let restore): probe = .draining(restore: min(restore, capped))
+        case .measuring(let restore): probe = .measuring(restore: min(restore, capped))
+        }
+    }
+
+    private mutating func startRound() {
+        round &+= 1
+        roundCompletions = 0
+        roundLatencies.removeAll(keepingCapacity: true)
+        roundLimited = false
     }
 
     static func seconds(_ duration: Duration) -> Double {

@@ -14,8 +14,10 @@ final class Transfer {
     var hostKey: String
     var wireHost: String
     var redirects = 0
-    /// The host limiter's epoch when this hop started (`HostConcurrencyLimiter.finished`).
-    var startedEpoch: UInt64 = 0
+    /// The host limiter's ticket when this hop started (`HostConcurrencyLimiter.finished`).
+    var limiterTicket: HostConcurrencyLimiter.Ticket?
+    /// When this hop was handed to curl.
+    var startedAt = ContinuousClock.now
 
     var easy: UnsafeMutableRawPointer?
     var headerList: UnsafeMutablePointer<curl_slist>?
@@ -48,6 +50,7 @@ final class Transfer {
 
     /// Clears what a previous hop received.
     func resetForHop() {
+        startedAt = .now
         body = []
         headers.removeAll()
         refusedAddress = false

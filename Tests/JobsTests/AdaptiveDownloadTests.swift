@@ -45,6 +45,21 @@ import Testing
         try Data(#"{"rules": [{"prefix": "\#(capped.base)/", "max_transfers": 2, "adaptive": false}]}"#.utf8).write(to: rules)
         let server = try PackdServer(arguments: ["--upstream-rules-file", rules.path])
         defer { server.remove() }
+        // What the packs' progress events say of their transfers, read as they come (a stream
+        // left unread would have its progress events coalesced).
+        nonisolated(unsafe) let stream = try server.events("/v1/events")
+        let seen = SeenTransfers()
+        let reader = Thread {
+            while let event = try? stream.nextEvent() {
+                let data = APIProof.data(event)
+                guard event.type == "progress", let packID = data["pack_id"] as? Int,
+                      let progress = data["progress"] as? [String: Any] else { continue }
+                seen.record(packID, inFlight: progress["transfers_in_flight"] as? Int ?? -1,
+                            reason: (progress["throttled"] as? [String: Any])?["reason"] as? String)
+            }
+        }
+        reader.start()
+        defer { shutdown(stream.fd, Int32(SHUT_RDWR)) }
 
         var packs: [Int] = []
         for upstream in [capped, refusing] {
@@ -70,5 +85,29 @@ import Testing
         #expect(metrics[#"packd_upstream_host_throttled_responses_total{host="\#(refusingHost)",status="429"}"#]
                 == Double(refusedCount))
         #expect((metrics[#"packd_upstream_host_transfer_limit{host="\#(refusingHost)"}"#] ?? 99) <= 5)
+
+        // The refusals showed in the refused pack's progress as `rate_limited`; the capped pack
+        // was never held back and never had more than its two transfers in flight.
+        #expect(eventually(within: 10) { seen.reasons(packs[1]).contains("rate_limited") }, "\(seen.reasons(packs[1]))")
+        #expect(seen.reasons(packs[0]).isEmpty, "\(seen.reasons(packs[0]))")
+        #expect(seen.inFlight(packs[0]).max() ?? 0 <= 2 && seen.inFlight(packs[0]).min() ?? -1 >= 0, "\(seen.inFlight(packs[0]))")
+        #expect(seen.inFlight(packs[0]).contains { $0 > 0 })
     }
+}
+
+/// `transfers_in_flight` and `throttled.reason` of each pack's progress events.
+private final class SeenTransfers: @unchecked Sendable {
+    private let lock = NSLock()
+    private var counts: [Int: [Int]] = [:]
+    private var throttles: [Int: Set<String>] = [:]
+
+    func record(_ packID: Int, inFlight: Int, reason: String?) {
+        lock.withLock {
+            counts[packID, default: []].append(inFlight)
+            if let reason { throttles[packID, default: []].insert(reason) }
+        }
+    }
+
+    func inFlight(_ packID: Int) -> [Int] { lock.withLock { counts[packID] ?? [] } }
+    func reasons(_ packID: Int) -> Set<String> { lock.withLock { throttles[packID] ?? [] } }
 }

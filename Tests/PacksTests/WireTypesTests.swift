@@ -26,12 +26,32 @@ import Testing
             "invalidation":null,"limits":{"max_bytes_per_second":null,"max_tiles":10000},"name":null,\
             "progress":{"bytes_per_second":950000,"completed_bytes":18500000,"completed_resources":1200,\
             "completed_tile_bytes":18000000,"completed_tiles":1150,"eta_seconds":17,"expected_is_precise":true,\
-            "expected_resources":5290,"failed_resources":0},"region":{"bounds":[-11.0,35.5,20.0,60.0],\
+            "expected_resources":5290,"failed_resources":0,"throttled":null,"transfers_in_flight":0},"region":{"bounds":[-11.0,35.5,20.0,60.0],\
             "include_ideographs":false,"max_zoom":5.0,"min_zoom":0.0,"pixel_ratio":1.0,\
             "style_url":"https://example.org/style.json"},"state":"active","update_available":null,\
             "updated_at":"2026-11-23T20:01:01Z"}
             """)
         #expect(try JSONDecoder().decode(Pack.self, from: Data(bytes)) == Self.pack)
+    }
+
+    /// A throttle names the host and why; `until` only for a `Retry-After` pause (api.md's
+    /// `{host, reason, until?}`).
+    @Test func throttledProgressEncodesItsHostReasonAndPauseEnd() throws {
+        var progress = Self.pack.progress
+        progress.transfersInFlight = 3
+        progress.throttled = PackThrottle(host: "tiles.example.org", reason: .retryAfter, until: Timestamp(1_795_464_030))
+        let paused = String(decoding: try SortedJSONEncoder.encode(progress), as: UTF8.self)
+        #expect(paused.hasSuffix(#""throttled":{"host":"tiles.example.org","reason":"retry_after","until":"2026-11-23T20:00:30Z"},"transfers_in_flight":3}"#),
+                "\(paused)")
+        #expect(try JSONDecoder().decode(PackProgress.self, from: Data(paused.utf8)) == progress)
+        progress.throttled = PackThrottle(host: "127.0.0.1:8080", reason: .rateLimited)
+        let backingOff = String(decoding: try SortedJSONEncoder.encode(progress), as: UTF8.self)
+        #expect(backingOff.hasSuffix(#""throttled":{"host":"127.0.0.1:8080","reason":"rate_limited"},"transfers_in_flight":3}"#),
+                "\(backingOff)")
+        #expect(try JSONDecoder().decode(PackProgress.self, from: Data(backingOff.utf8)) == progress)
+        #expect(throws: (any Error).self) {
+            try JSONDecoder().decode(PackThrottle.self, from: Data(#"{"host":"h","reason":"tired"}"#.utf8))
+        }
     }
 
     @Test func eventsRoundTripByTheirType() throws {

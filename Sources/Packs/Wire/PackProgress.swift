@@ -1,5 +1,6 @@
 /// A pack's `progress` as the API shows it and its `progress` events carry it (openapi's
-/// `Progress`): durable counts, the plan's expected count, and the rolling rate while downloading.
+/// `Progress`): durable counts, the plan's expected count, and — while downloading — the rolling
+/// rate, the transfers in flight and what holds them back.
 public struct PackProgress: Sendable, Equatable, Codable {
     public var completedResources: Int64
     public var completedBytes: Int64
@@ -13,10 +14,15 @@ public struct PackProgress: Sendable, Equatable, Codable {
     public var bytesPerSecond: Int64?
     /// nil when not downloading, while the count is not precise, or when no rate is known.
     public var etaSeconds: Int64?
+    /// The pack's requests under way to upstreams now; 0 when it is not downloading.
+    public var transfersInFlight: Int64
+    /// nil unless an upstream is pausing or slowing the pack down.
+    public var throttled: PackThrottle?
 
     public init(completedResources: Int64 = 0, completedBytes: Int64 = 0, completedTiles: Int64 = 0,
                 completedTileBytes: Int64 = 0, expectedResources: Int64 = 0, expectedIsPrecise: Bool = false,
-                failedResources: Int64 = 0, bytesPerSecond: Int64? = nil, etaSeconds: Int64? = nil) {
+                failedResources: Int64 = 0, bytesPerSecond: Int64? = nil, etaSeconds: Int64? = nil,
+                transfersInFlight: Int64 = 0, throttled: PackThrottle? = nil) {
         self.completedResources = completedResources
         self.completedBytes = completedBytes
         self.completedTiles = completedTiles
@@ -26,6 +32,8 @@ public struct PackProgress: Sendable, Equatable, Codable {
         self.failedResources = failedResources
         self.bytesPerSecond = bytesPerSecond
         self.etaSeconds = etaSeconds
+        self.transfersInFlight = transfersInFlight
+        self.throttled = throttled
     }
 
     /// The stored counts with what the plan expects (`expected` nil: not known yet).
@@ -49,6 +57,8 @@ public struct PackProgress: Sendable, Equatable, Codable {
         case failedResources = "failed_resources"
         case bytesPerSecond = "bytes_per_second"
         case etaSeconds = "eta_seconds"
+        case transfersInFlight = "transfers_in_flight"
+        case throttled
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -62,5 +72,7 @@ public struct PackProgress: Sendable, Equatable, Codable {
         try container.encode(failedResources, forKey: .failedResources)
         try container.encode(bytesPerSecond, forKey: .bytesPerSecond)
         try container.encode(etaSeconds, forKey: .etaSeconds)
+        try container.encode(transfersInFlight, forKey: .transfersInFlight)
+        try container.encode(throttled, forKey: .throttled)
     }
 }
