@@ -4,7 +4,7 @@
 SWIFT        ?= swift
 PACKD_LISTEN ?= 127.0.0.1:8080
 PACKD_DB     ?= ./packd.sqlite
-SYSTEM_PACKAGES := libuv1-dev libcurl4-openssl-dev libsqlite3-dev libhttp-parser-dev zlib1g-dev
+SYSTEM_PACKAGES := libuv1-dev libcurl4-openssl-dev libsqlite3-dev libhttp-parser-dev zlib1g-dev libpq-dev postgresql
 BENCH_PACKAGES  := nginx wrk curl
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 

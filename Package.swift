@@ -21,6 +21,7 @@ let package = Package(
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
         .systemLibrary(name: "CHTTPParser", providers: [.apt(["libhttp-parser-dev"])]),
         .systemLibrary(name: "CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
+        .systemLibrary(name: "CLibPQ", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
 
         .target(name: "Loop", dependencies: ["CUV"]),
         .target(
@@ -76,6 +77,12 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
+
+        // Cluster mode: the libpq client, and a real PostgreSQL from a temporary directory for
+        // the tests and benchmarks that need one.
+        .target(name: "Postgres", dependencies: ["CLibPQ", "Loop", "CUV"]),
+        .target(name: "PostgresTestSupport", dependencies: ["Postgres"], path: "Tests/PostgresTestSupport"),
+        .testTarget(name: "PostgresTests", dependencies: ["Postgres", "PostgresTestSupport", "Loop"]),
 
         .testTarget(name: "LoopTests", dependencies: ["Loop"]),
         .testTarget(
