@@ -74,6 +74,8 @@ let package = Package(
                 "CZlib",
                 "Geo",
                 "Fetch",
+                "Postgres",
+                "PostgresTestSupport",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -83,6 +85,16 @@ let package = Package(
         .target(name: "Postgres", dependencies: ["CLibPQ", "Loop", "CUV"]),
         .target(name: "PostgresTestSupport", dependencies: ["Postgres"], path: "Tests/PostgresTestSupport"),
         .testTarget(name: "PostgresTests", dependencies: ["Postgres", "PostgresTestSupport", "Loop"]),
+        // Pure rules of sharing one pack between nodes: the cut into work units, lease timing,
+        // each node's share of cluster-wide caps.
+        .target(name: "WorkSharing", dependencies: ["Plan", "Geo"]),
+        .testTarget(name: "WorkSharingTests", dependencies: ["WorkSharing", "Plan", "Geo"]),
+        // The cluster-mode store on PostgreSQL.
+        .target(name: "PostgresStore", dependencies: ["Postgres", "WorkSharing", "Plan", "Geo"]),
+        .testTarget(
+            name: "PostgresStoreTests",
+            dependencies: ["PostgresStore", "Postgres", "PostgresTestSupport", "PackdTestSupport", "WorkSharing", "Plan", "Geo"]
+        ),
 
         .testTarget(name: "LoopTests", dependencies: ["Loop"]),
         .testTarget(

@@ -18,6 +18,7 @@ struct PackdBench: ParsableCommand {
             DownloadBenchmark.self,
             FixtureDownloadBenchmark.self,
             APIBenchmark.self,
+            PostgresClientBenchmark.self,
         ]
     )
 }
