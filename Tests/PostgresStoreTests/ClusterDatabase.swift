@@ -87,21 +87,3 @@ final class FirstError: @unchecked Sendable {
         if self.error == nil { self.error = error }
     }
 }
-
-/// A value several threads add to.
-final class Collected<Element>: @unchecked Sendable {
-    private let lock = NSLock()
-    private var storage: [Element] = []
-
-    func append(contentsOf elements: [Element]) {
-        lock.lock()
-        storage.append(contentsOf: elements)
-        lock.unlock()
-    }
-
-    var all: [Element] {
-        lock.lock()
-        defer { lock.unlock() }
-        return storage
-    }
-}

@@ -20,7 +20,7 @@ import Testing
         let url = self.url
         let thread = PostgresConnectionThread(loop: loopThread.loop) { try PostgresConnection(url: url) }
         defer { thread.stop() }
-        let results = Collected()
+        let results = Collected<String>()
         let done = DispatchSemaphore(value: 0)
         try loopThread.sync {
             for index in 0..<50 {
@@ -101,7 +101,7 @@ import Testing
         let connection = try PostgresConnection(url: url)
         try connection.listen("loop_channel")
         let client = try loopThread.sync { LoopBound(try PostgresLoopConnection(loop: loopThread.loop, connection: connection)) }
-        let results = Collected()
+        let results = Collected<String>()
         let done = DispatchSemaphore(value: 0)
         let body = [UInt8]((0..<300_000).map { UInt8(truncatingIfNeeded: $0) })
         try loopThread.sync {
@@ -131,24 +131,6 @@ import Testing
         done.wait()
         #expect(results.all.last == "notify hello")
         try loopThread.sync { client.value.close() }
-    }
-}
-
-/// Strings several threads append to.
-final class Collected: @unchecked Sendable {
-    private let lock = NSLock()
-    private var storage: [String] = []
-
-    func append(_ element: String) {
-        lock.lock()
-        storage.append(element)
-        lock.unlock()
-    }
-
-    var all: [String] {
-        lock.lock()
-        defer { lock.unlock() }
-        return storage
     }
 }
 
