@@ -259,22 +259,33 @@ struct ServerAccount: Sendable {
     /// nil: the calling user.
     let identity: (user: uid_t, group: gid_t)?
 
+    /// Decided once per process: tests starting servers at once must not race `useradd`.
     static func current() throws -> ServerAccount {
+        try decided.get()
+    }
+
+    private static let decided = Result { try decide() }
+
+    private static func decide() throws -> ServerAccount {
         guard geteuid() == 0 else { return ServerAccount(identity: nil) }
-        if let identity = lookup() { return ServerAccount(identity: identity) }
-        // Exit status 9: another test process created it first.
-        let status = try runCommand("/usr/sbin/useradd", ["--system", "--user-group", "--no-create-home",
+        var output = ""
+        // Another test process may be creating it at the same moment: useradd then fails (the
+        // user exists, or /etc/passwd is locked) and the next look finds it.
+        for _ in 0..<5 {
+            if let identity = lookup() { return ServerAccount(identity: identity) }
+            output = try runCommand("/usr/sbin/useradd", ["--system", "--user-group", "--no-create-home",
                                                           "--home-dir", "/nonexistent", "--shell", "/usr/sbin/nologin",
-                                                          dedicatedUser], check: false)
-        guard let identity = lookup() else {
-            throw TemporaryPostgres.Failure(description: "could not create user \(dedicatedUser) (useradd: \(status.output))")
+                                                          dedicatedUser], check: false).output
         }
-        return ServerAccount(identity: identity)
+        throw TemporaryPostgres.Failure(description: "could not create user \(dedicatedUser) (useradd: \(output))")
     }
 
     private static func lookup() -> (user: uid_t, group: gid_t)? {
-        guard let entry = getpwnam(dedicatedUser) else { return nil }
-        return (entry.pointee.pw_uid, entry.pointee.pw_gid)
+        var entry = passwd()
+        var found: UnsafeMutablePointer<passwd>?
+        var buffer = [CChar](repeating: 0, count: 4096)
+        guard getpwnam_r(dedicatedUser, &entry, &buffer, buffer.count, &found) == 0, found != nil else { return nil }
+        return (entry.pw_uid, entry.pw_gid)
     }
 
     /// Gives `path` to the server's user (a no-op for the calling user).
