@@ -11,6 +11,7 @@ public final class PostgresConnection: @unchecked Sendable {
     public let url: PostgresURL
     private var statements: [StatementKey: String] = [:]
     private var nextStatement = 0
+    /// Transactions and savepoints open through `transaction`, naming the savepoints.
     private var transactionDepth = 0
 
     /// Beyond this many distinct statements, further ones run unnamed (prepared per call), so a
@@ -159,7 +160,7 @@ public final class PostgresConnection: @unchecked Sendable {
     /// another transaction, a savepoint (undone alone if `body` throws).
     @discardableResult
     public func transaction<R>(_ isolation: Isolation = .readCommitted, _ body: () throws -> R) throws -> R {
-        if transactionDepth > 0 {
+        if isInTransaction {
             let savepoint = "packd_savepoint_\(transactionDepth)"
             try execute("SAVEPOINT \(savepoint)")
             transactionDepth += 1
@@ -174,8 +175,8 @@ public final class PostgresConnection: @unchecked Sendable {
             }
         }
         try execute(isolation == .readCommitted ? "BEGIN" : "BEGIN ISOLATION LEVEL \(isolation.rawValue)")
-        transactionDepth = 1
-        defer { transactionDepth = 0 }
+        transactionDepth += 1
+        defer { transactionDepth -= 1 }
         let result: R
         do {
             result = try body()

@@ -24,6 +24,10 @@ public final class PostgresLoopConnection: LoopHandleOwner {
     private var nextStatement = 0
     /// Called on the loop for each notification of a channel `connection` listens to.
     public var onNotification: ((PostgresNotification) -> Void)?
+    /// Called once on the loop when the connection breaks (the server went away, the session
+    /// was terminated): statements under way and queued have failed, and this object is closed.
+    /// A listener reconnects and reads what it may have missed from the tables.
+    public var onConnectionLost: ((PostgresError) -> Void)?
 
     private enum Phase { case idle, preparing, executing }
 
@@ -53,6 +57,9 @@ public final class PostgresLoopConnection: LoopHandleOwner {
 
     /// Queues `sql`; `completion` runs on the loop with its rows or error.
     public func query(_ sql: String, _ parameters: [PostgresValue] = [], completion: @escaping Completion) {
+        guard poll != nil else {
+            return completion(.failure(PostgresError(kind: .connection, message: "connection closed", sql: sql)))
+        }
         let encoded: PostgresParameters
         do {
             encoded = try PostgresParameters(parameters)
@@ -66,20 +73,39 @@ public final class PostgresLoopConnection: LoopHandleOwner {
 
     /// Stops watching the socket and fails what is queued. The connection is closed with this object.
     public func close() {
+        shutDown(PostgresError(kind: .connection, message: "connection closed"))
+    }
+
+    /// The connection broke: fail everything and tell the owner.
+    private func lose() {
+        let error = PostgresError(kind: .connection,
+                                  message: PostgresError.connectionMessage(connection.handle) ?? "connection lost")
+        let lost = onConnectionLost
+        shutDown(error)
+        lost?(error)
+    }
+
+    private func shutDown(_ error: PostgresError) {
         guard let poll else { return }
         self.poll = nil
         uv_poll_stop(poll)
         closeHandle(poll)
+        if let latest { PQclear(latest) }
+        latest = nil
+        phase = .idle
         let failed = (current.map { [$0] } ?? []) + queue[queueHead...]
         current = nil
         queue.removeAll()
         queueHead = 0
         for pending in failed {
-            pending.completion(.failure(PostgresError(kind: .connection, message: "connection closed", sql: pending.sql)))
+            pending.completion(.failure(PostgresError(kind: error.kind, message: error.message, sql: pending.sql)))
         }
     }
 
-    public func handleDidClose() { onNotification = nil }
+    public func handleDidClose() {
+        onNotification = nil
+        onConnectionLost = nil
+    }
 
     private func startNext() {
         guard poll != nil, queueHead < queue.count else {
@@ -103,7 +129,7 @@ public final class PostgresLoopConnection: LoopHandleOwner {
             let sent = pending.parameters.types.withUnsafeBufferPointer {
                 PQsendPrepare(connection.handle, name, pending.sql, pending.parameters.count, $0.baseAddress)
             }
-            guard sent == 1 else { return finish(with: nil) }
+            guard sent == 1 else { return connection.isUsable ? finish(with: nil) : lose() }
             flush()
         }
     }
@@ -114,7 +140,7 @@ public final class PostgresLoopConnection: LoopHandleOwner {
         let sent = pending.parameters.withPointers { count, values, lengths, formats in
             PQsendQueryPrepared(handle, name, count, values, lengths, formats, 1)
         }
-        guard sent == 1 else { return finish(with: nil) }
+        guard sent == 1 else { return connection.isUsable ? finish(with: nil) : lose() }
         flush()
     }
 
@@ -122,7 +148,7 @@ public final class PostgresLoopConnection: LoopHandleOwner {
         switch PQflush(connection.handle) {
         case 0: watch(writable: false)
         case 1: watch(writable: true)
-        default: finish(with: nil)
+        default: lose()
         }
     }
 
@@ -138,7 +164,8 @@ public final class PostgresLoopConnection: LoopHandleOwner {
     private func socketReady(writable: Bool) {
         let handle = connection.handle
         if writable { flush() }
-        guard PQconsumeInput(handle) == 1 else { return finish(with: nil) }
+        guard poll != nil else { return }
+        guard PQconsumeInput(handle) == 1, connection.isUsable else { return lose() }
         while let notify = PQnotifies(handle) {
             let notification = PostgresNotification(notify.pointee)
             PQfreemem(notify)

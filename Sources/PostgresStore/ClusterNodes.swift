@@ -30,10 +30,13 @@ public struct ClusterNodes: Sendable {
     /// Registers a node; its id.
     public func register(name: String, listenAddress: String, version: String,
                          on connection: PostgresConnection) throws -> Int64 {
-        try connection.query("""
+        let rows = try connection.query("""
             INSERT INTO packd_nodes (name, listen_address, version) VALUES ($1, $2, $3) RETURNING id
             """, [.text(String(name.prefix(200))), .text(String(listenAddress.prefix(200))), .text(String(version.prefix(100)))])
-            .first!.int64(0)
+        guard let row = rows.first else {
+            throw PostgresError(kind: .decoding, message: "INSERT … RETURNING returned no row", sql: rows.sql)
+        }
+        return try row.int64(0)
     }
 
     /// Records that `node` is alive with what it holds; the live nodes afterwards (itself

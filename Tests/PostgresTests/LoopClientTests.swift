@@ -132,6 +132,37 @@ import Testing
         #expect(results.all.last == "notify hello")
         try loopThread.sync { client.value.close() }
     }
+
+    /// A terminated session is noticed without a statement pending (a listener must reconnect):
+    /// the owner is told once, and later statements fail at once instead of waiting forever.
+    @Test func loopConnectionReportsALostConnection() throws {
+        let loopThread = try LoopThread()
+        defer { loopThread.shutdown() }
+        let connection = try PostgresConnection(url: url)
+        let pid = connection.backendProcessID
+        try connection.listen("lost_channel")
+        let client = try loopThread.sync { LoopBound(try PostgresLoopConnection(loop: loopThread.loop, connection: connection)) }
+        let events = Collected<String>()
+        let lost = DispatchSemaphore(value: 0)
+        try loopThread.sync {
+            client.value.onConnectionLost = { error in
+                events.append("lost \(error.isConnectionLost)")
+                lost.signal()
+            }
+        }
+        #expect(try PostgresConnection(url: url).scalarInt(
+            "SELECT count(*) FROM pg_terminate_backend($1::int4, 30000) AS t WHERE t", [.int8(Int64(pid))]) == 1)
+        lost.wait()
+        let answered = DispatchSemaphore(value: 0)
+        try loopThread.sync {
+            client.value.query("SELECT 1") { result in
+                events.append("query \(result.failureValue?.isConnectionLost == true)")
+                answered.signal()
+            }
+        }
+        answered.wait()
+        #expect(events.all == ["lost true", "query true"])
+    }
 }
 
 extension Result {
