@@ -23,37 +23,42 @@ let package = Package(
         .systemLibrary(name: "CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
         .systemLibrary(name: "CLibPQ", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
 
+        // The domain: pack states and their pure lifecycle, the wire types every client decodes,
+        // stored records and the store protocols. Imports no other packd module.
+        .target(name: "Packs", dependencies: ["CZlib"]),
+
         .target(name: "Loop", dependencies: ["CUV"]),
         .target(
             name: "Server",
             dependencies: [
-                "Loop", "CUV", "CHTTPParser",
+                "Loop", "CUV", "CHTTPParser", "Packs",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
-        .target(name: "Store", dependencies: ["CSQLite", "CZlib"]),
+        .target(name: "Store", dependencies: ["Packs", "CSQLite", "CZlib"]),
         // The child process StoreTests SIGKILLs mid-stream to prove crash safety.
-        .executableTarget(name: "packd-store-crash-writer", dependencies: ["Store"]),
+        .executableTarget(name: "packd-store-crash-writer", dependencies: ["Store", "Packs"]),
 
         // The HTTP API's building blocks: SSE fan-out, API keys, CORS, metrics, strict bodies.
         .target(
             name: "API",
             dependencies: [
-                "Server", "Loop", "Store", "Plan", "Geo",
+                "Packs", "Server", "Loop", "Store", "Plan", "Geo",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
             ]
         ),
         .target(name: "Geo"),
-        .target(name: "Plan", dependencies: ["Geo"]),
-        .target(name: "Fetch", dependencies: ["Loop", "CCurl", "CUV"]),
+        .target(name: "Plan", dependencies: ["Packs", "Geo"]),
+        .target(name: "Fetch", dependencies: ["Packs", "Loop", "CCurl", "CUV"]),
         // The download engine: one pack's state machine and the scheduler of packs.
-        .target(name: "Jobs", dependencies: ["Loop", "Fetch", "Store", "Plan", "Geo"]),
+        .target(name: "Jobs", dependencies: ["Packs", "Loop", "Fetch", "Store", "Plan", "Geo"]),
 
         .executableTarget(
             name: "packd",
             dependencies: [
+                "Packs",
                 "Loop",
                 "Server",
                 "API",
@@ -68,6 +73,7 @@ let package = Package(
         .executableTarget(
             name: "packd-bench",
             dependencies: [
+                "Packs",
                 "Loop",
                 "Store",
                 "CSQLite",
@@ -96,11 +102,12 @@ let package = Package(
             dependencies: ["PostgresStore", "Postgres", "PostgresTestSupport", "PackdTestSupport", "WorkSharing", "Plan", "Geo"]
         ),
 
+        .testTarget(name: "PacksTests", dependencies: ["Packs", "CZlib", "PackdTestSupport"]),
         .testTarget(name: "LoopTests", dependencies: ["Loop"]),
         .testTarget(
             name: "APITests",
             dependencies: [
-                "API", "Server", "Loop", "Store", "CZlib", "PackdTestSupport",
+                "API", "Packs", "Server", "Loop", "Store", "CZlib", "PackdTestSupport",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
@@ -109,19 +116,19 @@ let package = Package(
         .testTarget(
             name: "ServerTests",
             dependencies: [
-                "Server", "Loop", "PackdTestSupport", "packd",
+                "Server", "Packs", "Loop", "PackdTestSupport", "packd",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
-        .testTarget(name: "StoreTests", dependencies: ["Store", "packd-store-crash-writer"]),
-        .testTarget(name: "StoreIOTests", dependencies: ["Store", "CZlib"]),
+        .testTarget(name: "StoreTests", dependencies: ["Store", "Packs", "PackdTestSupport", "packd-store-crash-writer"]),
+        .testTarget(name: "StoreIOTests", dependencies: ["Store", "Packs", "CZlib"]),
         .testTarget(name: "GeoTests", dependencies: ["Geo"]),
-        .testTarget(name: "PlanTests", dependencies: ["Plan", "Geo"]),
+        .testTarget(name: "PlanTests", dependencies: ["Plan", "Packs", "Geo"]),
         // The in-process upstream and fetch harness shared by the network tests.
-        .target(name: "PackdTestSupport", dependencies: ["Fetch", "Loop", "CZlib"], path: "Tests/PackdTestSupport"),
-        .testTarget(name: "FetchTests", dependencies: ["Fetch", "Loop", "CZlib", "PackdTestSupport"]),
+        .target(name: "PackdTestSupport", dependencies: ["Packs", "Fetch", "Loop", "CZlib"], path: "Tests/PackdTestSupport"),
+        .testTarget(name: "FetchTests", dependencies: ["Fetch", "Packs", "Loop", "CZlib", "PackdTestSupport"]),
         // Depends on `packd` so the end-to-end test finds the built server next to the test bundle.
-        .testTarget(name: "JobsTests", dependencies: ["Jobs", "Fetch", "Loop", "Store", "Plan", "Geo", "PackdTestSupport", "packd"]),
+        .testTarget(name: "JobsTests", dependencies: ["Jobs", "Packs", "Fetch", "Loop", "Store", "Plan", "Geo", "PackdTestSupport", "packd"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import Packs
 import Plan
 import Server
 import Store

@@ -1,3 +1,4 @@
+import Packs
 import Foundation
 import CUV
 import Loop
@@ -46,7 +47,7 @@ public final class EventBroadcaster: @unchecked Sendable {
     public let loop: EventLoop
     public let configuration: Configuration
     /// Called for every emitted event, in id order (the durable log's hook).
-    public var onEmit: ((PackEvent) -> Void)?
+    public var onEmit: ((BroadcastEvent) -> Void)?
     /// Called with the new number of subscribers whenever it changes (the metrics gauge's hook).
     public var onSubscriberCountChange: ((Int) -> Void)?
 
@@ -109,6 +110,11 @@ public final class EventBroadcaster: @unchecked Sendable {
     }
 
     /// `publish` from any thread; the event is emitted on the loop thread soon after.
+    /// Publishes a wire event (encoded once, here, with sorted keys). Loop thread only.
+    public func publish(_ event: PackEvent) {
+        publish(event.kind, packID: event.packID, payload: JSONBody.encode(event.payload))
+    }
+
     public func publishFromAnyThread(_ kind: PackEvent.Kind, packID: Int64, payload: [UInt8]) {
         loop.execute { [self] in publish(kind, packID: packID, payload: payload) }
     }
@@ -122,7 +128,7 @@ public final class EventBroadcaster: @unchecked Sendable {
     ///
     /// `stored` are events read from the durable log (older than the ring holds), written first;
     /// `lastEventID` is then the id of the last of them.
-    public func subscribe(_ filter: EventFilter, responder: APIResponder, lastEventID: Int64?, stored: [PackEvent] = [],
+    public func subscribe(_ filter: EventFilter, responder: APIResponder, lastEventID: Int64?, stored: [BroadcastEvent] = [],
                           snapshot: Snapshot) {
         let stream = responder.stream(status: .ok, headers: Self.responseHeaders)
         // HEAD gets the head only; a stream with no body to send would otherwise never end.
@@ -135,7 +141,7 @@ public final class EventBroadcaster: @unchecked Sendable {
             for event in missed { initial.append(contentsOf: event.frame) }
         } else {
             for entry in snapshot() where filter.accepts(packID: entry.packID) {
-                initial.append(contentsOf: PackEvent(id: ring.lastID, kind: .progress, packID: entry.packID, payload: entry.payload).frame)
+                initial.append(contentsOf: BroadcastEvent(id: ring.lastID, kind: .progress, packID: entry.packID, payload: entry.payload).frame)
             }
         }
         // A comment first, so the client sees the stream open even when nothing is to replay.
@@ -191,7 +197,7 @@ public final class EventBroadcaster: @unchecked Sendable {
     private func emit(_ kind: PackEvent.Kind, packID: Int64, payload: [UInt8]) {
         // Ids come from the server's own counter, never from input; saturate rather than trap.
         let id = ring.lastID == Int64.max ? Int64.max : ring.lastID + 1
-        let event = PackEvent(id: id, kind: kind, packID: packID, payload: payload)
+        let event = BroadcastEvent(id: id, kind: kind, packID: packID, payload: payload)
         ring.append(event)
         onEmit?(event)
         let frame = event.frame

@@ -1,4 +1,5 @@
 import Logging
+import Packs
 import Store
 
 /// Makes the broadcaster's events durable: each emitted event is appended to `packd_events`
@@ -34,10 +35,10 @@ public enum EventLog {
     }
 
     /// Stored events as the broadcaster sends them.
-    static func packEvents(_ stored: [StoredEvent]) -> [PackEvent] {
+    static func packEvents(_ stored: [StoredEvent]) -> [BroadcastEvent] {
         stored.compactMap { event in
             guard let kind = PackEvent.Kind(rawValue: event.type), let packID = event.packID else { return nil }
-            return PackEvent(id: event.id, kind: kind, packID: packID, payload: Array(event.json.utf8))
+            return BroadcastEvent(id: event.id, kind: kind, packID: packID, payload: Array(event.json.utf8))
         }
     }
 }

@@ -1,4 +1,5 @@
 import Logging
+import Packs
 import Server
 import Store
 
@@ -33,7 +34,7 @@ public struct EventRoutes {
     /// What the pool read for a new stream.
     private struct Start: Sendable {
         var packExists = true
-        var stored: [PackEvent] = []
+        var stored: [BroadcastEvent] = []
         /// The id the ring continues after (the last stored event replayed).
         var resumeAfter: Int64?
         var snapshot: [(packID: Int64, payload: [UInt8])] = []
@@ -72,11 +73,9 @@ public struct EventRoutes {
                 let packs = try packID.map { try reader.pack($0).map { [$0] } ?? [] }
                     ?? reader.packs(limit: Self.maximumSnapshotPacks)
                 start.snapshot = try packs.map { pack in
-                    let progress = try reader.progress(pack.id) ?? PackProgress()
-                    return (pack.id, JSONBody.encode([
-                        "pack_id": pack.id, "state": pack.state,
-                        "progress": PackDocument.progressObject(progress, expectedResources: pack.expectedResources, precise: pack.expectedIsPrecise),
-                    ] as [String: Any]))
+                    let progress = try reader.progress(pack.id) ?? StoredProgress()
+                    return (pack.id, JSONBody.encode(ProgressEvent(
+                        packID: pack.id, state: pack.state, progress: PackDocument.progress(progress, expected: pack.expected))))
                 }
             }
             return start

@@ -1,3 +1,4 @@
+import Packs
 import Server
 
 /// One open event stream and the events it has not been able to take yet.
@@ -42,7 +43,7 @@ final class EventSubscriber {
     var queuedCount: Int { queue.count - head }
 
     /// Takes `event`, whose `frame` the broadcaster computed once for all subscribers.
-    func deliver(_ event: PackEvent, frame: [UInt8]) -> Delivery {
+    func deliver(_ event: BroadcastEvent, frame: [UInt8]) -> Delivery {
         if queuedCount == 0 && stream.canWrite {
             stream.write(frame)
             return .accepted

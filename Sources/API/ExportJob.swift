@@ -12,7 +12,7 @@ enum ExportJob {
 
     static func run(pack: Int64, request: ExportRequest, to path: String, reader: StoreReader) throws -> Outcome {
         guard let record = try reader.pack(pack) else { return .refused(PackRoutes.notFound(pack)) }
-        if record.state != "complete", !request.partial {
+        if record.state != .complete, !request.partial {
             return .refused(Problem(.conflict, detail: "pack \(pack) is \(record.state), not complete; add partial=true to export what it holds so far"))
         }
         do {

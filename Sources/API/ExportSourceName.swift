@@ -1,4 +1,5 @@
 import Foundation
+import Packs
 import Store
 
 /// Resolves `?source=NAME` of an archive export to one of the pack's stored tilesets. NAME is

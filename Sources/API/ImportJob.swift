@@ -1,4 +1,5 @@
 import Foundation
+import Packs
 import Server
 import Store
 
@@ -27,7 +28,7 @@ enum ImportJob {
     /// A pack the import added or changed, as its events show it.
     struct Changed: Sendable {
         let record: PackRecord
-        let progress: PackProgress
+        let progress: StoredProgress
         let added: Bool
     }
 
@@ -37,7 +38,7 @@ enum ImportJob {
         var changed: [Changed] = []
         for pack in merged.packs where pack.added || !merged.preview.unchangedPacks.contains(pack.id) {
             guard let record = try reader.pack(pack.id) else { continue }
-            let progress = try reader.progress(pack.id) ?? PackProgress()
+            let progress = try reader.progress(pack.id) ?? StoredProgress()
             let document = PackDocument(pack: record, progress: progress)
             guard let object = try? JSONSerialization.jsonObject(with: Data(document.body)) else { continue }
             if pack.added { added.append(object) } else { updated.append(object) }

@@ -1,4 +1,5 @@
 import Foundation
+import Packs
 import Plan
 
 /// The API form of stored region definitions, computed once per distinct definition.
@@ -14,7 +15,7 @@ final class NormalisedRegionCache: @unchecked Sendable {
     private let capacity: Int
     private let maximumBytes: Int
     private let lock = NSLock()
-    private var regions: [String: Any] = [:]
+    private var regions: [String: Region] = [:]
     private var bytes = 0
 
     init(capacity: Int, maximumBytes: Int) {
@@ -23,7 +24,7 @@ final class NormalisedRegionCache: @unchecked Sendable {
     }
 
     /// `definition`'s normalised region, made by `normalise` on a miss.
-    func region(_ definition: String, normalise: (String) -> Any) -> Any {
+    func region(_ definition: String, normalise: (String) -> Region) -> Region {
         if let cached = lock.withLock({ regions[definition] }) { return cached }
         let region = normalise(definition)
         let size = definition.utf8.count

@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import Packs
 import Plan
 import Server
 import Store
@@ -177,7 +178,7 @@ public final class OfflineResourceRoutes {
     /// compressed and accepted). Recently served answers come from `responses`, on the loop.
     private func serveStored(_ key: ResourceKey, packID: Int64, _ request: HTTPRequest, _ responder: APIResponder) {
         let tags = request.headers["If-None-Match"]
-        let since = tags == nil ? request.headers["If-Modified-Since"].flatMap { HTTPCacheHeaders.parseHTTPDate($0) } : nil
+        let since = tags == nil ? request.headers["If-Modified-Since"].flatMap { HTTPDate.parse($0) } : nil
         let acceptsGzip = Self.acceptsGzip(request.headers["Accept-Encoding"])
         let cacheKey = OfflineResponseCache.Key(packID: packID, row: key, gzip: acceptsGzip)
         @Sendable func isNotModified(etag: String, modified: Int64?) -> Bool {

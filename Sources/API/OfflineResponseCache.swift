@@ -1,3 +1,4 @@
+import Packs
 import Server
 import Store
 

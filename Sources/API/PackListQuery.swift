@@ -1,18 +1,19 @@
+import Packs
 import Server
 
 /// The query of `GET /v1/packs`, validated (400 for a bad value), and the link to the next page.
 struct PackListQuery: Sendable {
-    static let states = ["inactive", "queued", "active", "complete", "failed"]
-
-    var state: String?
+    var state: PackState?
     var nameContains: String?
     var limit = 100
     var after: Int64 = 0
 
     init(_ request: HTTPRequest) throws(Problem) {
         if let state = request.queryValue("state") {
-            guard Self.states.contains(state) else { throw Self.problem("state", "must be one of \(Self.states.joined(separator: ", "))") }
-            self.state = state
+            guard let known = PackState(rawValue: state) else {
+                throw Self.problem("state", "must be one of \(PackState.allCases.map(\.rawValue).joined(separator: ", "))")
+            }
+            self.state = known
         }
         if let text = request.queryValue("q") {
             guard (1...256).contains(text.count) else { throw Self.problem("q", "must be 1 to 256 characters") }
@@ -35,7 +36,7 @@ struct PackListQuery: Sendable {
     /// The path and query of the page after `lastID`, with the same filters.
     func nextPath(after lastID: Int64) -> String {
         var path = "/v1/packs?after=\(lastID)&limit=\(limit)"
-        if let state { path += "&state=\(state)" }
+        if let state { path += "&state=\(state.rawValue)" }
         if let nameContains { path += "&q=" + Self.encode(nameContains) }
         return path
     }

@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import Packs
 import Server
 import Store
 
@@ -50,7 +51,7 @@ public final class PackMaintenanceRoutes {
                 responder.respond(Problem(.conflict, detail:
                     "the pack is \(state); only a complete pack can be revalidated (resume it, or wait until it is complete)"))
             case .success(.started):
-                packs.publishState(packID, state: "queued", previous: "complete")
+                packs.publishState(packID, state: .queued, previous: .complete)
                 respondWithPack(packID, status: .accepted, responder)
                 packs.onPackQueued?(packID)
             }
@@ -103,13 +104,11 @@ public final class PackMaintenanceRoutes {
     }
 
     /// A `progress` event with the revalidation's committed counts (openapi's `ProgressEvent.invalidation`).
-    public func publishInvalidation(_ packID: Int64, _ invalidation: PackInvalidation, progress: PackProgress,
-                                    expectedResources: Int64, precise: Bool) {
-        packs.events.publish(.progress, packID: packID, payload: JSONBody.encode([
-            "pack_id": packID, "state": "active",
-            "progress": PackDocument.progressObject(progress, expectedResources: expectedResources, precise: precise),
-            "invalidation": PackDocument.invalidationObject(invalidation),
-        ] as [String: Any]))
+    public func publishInvalidation(_ packID: Int64, _ invalidation: PackInvalidation, progress: StoredProgress,
+                                    expected: ExpectedCounts) {
+        packs.events.publish(.progress(ProgressEvent(
+            packID: packID, state: .active, progress: PackDocument.progress(progress, expected: expected),
+            invalidation: InvalidationResult(invalidation))))
     }
 
     private struct StoreFailure: Error, CustomStringConvertible {

@@ -1,20 +1,13 @@
 import Foundation
+import Packs
 import Plan
 import Server
 
 /// The largest `context` accepted, decoded (openapi.yaml's `Context`).
 let maximumContextBytes = 64 * 1024
 
-/// `limits` of a pack, as posted and as stored (`packd_packs.limits`, this JSON).
-struct PackLimits: Codable, Sendable, Equatable {
-    var maxTiles: Int64?
-    var maxBytesPerSecond: Int64?
-
-    enum CodingKeys: String, CodingKey {
-        case maxTiles = "max_tiles"
-        case maxBytesPerSecond = "max_bytes_per_second"
-    }
-
+extension PackLimits {
+    /// What is wrong with posted limits, with pointers.
     var problems: [Problem.FieldError] {
         var errors: [Problem.FieldError] = []
         if let maxTiles, maxTiles < 1 { errors.append(.init(pointer: "/limits/max_tiles", detail: "must be at least 1")) }
@@ -22,11 +15,6 @@ struct PackLimits: Codable, Sendable, Equatable {
             errors.append(.init(pointer: "/limits/max_bytes_per_second", detail: "must be at least 1"))
         }
         return errors
-    }
-
-    /// Both limits always present (`null` when unset), as the `Pack` schema shows them.
-    var jsonObject: [String: Any] {
-        ["max_tiles": maxTiles.map { $0 as Any } ?? NSNull(), "max_bytes_per_second": maxBytesPerSecond.map { $0 as Any } ?? NSNull()]
     }
 }
 
@@ -181,5 +169,11 @@ enum JSONBody {
     /// Sorted-key JSON bytes of a `JSONSerialization` value: stable bodies and ETags.
     static func encode(_ value: Any) -> [UInt8] {
         SortedJSONWriter.encode(value)
+    }
+
+    /// Sorted-key JSON bytes of a wire value (`Pack`, events, …). packd's wire types encode
+    /// without throwing; should one ever throw, `null` goes out rather than a crash.
+    static func encode(_ value: some Encodable) -> [UInt8] {
+        (try? SortedJSONEncoder.encode(value)) ?? Array("null".utf8)
     }
 }

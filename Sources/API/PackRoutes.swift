@@ -1,6 +1,7 @@
 import Foundation
 import Geo
 import Logging
+import Packs
 import Plan
 import Server
 import Store
@@ -34,8 +35,8 @@ public final class PackRoutes {
     private var published: [Int64: PublishedPack] = [:]
 
     private struct PublishedPack {
-        var state = "active"
-        var expected: (resources: Int64, precise: Bool)?
+        var state = PackState.active
+        var expected: ExpectedCounts?
         var removed = false
     }
     /// Rendered packs `GET /v1/packs/{id}` answers from without a read (see its tags).
@@ -166,10 +167,9 @@ public final class PackRoutes {
     }
 
     private func insert(_ body: PackCreateRequest, tileCount: Int?, idempotency: (key: String, hash: String)?, finish: @escaping (HTTPResponse) -> Void) {
-        let limitsJSON = (try? JSONEncoder().encode(body.limits)).map { String(decoding: $0, as: UTF8.self) }
         let template = PackRecord(
-            name: body.name ?? "", state: body.start ? "queued" : "inactive", context: body.context,
-            definition: body.region.mapLibreJSON, limitsJSON: limitsJSON,
+            name: body.name ?? "", state: body.start ? .queued : .inactive, context: body.context,
+            definition: body.region.mapLibreJSON, limits: body.limits,
             expectedResources: Int64(tileCount ?? 0), expectedTiles: Int64(tileCount ?? 0), expectedIsPrecise: tileCount != nil)
         store.write({ database in
             let now = Self.now()
@@ -177,7 +177,7 @@ public final class PackRoutes {
             record.id = try database.createPack(record, now: now)
             record.createdAt = now
             record.updatedAt = now
-            let document = PackDocument(pack: record, progress: PackProgress())
+            let document = PackDocument(pack: record, progress: StoredProgress())
             if let idempotency {
                 try database.storeIdempotencyKey(idempotency.key, requestHash: idempotency.hash, packID: record.id, status: 201,
                                                  body: document.body, now: now, retention: Self.idempotencyRetention)
@@ -194,7 +194,7 @@ public final class PackRoutes {
                 ], body: document.body))
                 // A subscriber to `/v1/events` learns of the new pack as of any other state change.
                 publishState(document.packID, state: document.state, previous: nil)
-                if document.state == "queued" { onPackQueued?(document.packID) }
+                if document.state == .queued { onPackQueued?(document.packID) }
             }
         }
     }
@@ -212,10 +212,10 @@ public final class PackRoutes {
         store.read({ reader in
             let packs = try reader.packs(after: query.after, state: query.state, nameContains: query.nameContains, limit: query.limit + 1)
             let documents = try packs.prefix(query.limit).map { pack in
-                PackDocument.object(pack: pack, progress: try reader.progress(pack.id) ?? PackProgress(), rate: rates[pack.id])
+                PackDocument.pack(pack, progress: try reader.progress(pack.id) ?? StoredProgress(), rate: rates[pack.id])
             }
-            let next: Any = packs.count > query.limit ? query.nextPath(after: packs[query.limit - 1].id) : NSNull()
-            return JSONBody.encode(["packs": documents, "next": next] as [String: Any])
+            let next = packs.count > query.limit ? query.nextPath(after: packs[query.limit - 1].id) : nil
+            return JSONBody.encode(PackList(packs: documents, next: next))
         }) { [self] result in
             switch result {
             case .failure(let error): responder.respondInternalError(error, logger: logger, "listing packs")
@@ -254,7 +254,7 @@ public final class PackRoutes {
         readsInFlight[packID] = read
         let rate = progressRates.rate(packID: packID, now: seconds())
         store.read({ reader in
-            try Self.document(packID, reader, rate: rate).map { (body: $0.body, etag: $0.etag, active: $0.state == "active") }
+            try Self.document(packID, reader, rate: rate).map { (body: $0.body, etag: $0.etag, active: $0.state == .active) }
         }) { [self] result in
             if readsInFlight[packID] === read { readsInFlight[packID] = nil }
             if case .success(let document?) = result {
@@ -279,7 +279,7 @@ public final class PackRoutes {
 
     static func document(_ packID: Int64, _ reader: StoreReader, rate: RollingRate? = nil) throws -> PackDocument? {
         guard let pack = try reader.pack(packID) else { return nil }
-        return PackDocument(pack: pack, progress: try reader.progress(packID) ?? PackProgress(), rate: rate)
+        return PackDocument(pack: pack, progress: try reader.progress(packID) ?? StoredProgress(), rate: rate)
     }
 
     /// RFC 9110 §13.1.2: `*` or any listed tag (weak comparison).
@@ -304,14 +304,8 @@ public final class PackRoutes {
         store.read({ reader -> [UInt8]? in
             guard try reader.pack(packID) != nil else { return nil }
             let total = try reader.progress(packID)?.failedResources ?? 0
-            let errors = try reader.failures(packID: packID, limit: limit).map { failure -> [String: Any] in
-                [
-                    "url": failure.url, "status": failure.status.map { $0 as Any } ?? NSNull(),
-                    "error": failure.status == nil ? failure.message as Any : NSNull(),
-                    "attempts": max(1, failure.attempts), "last_attempt_at": PackDocument.timestamp(failure.at),
-                ]
-            }
-            return JSONBody.encode(["errors": errors, "total": max(total, Int64(errors.count))] as [String: Any])
+            let errors = try reader.failures(packID: packID, limit: limit).map(ResourceErrorList.Entry.init)
+            return JSONBody.encode(ResourceErrorList(errors: errors, total: max(total, Int64(errors.count))))
         }) { [self] result in
             switch result {
             case .failure(let error): responder.respondInternalError(error, logger: logger, "reading the pack's errors")
@@ -363,7 +357,7 @@ public final class PackRoutes {
         progressRates.forget(packID: packID)
         published[packID] = PublishedPack(removed: true)
         documents.invalidate()
-        events.publish(.packRemoved, packID: packID, payload: JSONBody.encode(["pack_id": packID]))
+        events.publish(.packRemoved(PackRemovedEvent(packID: packID)))
         for observer in removalObservers { observer(packID) }
         onPackRemoved?(packID)
     }
@@ -374,17 +368,17 @@ public final class PackRoutes {
 
     private func changeState(_ request: HTTPRequest, _ responder: APIResponder, to change: StateChange) {
         guard let packID = Self.packID(request, responder) else { return }
-        store.write({ database -> (previous: String, current: String)? in
+        store.write({ database -> (previous: PackState, current: PackState)? in
             try database.database.transaction {
                 guard let previous = try database.packState(packID) else { return nil }
-                let next: String
+                let next: PackState
                 switch (change, previous) {
-                case (.suspend, "queued"), (.suspend, "active"): next = "inactive"
-                case (.resume, "inactive"), (.resume, "failed"): next = "queued"
+                case (.suspend, .queued), (.suspend, .active): next = .inactive
+                case (.resume, .inactive), (.resume, .failed): next = .queued
                 default: return (previous, previous)
                 }
-                if previous == "failed" { try database.clearFailures(packID: packID) }
-                try database.setPackState(packID, state: next, errorJSON: nil, now: Self.now())
+                if previous == .failed { try database.clearFailures(packID: packID) }
+                try database.setPackState(packID, state: next, error: nil, now: Self.now())
                 return (previous, next)
             }
         }) { [self] result in
@@ -394,7 +388,7 @@ public final class PackRoutes {
             case .success(let states?):
                 if states.previous != states.current {
                     publishState(packID, state: states.current, previous: states.previous)
-                    if states.current == "queued" { onPackQueued?(packID) } else { onPackSuspended?(packID) }
+                    if states.current == .queued { onPackQueued?(packID) } else { onPackSuspended?(packID) }
                 }
                 respondWithPack(packID, request: request, status: .ok, responder)
             }
@@ -403,16 +397,13 @@ public final class PackRoutes {
 
     /// A `state` event: never coalesced; the broadcaster's log hook makes it durable.
     /// `previous` is nil for a pack just created.
-    public func publishState(_ packID: Int64, state: String, previous: String?, errorJSON: String? = nil) {
+    public func publishState(_ packID: Int64, state: PackState, previous: PackState?, error: PackError? = nil) {
         // A rate describes one stretch of downloading; the next starts afresh.
-        if state != "active" { progressRates.forget(packID: packID) }
+        if state != .active { progressRates.forget(packID: packID) }
         published[packID, default: PublishedPack()].state = state
         documents.invalidate()
-        let error: Any = errorJSON.flatMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) } ?? NSNull()
-        events.publish(.state, packID: packID, payload: JSONBody.encode([
-            "pack_id": packID, "state": state, "previous_state": previous.map { $0 as Any } ?? NSNull(), "error": error,
-        ] as [String: Any]))
-        if state == "failed", (error as? [String: Any])?["code"] as? String == "tile_limit_exceeded" {
+        events.publish(.state(StateEvent(packID: packID, state: state, previousState: previous, error: error)))
+        if state == .failed, error?.code == .tileLimitExceeded {
             publishTileLimitExceeded(packID)
         }
     }
@@ -427,8 +418,7 @@ public final class PackRoutes {
                 // The event carries the state the pack has, not what this server last published.
                 published[pack.record.id, default: PublishedPack()].state = pack.record.state
             }
-            publishProgress(pack.record.id, progress: pack.progress, expectedResources: pack.record.expectedResources,
-                            precise: pack.record.expectedIsPrecise)
+            publishProgress(pack.record.id, progress: pack.progress, expected: pack.record.expected)
         }
     }
 
@@ -451,9 +441,8 @@ public final class PackRoutes {
                 break
             case .success(let numbers?):
                 guard published[packID]?.removed != true else { return }
-                events.publish(.tileLimitExceeded, packID: packID, payload: JSONBody.encode([
-                    "pack_id": packID, "count": numbers.count, "maximum": numbers.maximum,
-                ] as [String: Any]))
+                events.publish(.tileLimitExceeded(TileLimitExceededEvent(packID: packID, count: numbers.count,
+                                                                         maximum: numbers.maximum)))
             }
         }
     }
@@ -462,24 +451,22 @@ public final class PackRoutes {
     /// returns, so an event and a poll never disagree on fields. `expectedResources` is 0 and
     /// `precise` false while the plan is not known yet, as in the pack document.
     /// The commit also feeds the pack's rolling rate, which the event and later polls carry.
-    /// `expectedResources`/`precise` are nil when the caller no longer knows them (a commit that
-    /// lands after its download stopped): the last published ones are kept.
-    public func publishProgress(_ packID: Int64, progress: PackProgress, expectedResources: Int64?, precise: Bool?) {
+    /// `expected` is nil when the caller no longer knows it (a commit that lands after its
+    /// download stopped): the last published counts are kept.
+    public func publishProgress(_ packID: Int64, progress: StoredProgress, expected: ExpectedCounts?) {
         var pack = published[packID, default: PublishedPack()]
         guard !pack.removed else { return }
-        if let expectedResources, let precise { pack.expected = (expectedResources, precise) }
+        if let expected { pack.expected = expected }
         published[packID] = pack
         let now = seconds()
         progressRates.record(packID: packID, progress: progress, now: now)
         // As in the pack document: a rate only while the pack is downloading.
-        let rate = pack.state == "active" ? progressRates.rate(packID: packID, now: now) : nil
+        let rate = pack.state == .active ? progressRates.rate(packID: packID, now: now) : nil
         // The commit already moved the store's tag; the new rate moves the local one.
         documents.invalidate()
-        events.publish(.progress, packID: packID, payload: JSONBody.encode([
-            "pack_id": packID, "state": pack.state,
-            "progress": PackDocument.progressObject(progress, expectedResources: pack.expected?.resources ?? 0,
-                                                    precise: pack.expected?.precise ?? false, rate: rate),
-        ] as [String: Any]))
+        let expected = pack.expected ?? ExpectedCounts(resources: 0, tiles: 0, precise: false)
+        events.publish(.progress(ProgressEvent(packID: packID, state: pack.state,
+                                               progress: PackDocument.progress(progress, expected: expected, rate: rate))))
     }
 
     /// A `resource_error` event: one failed request of a download (`url` is the canonical URL,
@@ -487,10 +474,8 @@ public final class PackRoutes {
     public func publishResourceError(_ packID: Int64, url: String, status: Int?, error: String?, attempt: Int,
                                      willRetry: Bool) {
         guard published[packID]?.removed != true else { return }
-        events.publish(.resourceError, packID: packID, payload: JSONBody.encode([
-            "pack_id": packID, "url": url, "status": status.map { $0 as Any } ?? NSNull(),
-            "error": error.map { $0 as Any } ?? NSNull(), "attempt": attempt, "will_retry": willRetry,
-        ] as [String: Any]))
+        events.publish(.resourceError(ResourceErrorEvent(packID: packID, url: url, status: status, error: error,
+                                                         attempt: attempt, willRetry: willRetry)))
     }
 
     // MARK: Shared

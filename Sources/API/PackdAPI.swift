@@ -1,4 +1,5 @@
 import Logging
+import Packs
 import Server
 import Store
 
@@ -61,7 +62,7 @@ public final class PackdAPI {
                 switch result {
                 case .failure(let error): logger.warning("counting packs for /metrics failed: \(error)")
                 case .success(let counts):
-                    for state in PackListQuery.states { metrics.setPacks(state: state, count: counts[state] ?? 0) }
+                    for state in PackState.allCases { metrics.setPacks(state: state, count: counts[state] ?? 0) }
                 }
                 responder.respond(HTTPResponse(status: .ok, headers: ["Content-Type": "text/plain; version=0.0.4; charset=utf-8"],
                                                body: metrics.exposition()))

@@ -1,5 +1,6 @@
 import CoreMetrics
 import Foundation
+import Packs
 import Prometheus
 import Server
 
@@ -58,7 +59,7 @@ public final class PackdMetrics: Sendable {
         sseSubscribers = registry.makeGauge(descriptor: Self.name("sse_subscribers", "", "Open server-sent event streams."))
         writerBatchLatency = registry.makeDurationHistogram(descriptor: Self.name("writer_batch_duration", "seconds", "Time to commit one batch on the SQLite writer thread."), labels: [], buckets: Self.latencyBuckets)
         // The families' usual members exist from the start, so dashboards see zeros, not gaps.
-        for state in PackListQuery.states { setPacks(state: state, count: 0) }
+        for state in PackState.allCases { setPacks(state: state, count: 0) }
         for kind in ["timeout", "connection", "http", "invalid", "too_large"] { _ = upstreamErrors.child(kind) }
     }
 
@@ -86,8 +87,8 @@ public final class PackdMetrics: Sendable {
         }
     }
 
-    public func setPacks(state: String, count: Int) {
-        packs.child(state).set(Int64(count))
+    public func setPacks(state: PackState, count: Int) {
+        packs.child(state.rawValue).set(Int64(count))
     }
 
     public func recordUpstreamError(kind: String) {

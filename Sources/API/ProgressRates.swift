@@ -1,3 +1,4 @@
+import Packs
 import Store
 
 /// Rolling download rates of the active packs, from their committed progress: how many bytes and
@@ -26,7 +27,7 @@ struct ProgressRates {
 
     /// Records the pack's committed progress at `now`. Counts that go down (a recount after a
     /// resume) restart the history rather than produce a negative rate.
-    mutating func record(packID: Int64, progress: PackProgress, now: Double) {
+    mutating func record(packID: Int64, progress: StoredProgress, now: Double) {
         let sample = Sample(time: now, bytes: progress.completedBytes, resources: progress.completedResources)
         var samples = packs[packID] ?? []
         if let last = samples.last, sample.bytes < last.bytes || sample.resources < last.resources || now < last.time {
@@ -77,9 +78,9 @@ struct RollingRate: Sendable, Equatable {
 
     /// `progress.eta_seconds`: the remaining resources at the resource rate; nil while the expected
     /// count is not final (it would only grow) or nothing is being stored.
-    func etaSeconds(completedResources: Int64, expectedResources: Int64, precise: Bool) -> Int64? {
-        guard precise else { return nil }
-        let remaining = max(expectedResources - completedResources, 0)
+    func etaSeconds(completedResources: Int64, expected: ExpectedCounts) -> Int64? {
+        guard expected.precise else { return nil }
+        let remaining = max(expected.resources - completedResources, 0)
         if remaining == 0 { return 0 }
         guard resourcesPerSecond > 0 else { return nil }
         let seconds = (Double(remaining) / resourcesPerSecond).rounded(.up)

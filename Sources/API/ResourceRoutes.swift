@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import Packs
 import Server
 import Store
 
@@ -224,7 +225,7 @@ public struct ResourceRoutes {
         var errors: [Problem.FieldError] = []
         for (name, limit) in [("Last-Modified", 64), ("Expires", 64)] {
             guard let value = request.headers[name] else { continue }
-            if value.utf8.count <= limit, let seconds = HTTPCacheHeaders.parseHTTPDate(value) {
+            if value.utf8.count <= limit, let seconds = HTTPDate.parse(value) {
                 if name == "Expires" { cache.expires = seconds } else { cache.modified = seconds }
             } else {
                 errors.append(.init(pointer: name, detail: "must be an HTTP date"))
@@ -248,7 +249,7 @@ public struct ResourceRoutes {
 /// The offline schema stores no media type, so both the row's `kind` and the served
 /// `Content-Type` are derived from the URL's path, as MapLibre's resource kinds suggest.
 enum ResourceMediaType {
-    static func kind(of url: String) -> OfflineSchema.Kind {
+    static func kind(of url: String) -> ResourceKind {
         let path = url.lowercased().prefix { $0 != "?" && $0 != "#" }
         if path.hasSuffix(".pbf") { return .glyphs }
         if path.contains("sprite") { return path.hasSuffix(".json") ? .spriteJSON : .spriteImage }
@@ -263,19 +264,5 @@ enum ResourceMediaType {
         case .spriteImage: "image/png"
         case .tile, .image: "application/octet-stream"
         }
-    }
-}
-
-/// IMF-fixdate (RFC 9110 §5.6.7) of Unix seconds.
-enum HTTPDate {
-    private static let days = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"]
-    private static let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
-
-    static func format(_ seconds: Int64) -> String {
-        let clamped = min(max(seconds, 0), 253_402_300_799)
-        let components = Calendar(identifier: .gregorian).dateComponents(in: TimeZone(identifier: "GMT")!, from: Date(timeIntervalSince1970: TimeInterval(clamped)))
-        let day = days[Int((clamped / 86_400) % 7)]
-        func two(_ value: Int?) -> String { String(format: "%02d", value ?? 0) }
-        return "\(day), \(two(components.day)) \(months[(components.month ?? 1) - 1]) \(components.year ?? 1970) \(two(components.hour)):\(two(components.minute)):\(two(components.second)) GMT"
     }
 }

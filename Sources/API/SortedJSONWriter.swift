@@ -1,4 +1,5 @@
 import Foundation
+import Packs
 
 /// Writes a `JSONSerialization`-style value (dictionaries, arrays, strings, numbers, booleans,
 /// `NSNull`) as JSON with object keys in code-point order, without escaping `/`.
@@ -23,7 +24,7 @@ enum SortedJSONWriter {
     private static func write(_ value: Any, to output: inout [UInt8]) {
         // Exact dynamic types first, so a Swift Int never passes for a Bool or the other way.
         switch ObjectIdentifier(type(of: value)) {
-        case ObjectIdentifier(String.self): return writeString(value as! String, to: &output)
+        case ObjectIdentifier(String.self): return SortedJSONEncoder.writeString(value as! String, to: &output)
         case ObjectIdentifier(Int.self): return output.append(contentsOf: String(value as! Int).utf8)
         case ObjectIdentifier(Int64.self): return output.append(contentsOf: String(value as! Int64).utf8)
         case ObjectIdentifier(Int32.self): return output.append(contentsOf: String(value as! Int32).utf8)
@@ -50,7 +51,7 @@ enum SortedJSONWriter {
         output.append(UInt8(ascii: "{"))
         for (index, key) in object.keys.sorted().enumerated() {
             if index > 0 { output.append(UInt8(ascii: ",")) }
-            writeString(key, to: &output)
+            SortedJSONEncoder.writeString(key, to: &output)
             output.append(UInt8(ascii: ":"))
             write(object[key]!, to: &output)
         }
@@ -64,23 +65,5 @@ enum SortedJSONWriter {
             write(element, to: &output)
         }
         output.append(UInt8(ascii: "]"))
-    }
-
-    private static func writeString(_ string: String, to output: inout [UInt8]) {
-        output.append(UInt8(ascii: "\""))
-        for byte in string.utf8 {
-            switch byte {
-            case UInt8(ascii: "\""): output.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\"")])
-            case UInt8(ascii: "\\"): output.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\\")])
-            case 0x0A: output.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "n")])
-            case 0x0D: output.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "r")])
-            case 0x09: output.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "t")])
-            case 0..<0x20:
-                let hex = Array("0123456789abcdef".utf8)
-                output.append(contentsOf: Array("\\u00".utf8) + [hex[Int(byte >> 4)], hex[Int(byte & 0x0F)]])
-            default: output.append(byte)
-            }
-        }
-        output.append(UInt8(ascii: "\""))
     }
 }

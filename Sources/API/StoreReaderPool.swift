@@ -1,4 +1,5 @@
 import Foundation
+import Packs
 import Store
 
 /// Read-only connections for the thread pool. A `StoreReader` is not thread-safe, so each read

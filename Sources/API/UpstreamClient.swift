@@ -1,3 +1,4 @@
+import Packs
 import Store
 
 /// Upstream access for the routes that need it (an estimate's style and TileJSONs, a read-through

@@ -1,3 +1,5 @@
+import Packs
+
 /// What downloads report as they go, for listeners outside Jobs (`/metrics`, `resource_error`
 /// events): packd wires these, Jobs does not know of them. Called on the loop thread.
 public struct DownloadObserver {

@@ -2,6 +2,7 @@ import Fetch
 import Foundation
 import Geo
 import Loop
+import Packs
 import Plan
 import Store
 
@@ -15,7 +16,7 @@ public final class PackDownload {
     /// How a download ended. A stopped download (suspend, delete, shutdown) reports nothing.
     public enum Outcome: Sendable, Equatable {
         case complete
-        case failed(PackFailure)
+        case failed(PackError)
     }
 
     /// What one resource came to after its retries.
@@ -38,7 +39,7 @@ public final class PackDownload {
     public let packID: Int64
     /// The pack's progress after rows stored elsewhere were linked to it (those commits are the
     /// writer's operations, not batches, so `WriterThread.onCommit` does not report them).
-    public var onLinked: ((PackProgress) -> Void)?
+    public var onLinked: ((StoredProgress) -> Void)?
     private let loop: EventLoop
     private let fetcher: Fetcher
     private let writer: WriterThread
@@ -175,21 +176,21 @@ public final class PackDownload {
                     }
                     try add(&builder, Data(document))
                 } catch {
-                    end(.failed(PackFailure(.invalidDocument, error.description, url: resource.url)))
+                    end(.failed(PackError(.invalidDocument, error.description, url: resource.url)))
                     return
                 }
                 documents[resource.url] = response
                 fetchMissingTileJSONs()
             case .noContent:
-                end(.failed(PackFailure(.styleUnavailable, "the upstream has no content here", url: resource.url,
+                end(.failed(PackError(.styleUnavailable, "the upstream has no content here", url: resource.url,
                                         status: 404)))
             case .unauthorized(let status):
-                end(.failed(PackFailure(.upstreamUnauthorized, "the upstream refused the request",
+                end(.failed(PackError(.upstreamUnauthorized, "the upstream refused the request",
                                         url: resource.url, status: status)))
             case .refused:
                 end(.failed(Self.addressRefused(resource)))
             case .failed(let status, let message, _):
-                end(.failed(PackFailure(.styleUnavailable, message, url: resource.url, status: status)))
+                end(.failed(PackError(.styleUnavailable, message, url: resource.url, status: status)))
             case .stopped:
                 break
             }
@@ -225,7 +226,7 @@ public final class PackDownload {
                                      now: Self.now())
         }, completion: { _ in })
         if let maxTiles, counts.tiles > maxTiles {
-            end(.failed(PackFailure(.tileLimitExceeded, "the region needs \(counts.tiles) tiles, the pack's limit is \(maxTiles)")))
+            end(.failed(PackError(.tileLimitExceeded, "the region needs \(counts.tiles) tiles, the pack's limit is \(maxTiles)")))
             return
         }
         pyramids = plan.pyramids
@@ -395,7 +396,7 @@ public final class PackDownload {
                     recordFailure(resource, status: 404, message: "the upstream has no content here", attempts: 1)
                 }
             case .unauthorized(let status):
-                end(.failed(PackFailure(.upstreamUnauthorized, "the upstream refused the request",
+                end(.failed(PackError(.upstreamUnauthorized, "the upstream refused the request",
                                         url: resource.url, status: status)))
             case .refused:
                 end(.failed(Self.addressRefused(resource)))
@@ -469,7 +470,7 @@ public final class PackDownload {
                                        message: message, attempts: Int64(attempts), now: Self.now())
         }, completion: { _ in })
         if failedResources > settings.failureBudget(expectedResources: expectedResources) {
-            end(.failed(PackFailure(.tooManyFailures, "\(failedResources) resources failed", url: resource.url,
+            end(.failed(PackError(.tooManyFailures, "\(failedResources) resources failed", url: resource.url,
                                     status: status)))
             return
         }
@@ -512,7 +513,7 @@ public final class PackDownload {
             loop.execute {
                 let download = owned.value
                 guard !download.ended else { return }
-                download.end(download.failedResources == 0 ? .complete : .failed(PackFailure(
+                download.end(download.failedResources == 0 ? .complete : .failed(PackError(
                     .resourcesFailed, "\(download.failedResources) resources failed after retries; resume retries them")))
             }
         }
@@ -529,7 +530,7 @@ public final class PackDownload {
         let accounted = fetcher.transferCount(owner: UInt64(bitPattern: packID)) + retries.count + encoding
         let waiting = lookingUp || finishing || waitingForBandwidth || uncommittedBytes >= settings.maxUncommittedBytes
         if busy > accounted || (busy == 0 && !waiting) {
-            end(.failed(PackFailure(.internalError, "the download stalled with \(busy) resources under way, "
+            end(.failed(PackError(.internalError, "the download stalled with \(busy) resources under way, "
                                     + "\(accounted) accounted for; resume continues it")))
         }
     }
@@ -612,7 +613,7 @@ public final class PackDownload {
             return .tile(TileKey(urlTemplate: tile.urlTemplate, pixelRatio: Int64(tile.pixelRatio), z: Int64(tile.z),
                                  x: Int64(tile.x), y: Int64(tile.y)))
         }
-        return .resource(url: resource.url, kind: OfflineSchema.Kind(rawValue: Int64(resource.kind.rawValue)) ?? .image)
+        return .resource(url: resource.url, kind: resource.kind)
     }
 
     public static func cacheHeaders(_ headers: ResponseHeaders) -> HTTPCacheHeaders {
@@ -626,8 +627,8 @@ public final class PackDownload {
 
     /// The address policy refused the connection: a configuration matter (allow the host), not
     /// something retries fix, so the pack fails at once and says which setting is involved.
-    static func addressRefused(_ resource: PlannedResource) -> PackFailure {
-        PackFailure(.hostNotAllowed, "the upstream's address (or a redirect's) is loopback, private or otherwise not "
+    static func addressRefused(_ resource: PlannedResource) -> PackError {
+        PackError(.hostNotAllowed, "the upstream's address (or a redirect's) is loopback, private or otherwise not "
                     + "global and no allow rule permits it (address policy: --allow-upstream-hosts)", url: resource.url)
     }
 

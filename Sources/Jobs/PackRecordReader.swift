@@ -1,4 +1,5 @@
 import Foundation
+import Packs
 import Store
 
 /// The scheduler's read connection, used from the thread pool only (serialised by the lock).
@@ -22,7 +23,7 @@ final class PackRecordReader: @unchecked Sendable {
         lock.withLock {
             Result {
                 var ids: [Int64] = []
-                for state in ["active", "queued"] {
+                for state in [PackState.active, .queued] {
                     var after: Int64 = 0
                     while true {
                         let page = try reader.packs(after: after, state: state, limit: 500)

@@ -2,6 +2,7 @@ import Fetch
 import Foundation
 import Geo
 import Loop
+import Packs
 import Plan
 import Store
 
@@ -53,7 +54,7 @@ public final class PackRevalidation {
     private let writer: WriterThread
     private let settings: DownloadSettings
     private let reader: RevalidationReader
-    private let onCounts: (PackInvalidation, PackProgress) -> Void
+    private let onCounts: (PackInvalidation, StoredProgress) -> Void
     private let onEnd: (Outcome) -> Void
     private var templates: [String: TileURLTemplate] = [:]
     private var phase = Phase.resources(after: 0)
@@ -72,7 +73,7 @@ public final class PackRevalidation {
 
     public init(packID: Int64, region: RegionDefinition, expected: ExpectedCounts, loop: EventLoop, fetcher: Fetcher,
                 writer: WriterThread, databasePath: String, settings: DownloadSettings = DownloadSettings(),
-                onCounts: @escaping (PackInvalidation, PackProgress) -> Void, onEnd: @escaping (Outcome) -> Void) throws {
+                onCounts: @escaping (PackInvalidation, StoredProgress) -> Void, onEnd: @escaping (Outcome) -> Void) throws {
         self.packID = packID
         self.region = region
         self.expected = expected
@@ -153,7 +154,7 @@ public final class PackRevalidation {
             switch result {
             case .success(let rows): page = rows
             case .failure(let error):
-                return end(.failed(PackFailure(.storageError, "reading the pack's stored resources failed: \(error)")))
+                return end(.failed(PackError(.storageError, "reading the pack's stored resources failed: \(error)")))
             }
             switch (phase, page.last) {
             case (.resources, let last?): self.phase = .resources(after: last.rowID)
@@ -210,7 +211,7 @@ public final class PackRevalidation {
             }
             resolved()
         case .unauthorized(let status):
-            end(.failed(PackFailure(.upstreamUnauthorized, "the upstream refused the request", url: url, status: status)))
+            end(.failed(PackError(.upstreamUnauthorized, "the upstream refused the request", url: url, status: status)))
         case .failed(let status, let message, let attempts):
             recordFailure(row, url: url, status: status, message: message, attempts: attempts)
         case .stopped:
@@ -259,7 +260,7 @@ public final class PackRevalidation {
                                        attempts: Int64(attempts), now: Self.now())
         }, completion: { _ in })
         if failedResources > settings.failureBudget(expectedResources: Int(clamping: expected.resources)) {
-            return end(.failed(PackFailure(.tooManyFailures, "\(failedResources) resources could not be revalidated",
+            return end(.failed(PackError(.tooManyFailures, "\(failedResources) resources could not be revalidated",
                                            url: url, status: status)))
         }
         resolved()
@@ -294,7 +295,7 @@ public final class PackRevalidation {
         started = false
         commitCounts(completed: true) { [weak self] in
             guard let self, !ended else { return }
-            end(failedResources == 0 ? .complete : .failed(PackFailure(
+            end(failedResources == 0 ? .complete : .failed(PackError(
                 .resourcesFailed, "\(failedResources) resources could not be revalidated; their stored copies are kept")))
         }
     }

@@ -1,6 +1,7 @@
 import Fetch
 import Foundation
 import Loop
+import Packs
 import Plan
 import Store
 
@@ -11,11 +12,11 @@ import Store
 /// not depend on the API. Loop thread only.
 public final class PackScheduler {
     /// A committed state change: pack, new state, previous state, error JSON.
-    public var onStateChange: ((Int64, String, String, String?) -> Void)?
+    public var onStateChange: ((Int64, PackState, PackState, PackError?) -> Void)?
     /// Progress as committed by the writer, with the pack's expected counts when its download knows them.
-    public var onProgress: ((Int64, PackProgress, ExpectedCounts?) -> Void)?
+    public var onProgress: ((Int64, StoredProgress, ExpectedCounts?) -> Void)?
     /// A revalidation's committed counts, with the pack's progress and expected counts.
-    public var onInvalidation: ((Int64, PackInvalidation, PackProgress, ExpectedCounts) -> Void)?
+    public var onInvalidation: ((Int64, PackInvalidation, StoredProgress, ExpectedCounts) -> Void)?
     /// Handed to every download it starts (set before `start()`).
     public var observer = DownloadObserver()
     /// Listing the packs to continue at `start()` failed (the error, the attempt); it is retried.
@@ -114,17 +115,17 @@ public final class PackScheduler {
             onProgress?(packID, progress, active[packID]??.expected ?? revalidations[packID]?.expected)
         }
         for packID in outcome.tileLimitExceeded.sorted() {
-            fail(packID, PackFailure(.tileLimitExceeded, "the server's tile limit is reached"))
+            fail(packID, PackError(.tileLimitExceeded, "the server's tile limit is reached"))
         }
         if let error = outcome.error {
             let failure = error.isStorageFull
-                ? PackFailure(.storageFull, "the database is full")
-                : PackFailure(.storageError, "storing resources failed: \(error)")
+                ? PackError(.storageFull, "the database is full")
+                : PackError(.storageError, "storing resources failed: \(error)")
             for packID in outcome.failedPackIDs.sorted() { fail(packID, failure) }
         }
     }
 
-    private func fail(_ packID: Int64, _ failure: PackFailure) {
+    private func fail(_ packID: Int64, _ failure: PackError) {
         if let revalidation = revalidations[packID] {
             revalidation.stop()
             return revalidationEnded(packID, .failed(failure))
@@ -168,8 +169,8 @@ public final class PackScheduler {
         case .failure(let error):
             // Unreadable is not gone: fail visibly rather than leave the pack queued with nothing running.
             active[packID] = nil
-            transition(PackTransition(packID: packID, from: ["queued", "active"], to: "failed", errorJSON: PackFailure(
-                .storageError, "cannot read the pack to start its download: \(error)").json))
+            transition(PackTransition(packID: packID, from: [.queued, .active], to: .failed, error: PackError(
+                .storageError, "cannot read the pack to start its download: \(error)")))
             return fillSlots()
         }
         guard let record else {
@@ -182,8 +183,8 @@ public final class PackScheduler {
             region = try RegionDefinition(mapLibreJSON: json)
         } catch {
             active[packID] = nil
-            transition(PackTransition(packID: packID, from: ["queued", "active"], to: "failed", errorJSON: PackFailure(
-                .invalidDocument, "the stored region definition is unreadable: \(error)").json))
+            transition(PackTransition(packID: packID, from: [.queued, .active], to: .failed, error: PackError(
+                .invalidDocument, "the stored region definition is unreadable: \(error)")))
             return fillSlots()
         }
         if let invalidation = record.invalidation, invalidation.isRunning {
@@ -207,7 +208,7 @@ public final class PackScheduler {
             onProgress?(packID, progress, slot.expected)
         }
         active[packID] = download
-        transition(PackTransition(packID: packID, from: ["queued"], to: "active", errorJSON: nil))
+        transition(PackTransition(packID: packID, from: [.queued], to: .active, error: nil))
         download.start()
     }
 
@@ -220,9 +221,9 @@ public final class PackScheduler {
     private func settle(_ packID: Int64, _ outcome: PackDownload.Outcome) {
         switch outcome {
         case .complete:
-            transition(PackTransition(packID: packID, from: ["active"], to: "complete", errorJSON: nil))
+            transition(PackTransition(packID: packID, from: [.active], to: .complete, error: nil))
         case .failed(let failure):
-            transition(PackTransition(packID: packID, from: ["active"], to: "failed", errorJSON: failure.json))
+            transition(PackTransition(packID: packID, from: [.active], to: .failed, error: failure))
         }
         fillSlots()
     }
@@ -243,14 +244,14 @@ public final class PackScheduler {
             return failToOpen(packID, "revalidate the pack", error)
         }
         revalidations[packID] = revalidation
-        transition(PackTransition(packID: packID, from: ["queued"], to: "active", errorJSON: nil))
+        transition(PackTransition(packID: packID, from: [.queued], to: .active, error: nil))
         revalidation.start()
     }
 
     /// No read connection: fail visibly rather than leave the pack `queued` with nothing running.
     private func failToOpen(_ packID: Int64, _ purpose: String, _ error: any Error) {
-        transition(PackTransition(packID: packID, from: ["queued", "active"], to: "failed", errorJSON: PackFailure(
-            .storageError, "cannot open the database to \(purpose): \(error)").json))
+        transition(PackTransition(packID: packID, from: [.queued, .active], to: .failed, error: PackError(
+            .storageError, "cannot open the database to \(purpose): \(error)")))
         fillSlots()
     }
 
@@ -266,7 +267,7 @@ public final class PackScheduler {
         writer.perform({ database in try change.apply(database) }, completion: { result in
             guard case .success(let previous?) = result else { return }
             loop.execute {
-                owned.value.onStateChange?(change.packID, change.to, previous, change.errorJSON)
+                owned.value.onStateChange?(change.packID, change.to, previous, change.error)
             }
         })
     }

@@ -1,6 +1,7 @@
 import Fetch
 import Foundation
 import Loop
+import Packs
 import Store
 
 /// `check-update`: a cheap probe of whether the upstream changed since a pack was downloaded.

@@ -1,4 +1,5 @@
 import Geo
+import Packs
 import Plan
 import Store
 

@@ -1,4 +1,5 @@
 import Geo
+import Packs
 
 /// A validated, normalised region: what to download (a style, or a bare tile template), where
 /// (bounds or geometry), and at which zooms. Decoded from the API's three region shapes,
@@ -62,13 +63,23 @@ public struct RegionDefinition: Hashable, Sendable {
     }
 
     /// The normalised API form (what `GET /v1/packs/{id}` shows as `region`).
-    public var jsonObject: [String: Any] {
-        var object: [String: Any] = commonFields
-        switch area {
-        case .bounds(let bounds): object["bounds"] = [bounds.west, bounds.south, bounds.east, bounds.north]
-        case .geometry(let geometry): object["geometry"] = geometry.geoJSONObject
+    public var region: Region {
+        var region = Region(minZoom: minZoom, maxZoom: maxZoom, pixelRatio: pixelRatio)
+        switch content {
+        case .style(let url):
+            region.styleURL = url
+            region.includeIdeographs = includeIdeographs
+        case .tiles(let source):
+            region.tiles = source.templates
+            region.scheme = source.scheme.rawValue
+            region.tileSize = source.tileSize
+            region.subdomains = source.subdomains.isEmpty ? nil : source.subdomains
         }
-        return object
+        switch area {
+        case .bounds(let bounds): region.bounds = [bounds.west, bounds.south, bounds.east, bounds.north]
+        case .geometry(let geometry): region.geometry = JSONValue(foundationObject: geometry.geoJSONObject)
+        }
+        return region
     }
 
     /// MapLibre's region definition as JSON text: keys in MapLibre's order and every number
@@ -89,18 +100,6 @@ public struct RegionDefinition: Hashable, Sendable {
         case .geometry(let geometry): fields.append(("geometry", geometry.geoJSONObject))
         }
         return DoubleJSONWriter.write(fields)
-    }
-
-    private var commonFields: [String: Any] {
-        var object: [String: Any] = ["min_zoom": minZoom, "pixel_ratio": pixelRatio]
-        if let maxZoom { object["max_zoom"] = maxZoom }
-        switch content {
-        case .style(let url):
-            object["style_url"] = url
-            object["include_ideographs"] = includeIdeographs
-        case .tiles(let source): object.merge(Self.templateFields(source)) { $1 }
-        }
-        return object
     }
 
     private static func templateFields(_ source: TemplateSource) -> [String: Any] {

@@ -1,4 +1,5 @@
 import Glibc
+import Packs
 
 /// How a response body is delimited on the wire.
 enum BodyFraming {
@@ -121,12 +122,7 @@ struct HTTPDateCache {
         let now = time(nil)
         if now != second {
             second = now
-            var parts = tm()
-            var seconds = now
-            gmtime_r(&seconds, &parts)
-            var buffer = [CChar](repeating: 0, count: 40)
-            let count = strftime(&buffer, buffer.count, "%a, %d %b %Y %H:%M:%S GMT", &parts)
-            bytes = buffer[0..<count].map { UInt8(bitPattern: $0) }
+            bytes = HTTPDate.formatBytes(Int64(now))
         }
         return bytes
     }

@@ -1,4 +1,5 @@
 import CSQLite
+import Packs
 
 /// A failed SQLite call, with everything needed to diagnose it without a debugger: the primary
 /// and extended result codes, SQLite's own message and the statement that failed.
@@ -45,4 +46,11 @@ public struct DatabaseError: Error, CustomStringConvertible, Sendable {
 @inline(__always)
 func check(_ result: Int32, _ connection: OpaquePointer?, sql: String? = nil, accepting accepted: Int32 = SQLITE_OK) throws(DatabaseError) {
     if result != accepted { throw DatabaseError(result: result, connection: connection, sql: sql) }
+}
+
+extension DatabaseError {
+    /// The store-neutral form callers outside Store act on.
+    public var storeError: StoreError {
+        StoreError(isStorageFull ? .storageFull : isCorrupt ? .corrupt : .other, description)
+    }
 }

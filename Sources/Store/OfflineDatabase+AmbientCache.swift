@@ -1,3 +1,5 @@
+import Packs
+
 /// The ambient cache: rows no pack links. Its size is `LENGTH(data)` plus the byte length of the
 /// row's URL (so "no content" rows still count something); pack rows never count and are never
 /// evicted.

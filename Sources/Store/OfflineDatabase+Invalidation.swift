@@ -1,3 +1,5 @@
+import Packs
+
 /// The writer's side of `invalidate`: the conditional start of a revalidation and its committed
 /// counts. Each operation is one transaction.
 extension OfflineDatabase {
@@ -7,7 +9,7 @@ extension OfflineDatabase {
         case started
         case noSuchPack
         /// Only a `complete` pack can be revalidated: the state it is in.
-        case refused(state: String)
+        case refused(state: PackState)
     }
 
     /// Moves a `complete` pack to `queued` and records a revalidation starting at `now`, in one
@@ -15,8 +17,8 @@ extension OfflineDatabase {
     public func beginInvalidation(_ packID: Int64, now: Int64) throws -> InvalidationStart {
         try database.transaction {
             guard let state = try packState(packID) else { return .noSuchPack }
-            guard state == "complete" else { return .refused(state: state) }
-            try setPackState(packID, state: "queued", errorJSON: nil, now: now)
+            guard state == .complete else { return .refused(state: state) }
+            try setPackState(packID, state: .queued, error: nil, now: now)
             try restartInvalidation(packID, now: now)
             return .started
         }
@@ -35,7 +37,7 @@ extension OfflineDatabase {
     /// Stores the running totals (and `completed_at` when given); returns the row as committed
     /// and the pack's progress, nil when the pack is gone.
     public func recordInvalidation(_ packID: Int64, unchanged: Int64, updated: Int64, removed: Int64,
-                                   completedAt: Int64?) throws -> (PackInvalidation, PackProgress)? {
+                                   completedAt: Int64?) throws -> (PackInvalidation, StoredProgress)? {
         try database.transaction {
             try database.execute("""
                 UPDATE packd_invalidations SET unchanged = ?2, updated = ?3, removed = ?4, completed_at = ?5 WHERE pack_id = ?1

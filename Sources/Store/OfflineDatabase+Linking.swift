@@ -1,4 +1,5 @@
 import Foundation
+import Packs
 
 /// Linking rows already stored — by another pack, or in the ambient cache — to a pack instead of
 /// downloading them again (MapLibre's `markUsed` for rows a region did not fetch itself). Each
@@ -9,7 +10,7 @@ extension OfflineDatabase {
     /// What a link call linked, and the pack's progress after it (nil when the pack is gone).
     public struct Linked<Rows: Sendable>: Sendable {
         public var rows: Rows
-        public var progress: PackProgress?
+        public var progress: StoredProgress?
     }
 
     /// Links to `packID` the tiles of one source and zoom inside `spans` (`[y, x0, x1]` runs)
@@ -45,7 +46,7 @@ extension OfflineDatabase {
                     + Self.freshUnlinkedTiles
                     + (withinLimit ? "" : " AND EXISTS (SELECT 1 FROM region_tiles o WHERE o.tile_id = t.id)"))
                     .execute(arguments)
-                var delta = PackProgress()
+                var delta = StoredProgress()
                 var claimed: Int64 = 0
                 for tile in candidates {
                     linked.insert(x: tile.x, y: tile.y)
@@ -78,7 +79,7 @@ extension OfflineDatabase {
             return try database.transaction { () throws -> Linked<Set<String>> in
                 guard try isPack(packID) else { return Linked(rows: [], progress: nil) }
                 var linked: Set<String> = []
-                var delta = PackProgress()
+                var delta = StoredProgress()
                 var claimed: Int64 = 0
                 try database.cachedStatement("""
                     SELECT r.url, IFNULL(LENGTH(r.data), 0), LENGTH(CAST(r.url AS BLOB)),
@@ -125,7 +126,7 @@ extension OfflineDatabase {
     }
 
     /// Adds linked rows to the pack's maintained progress.
-    func addLinked(_ delta: PackProgress, packID: Int64) throws {
+    func addLinked(_ delta: StoredProgress, packID: Int64) throws {
         try database.execute("""
             UPDATE packd_progress SET completed_resources = completed_resources + ?2,
               completed_bytes = completed_bytes + ?3, completed_tiles = completed_tiles + ?4,

@@ -1,3 +1,6 @@
+import CSQLite
+import Packs
+
 /// Pack bookkeeping on the writer's connection. Each operation is one transaction.
 extension OfflineDatabase {
     /// Events kept in `packd_events`; older ones are deleted (ids keep increasing regardless).
@@ -15,8 +18,8 @@ extension OfflineDatabase {
                 INSERT INTO packd_packs (region_id, name, state, error, context, created_at, updated_at, completed_at,
                   limits, expected_resources, expected_tiles, expected_is_precise, update_available)
                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6, NULL, ?7, ?8, ?9, ?10, ?11)
-                """, [.integer(id), .text(pack.name), .text(pack.state), DatabaseValue(pack.errorJSON),
-                      DatabaseValue(pack.context), .integer(now), DatabaseValue(pack.limitsJSON),
+                """, [.integer(id), .text(pack.name), .text(pack.state.rawValue), DatabaseValue(pack.error.flatMap(PackRecord.encodeJSON)),
+                      DatabaseValue(pack.context), .integer(now), DatabaseValue(PackRecord.encodeJSON(pack.limits)),
                       .integer(pack.expectedResources), .integer(pack.expectedTiles),
                       DatabaseValue(pack.expectedIsPrecise), DatabaseValue(pack.updateAvailable)])
             try database.execute("INSERT INTO packd_progress (pack_id) VALUES (?1)", [.integer(id)])
@@ -25,8 +28,13 @@ extension OfflineDatabase {
     }
 
     /// The pack's state, nil when there is no such pack.
-    public func packState(_ packID: Int64) throws -> String? {
-        try database.scalarString("SELECT state FROM packd_packs WHERE region_id = ?1", [.integer(packID)])
+    public func packState(_ packID: Int64) throws -> PackState? {
+        guard let text = try database.scalarString("SELECT state FROM packd_packs WHERE region_id = ?1", [.integer(packID)])
+        else { return nil }
+        guard let state = PackState(rawValue: text) else {
+            throw DatabaseError(code: SQLITE_CORRUPT, message: "pack \(packID) has an unknown state '\(text)'")
+        }
+        return state
     }
 
     /// Whether a resource with this URL is linked to any pack (so storing it does not need the
@@ -37,13 +45,14 @@ extension OfflineDatabase {
             """, [.text(url)]) != 0
     }
 
-    /// Sets state (and error JSON, cleared when nil); `completed_at` is set on "complete".
-    public func setPackState(_ packID: Int64, state: String, errorJSON: String?, now: Int64) throws {
+    /// Sets state (and the error, cleared when nil); `completed_at` is set when it becomes complete.
+    public func setPackState(_ packID: Int64, state: PackState, error: PackError?, now: Int64) throws {
         try database.execute("""
             UPDATE packd_packs SET state = ?2, error = ?3, updated_at = ?4,
-              completed_at = CASE WHEN ?2 = 'complete' THEN ?4 ELSE completed_at END
+              completed_at = CASE WHEN ?5 THEN ?4 ELSE completed_at END
             WHERE region_id = ?1
-            """, [.integer(packID), .text(state), DatabaseValue(errorJSON), .integer(now)])
+            """, [.integer(packID), .text(state.rawValue), DatabaseValue(error.flatMap(PackRecord.encodeJSON)), .integer(now),
+                  DatabaseValue(state == .complete)])
     }
 
     /// Records the exact expected counts once the style and TileJSONs are known.

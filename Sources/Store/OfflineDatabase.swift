@@ -1,4 +1,5 @@
 import CSQLite
+import Packs
 
 /// packd's read-write view of the database: resource/tile upserts with their pack links and
 /// progress, pack bookkeeping and the ambient cache. Owned by the `WriterThread` (one instance,
@@ -46,7 +47,7 @@ public final class OfflineDatabase {
         do {
             try database.transaction {
                 try applyAccessTouches(touches, now: now)
-                var deltas: [Int64: PackProgress] = [:]
+                var deltas: [Int64: StoredProgress] = [:]
                 var newlyLinkedTiles: Int64 = 0
                 var livePacks: [Int64: Bool] = [:]
                 var linkedTiles = try database.scalarInt("SELECT linked_tiles FROM packd_totals WHERE id = 1") ?? 0
@@ -63,7 +64,7 @@ public final class OfflineDatabase {
                     case .refusedByTileLimit:
                         outcome.tileLimitExceeded.insert(packID)
                     case .linked(let firstLinkAnywhere):
-                        deltas[packID, default: PackProgress()].add(row: row, isTile: write.key.isTile)
+                        deltas[packID, default: StoredProgress()].add(row: row, isTile: write.key.isTile)
                         if firstLinkAnywhere { ambientCacheSize -= row.size + row.keySize }
                         if firstLinkAnywhere && write.key.isTile {
                             newlyLinkedTiles += 1
@@ -87,7 +88,7 @@ public final class OfflineDatabase {
         } catch {
             ambientCacheSize = ambientBefore // rolled back with the rows
             outcome = BatchOutcome()
-            outcome.error = error as? DatabaseError ?? DatabaseError(code: SQLITE_ERROR, message: "\(error)")
+            outcome.error = (error as? DatabaseError ?? DatabaseError(code: SQLITE_ERROR, message: "\(error)")).storeError
             outcome.failedPackIDs = Set(writes.compactMap(\.packID))
         }
         return outcome
@@ -139,7 +140,7 @@ public final class OfflineDatabase {
         statement.reset()
         try bindCacheColumns(statement, write.cache, now: now, body: body)
         try statement.bind(existing.id, at: 8)
-        if case .resource(_, let kind) = write.key { try statement.bind(kind.rawValue, at: 9) }
+        if case .resource(_, let kind) = write.key { try statement.bind(Int64(kind.rawValue), at: 9) }
         try statement.step()
         statement.reset()
         let delta = size - existing.size
@@ -170,7 +171,7 @@ public final class OfflineDatabase {
             statement.reset()
             try bindCacheColumns(statement, write.cache, now: now, body: body)
             try statement.bind(url, at: 8)
-            try statement.bind(kind.rawValue, at: 9)
+            try statement.bind(Int64(kind.rawValue), at: 9)
         }
         try statement.step()
         statement.reset()
@@ -276,8 +277,8 @@ public final class OfflineDatabase {
     }
 
     /// The stored progress row of a pack (zeros if it has none).
-    public func progress(_ packID: Int64) throws -> PackProgress {
-        try ProgressQueries.stored(packID, in: database) ?? PackProgress()
+    public func progress(_ packID: Int64) throws -> StoredProgress {
+        try ProgressQueries.stored(packID, in: database) ?? StoredProgress()
     }
 }
 
@@ -291,7 +292,7 @@ extension ResourceKey {
     }
 }
 
-extension PackProgress {
+extension StoredProgress {
     mutating func add(row: OfflineDatabase.StoredRow, isTile: Bool) {
         completedResources += 1
         completedBytes += row.size

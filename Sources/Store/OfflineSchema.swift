@@ -5,17 +5,6 @@ public enum OfflineSchema {
     /// The `PRAGMA user_version` MapLibre expects.
     public static let userVersion: Int64 = 6
 
-    /// Resource kinds as MapLibre numbers them (`Resource::Kind`).
-    public enum Kind: Int64, Sendable, CaseIterable {
-        case style = 1
-        case source = 2
-        case tile = 3
-        case glyphs = 4
-        case spriteImage = 5
-        case spriteJSON = 6
-        case image = 7
-    }
-
     public static let ddl = """
     CREATE TABLE resources (                   -- Generic table for style, source, sprite, and glyph resources.
       id INTEGER NOT NULL PRIMARY KEY AUTOINCREMENT,

@@ -1,3 +1,5 @@
+import Packs
+
 /// packd's own tables, beside MapLibre's (never inside them: a MapLibre client must see schema 6
 /// untouched). Versioned separately in `packd_meta` so packd can migrate without touching
 /// `user_version`, which belongs to MapLibre.
@@ -33,7 +35,7 @@ public enum PackdSchema {
         CREATE INDEX packd_packs_state ON packd_packs (state);
 
         -- Derived from region_resources/region_tiles, maintained in the same transaction as the
-        -- links so it is exact; PackProgress.recount recomputes it for checks and repair.
+        -- links so it is exact; StoredProgress.recount recomputes it for checks and repair.
         CREATE TABLE packd_progress (
           pack_id INTEGER NOT NULL PRIMARY KEY REFERENCES packd_packs(region_id) ON DELETE CASCADE,
           completed_resources INTEGER NOT NULL DEFAULT 0,

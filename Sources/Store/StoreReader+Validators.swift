@@ -1,3 +1,5 @@
+import Packs
+
 /// Reads for `invalidate` and `check-update`: a pack's rows in bounded pages, in row-id order
 /// through the `UNIQUE (region_id, …_id)` index, so a pack of millions of tiles is walked with
 /// flat memory and each page is one indexed range scan.
@@ -58,7 +60,7 @@ extension StoreReader {
     private static func resourceValidators(_ row: Statement) -> StoredValidators {
         StoredValidators(
             rowID: row.int64(at: 0),
-            key: .resource(url: row.string(at: 1) ?? "", kind: OfflineSchema.Kind(rawValue: row.int64(at: 2)) ?? .image),
+            key: .resource(url: row.string(at: 1) ?? "", kind: ResourceKind(rawValue: Int(row.int64(at: 2))) ?? .image),
             etag: row.string(at: 3), modified: row.optionalInt64(at: 4), hasBody: row.int64(at: 5) != 0)
     }
 }

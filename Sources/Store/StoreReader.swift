@@ -1,3 +1,5 @@
+import Packs
+
 /// A read-only connection for queries: pack progress, the resume bitmaps, resource reads.
 /// One per thread (API reads run on libuv's pool); WAL lets it read while the writer commits.
 public final class StoreReader {
@@ -14,11 +16,11 @@ public final class StoreReader {
 
     // MARK: Packs and progress
 
-    public func progress(_ packID: Int64) throws -> PackProgress? {
+    public func progress(_ packID: Int64) throws -> StoredProgress? {
         try ProgressQueries.stored(packID, in: database)
     }
 
-    public func recountProgress(_ packID: Int64) throws -> PackProgress {
+    public func recountProgress(_ packID: Int64) throws -> StoredProgress {
         try ProgressQueries.recount(packID, in: database)
     }
 
@@ -26,21 +28,21 @@ public final class StoreReader {
         let statement = try database.cachedStatement(PackRecord.selectSQL + " WHERE p.region_id = ?1")
         try statement.bind([.integer(packID)])
         defer { statement.reset() }
-        return try statement.step() ? PackRecord(row: statement) : nil
+        return try statement.step() ? try PackRecord(row: statement) : nil
     }
 
     /// Packs in creation (id) order after `afterID`, optionally of one state and whose name
     /// contains `nameContains` ignoring ASCII case (literal: no LIKE wildcards); `limit` ≤ 500.
-    public func packs(after afterID: Int64 = 0, state: String? = nil, nameContains: String? = nil,
+    public func packs(after afterID: Int64 = 0, state: PackState? = nil, nameContains: String? = nil,
                       limit: Int = 100) throws -> [PackRecord] {
         let statement = try database.cachedStatement(PackRecord.selectSQL + """
              WHERE p.region_id > ?1 AND (?2 IS NULL OR p.state = ?2) AND (?3 IS NULL OR instr(lower(p.name), lower(?3)) > 0)
             ORDER BY p.region_id LIMIT ?4
             """)
         var result: [PackRecord] = []
-        try statement.forEachRow([.integer(afterID), DatabaseValue(state), DatabaseValue(nameContains),
+        try statement.forEachRow([.integer(afterID), DatabaseValue(state?.rawValue), DatabaseValue(nameContains),
                                   .integer(Int64(min(max(limit, 0), 500)))]) {
-            result.append(PackRecord(row: $0))
+            result.append(try PackRecord(row: $0))
         }
         return result
     }
@@ -90,10 +92,10 @@ public final class StoreReader {
     }
 
     /// Packs per state, for the packs-by-state gauge.
-    public func packCountsByState() throws -> [String: Int] {
-        var counts: [String: Int] = [:]
+    public func packCountsByState() throws -> [PackState: Int] {
+        var counts: [PackState: Int] = [:]
         try database.cachedStatement("SELECT state, count(*) FROM packd_packs GROUP BY state").forEachRow([]) {
-            counts[$0.string(at: 0) ?? ""] = Int($0.int64(at: 1))
+            if let state = PackState(rawValue: $0.string(at: 0) ?? "") { counts[state] = Int($0.int64(at: 1)) }
         }
         return counts
     }

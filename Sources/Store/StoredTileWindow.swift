@@ -1,3 +1,5 @@
+import Packs
+
 /// What the store holds for one window of tiles (one source, one zoom) as a download sees it:
 /// the tiles already linked to the pack (skipped), and those stored by another pack or in the
 /// ambient cache and fresh (linked instead of fetched). Everything else is downloaded.

@@ -1,4 +1,5 @@
 import Foundation
+import Packs
 
 /// The one thread that writes the database. Producers (the loop thread) hand it resource writes
 /// and operations without ever blocking on disk; it commits writes in batches, by count or by

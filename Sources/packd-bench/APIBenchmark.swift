@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import Packs
 import Glibc
 
 /// `packd-bench api`: the REST API under load on a release `packd serve`.
@@ -83,9 +84,9 @@ struct APIBenchmark: ParsableCommand {
         let end = try Self.tiles(port, packPath)
         let loaded = Double(end.tiles - start.tiles) / Date().timeIntervalSince(began)
         print(String(format: "download  packd GET /v1/packs/{id} %9.0f req/s  p99 %6.2f ms   (target p99 < 10 ms)", busy.rps, busy.p99))
-        print(String(format: "download  %.0f tiles/s alone, %.0f tiles/s under wrk; state after wrk: %@ (%d tiles stored)",
-                     alone, loaded, end.state, end.tiles))
-        if end.state != "active" { print("warning: the download was not active for the whole measurement") }
+        print(String(format: "download  %.0f tiles/s alone, %.0f tiles/s under wrk; state after wrk: %@ (%lld tiles stored)",
+                     alone, loaded, end.state.rawValue, end.tiles))
+        if end.state != .active { print("warning: the download was not active for the whole measurement") }
         _ = try LoopbackHTTPClient.request(port: port, method: "DELETE", path: packPath)
 
         // 3. Memory of open event streams.
@@ -118,9 +119,9 @@ struct APIBenchmark: ParsableCommand {
         return Double(second.tiles - first.tiles) / Date().timeIntervalSince(began)
     }
 
-    private static func tiles(_ port: Int, _ packPath: String) throws -> (tiles: Int, state: String) {
-        let pack = try JSONSerialization.jsonObject(with: fetch(port, packPath)) as? [String: Any] ?? [:]
-        return ((pack["progress"] as? [String: Any])?["completed_tiles"] as? Int ?? 0, pack["state"] as? String ?? "?")
+    private static func tiles(_ port: Int, _ packPath: String) throws -> (tiles: Int64, state: PackState) {
+        let pack = try JSONDecoder().decode(Pack.self, from: fetch(port, packPath))
+        return (pack.progress.completedTiles, pack.state)
     }
 
     private static func fetch(_ port: Int, _ path: String) throws -> Data {

@@ -1,6 +1,7 @@
 import ArgumentParser
 import CSQLite
 import Foundation
+import Packs
 import Glibc
 
 /// `packd-bench download`: the release `packd serve` downloading a template region of N tiles
@@ -90,16 +91,16 @@ struct DownloadBenchmark: ParsableCommand {
         var downloadSeconds: Double
 
         if let resumeAt {
-            _ = try waitForPack(packd, packID) { $0.tiles >= resumeAt || $0.state != "active" && $0.state != "queued" }
+            _ = try waitForPack(packd, packID) { $0.progress.completedTiles >= resumeAt || !$0.state.isScheduled }
             let suspendedAt = Date().timeIntervalSince1970
             _ = try LoopbackHTTPClient.request(port: packd.port, method: "POST", path: "/v1/packs/\(packID)/suspend")
-            let suspended = try waitForPack(packd, packID) { $0.state != "active" && $0.state != "queued" }
+            let suspended = try waitForPack(packd, packID) { !$0.state.isScheduled }
             peaks.append(packd.peakResidentBytes ?? 0)
             cpu += packd.cpuSeconds ?? 0
             packd.stop()
             downloadSeconds = suspendedAt - start
             print(String(format: "packd (first run)     suspended with %d of %d tiles stored after %.2f s, peak RSS %.1f MiB",
-                         suspended.tiles, tiles, downloadSeconds, Double(peaks[0]) / 1_048_576))
+                         suspended.progress.completedTiles, tiles, downloadSeconds, Double(peaks[0]) / 1_048_576))
             let logOffset = Self.fileSize(directory.appendingPathComponent("nginx-access.log"))
             packd = try PackdServeProcess.start(in: directory, database: database, logName: "packd-resumed.log",
                                                 arguments: arguments)
@@ -110,13 +111,13 @@ struct DownloadBenchmark: ParsableCommand {
                                                        after: logOffset)
             print(String(format: "resume: first new tile request %.3f s after POST resume (%.3f s after packd was launched)",
                          firstRequest - resumedAt, firstRequest - packd.launchedAt))
-            let done = try waitForPack(packd, packID) { $0.state != "active" && $0.state != "queued" }
+            let done = try waitForPack(packd, packID) { !$0.state.isScheduled }
             downloadSeconds += Date().timeIntervalSince1970 - resumedAt
             peaks.append(packd.peakResidentBytes ?? 0)
             cpu += packd.cpuSeconds ?? 0
             try report(done, seconds: downloadSeconds, megabytes: megabytes, curlSeconds: curlSeconds, peaks: peaks, cpu: cpu)
         } else {
-            let done = try waitForPack(packd, packID) { $0.state != "active" && $0.state != "queued" }
+            let done = try waitForPack(packd, packID) { !$0.state.isScheduled }
             downloadSeconds = Date().timeIntervalSince1970 - start
             peaks.append(packd.peakResidentBytes ?? 0)
             cpu += packd.cpuSeconds ?? 0
@@ -124,10 +125,10 @@ struct DownloadBenchmark: ParsableCommand {
         }
     }
 
-    private func report(_ pack: PackStatus, seconds: Double, megabytes: Double, curlSeconds: Double?, peaks: [Int],
+    private func report(_ pack: Pack, seconds: Double, megabytes: Double, curlSeconds: Double?, peaks: [Int],
                         cpu: Double) throws {
-        guard pack.state == "complete", pack.tiles == tiles else {
-            throw ValidationError("the pack ended \(pack.state) with \(pack.tiles) of \(tiles) tiles stored")
+        guard pack.state == .complete, pack.progress.completedTiles == tiles else {
+            throw ValidationError("the pack ended \(pack.state) with \(pack.progress.completedTiles) of \(tiles) tiles stored")
         }
         let peak = Double(peaks.max() ?? 0) / 1_048_576
         print(String(format: "packd (stored, committed) %9.0f tiles/s  %8.1f MB/s  (%.2f s, POST to complete%@; CPU %.0f µs/tile)",
@@ -139,19 +140,12 @@ struct DownloadBenchmark: ParsableCommand {
         print(String(format: "packd peak RSS (VmHWM): %.1f MiB   (target < 100 MiB for 50k x 20 KiB, < 128 MiB for 1M tiny)", peak))
     }
 
-    struct PackStatus {
-        let state: String
-        let tiles: Int
-    }
-
-    private func waitForPack(_ packd: PackdServeProcess, _ id: Int, until done: (PackStatus) -> Bool) throws -> PackStatus {
+    private func waitForPack(_ packd: PackdServeProcess, _ id: Int, until done: (Pack) -> Bool) throws -> Pack {
         while true {
             guard packd.process.isRunning else { throw ValidationError("packd exited during the download") }
             let response = try LoopbackHTTPClient.request(port: packd.port, method: "GET", path: "/v1/packs/\(id)")
-            let pack = try response.json()
-            let progress = pack["progress"] as? [String: Any]
-            let status = PackStatus(state: pack["state"] as? String ?? "?", tiles: progress?["completed_tiles"] as? Int ?? 0)
-            if done(status) { return status }
+            let pack = try response.pack()
+            if done(pack) { return pack }
             usleep(useconds_t(pollMilliseconds * 1000))
         }
     }

@@ -1,6 +1,7 @@
 import ArgumentParser
 import CSQLite
 import Foundation
+import Packs
 import Glibc
 
 /// `packd-bench download-fixture`: packd downloading the whole Natural Earth fixture (the style,
@@ -66,20 +67,19 @@ struct FixtureDownloadBenchmark: ParsableCommand {
                 packd.stop()
                 throw ValidationError("POST /v1/packs answered \(created.status): \(String(decoding: created.body, as: UTF8.self))")
             }
-            var pack: [String: Any] = [:]
+            var pack: Pack
             while true {
                 guard packd.process.isRunning else { throw ValidationError("packd exited during the download") }
-                pack = try LoopbackHTTPClient.request(port: packd.port, method: "GET", path: "/v1/packs/\(packID)").json()
-                if let state = pack["state"] as? String, state != "active", state != "queued" { break }
+                pack = try LoopbackHTTPClient.request(port: packd.port, method: "GET", path: "/v1/packs/\(packID)").pack()
+                if !pack.state.isScheduled { break }
                 usleep(5_000)
             }
             let seconds = Date().timeIntervalSince1970 - start
             packd.stop()
-            let progress = pack["progress"] as? [String: Any] ?? [:]
-            guard pack["state"] as? String == "complete" else {
-                throw ValidationError("the pack ended \(pack["state"] ?? "?"): \(pack["error"] ?? "")")
+            guard pack.state == .complete else {
+                throw ValidationError("the pack ended \(pack.state): \(pack.error.map(String.init(describing:)) ?? "")")
             }
-            stored = (progress["completed_resources"] as? Int ?? 0, progress["completed_bytes"] as? Int ?? 0)
+            stored = (Int(pack.progress.completedResources), Int(pack.progress.completedBytes))
             if urls.isEmpty { urls = try Self.storedURLs(database.path, packID: Int64(packID)) }
             best.packd = min(best.packd, seconds)
             print(String(format: "round %d packd  %6.3f s  %7.0f resources/s  %6.1f MB/s  (POST to complete; %d resources, %.1f MB)",

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import Packs
 import Glibc
 
 /// A blocking HTTP/1.1 client for 127.0.0.1, one connection per request (`Connection: close`):
@@ -16,6 +17,15 @@ enum LoopbackHTTPClient {
                 throw ValidationError("expected a JSON object, got: \(String(decoding: body, as: UTF8.self))")
             }
             return object
+        }
+
+        /// The body as a pack (the API's own wire type).
+        func pack() throws -> Pack {
+            do {
+                return try JSONDecoder().decode(Pack.self, from: body)
+            } catch {
+                throw ValidationError("expected a pack (\(error)), got: \(String(decoding: body.prefix(2000), as: UTF8.self))")
+            }
         }
     }
 

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import Packs
 import Glibc
 
 /// `packd-bench serve-tiles`: wrk on one tile URL of a complete pack served by `packd serve`
@@ -114,9 +115,9 @@ struct ServeTilesBenchmark: ParsableCommand {
         let deadline = Date().addingTimeInterval(120)
         while Date() < deadline {
             let pack = try CurlRequest.send("\(api)/v1/packs/\(id)")
-            let state = (try? JSONSerialization.jsonObject(with: pack.body) as? [String: Any])?["state"] as? String
-            if state == "complete" { return id }
-            if state == "failed" { throw ValidationError("the pack failed: \(String(decoding: pack.body, as: UTF8.self))") }
+            let state = (try? JSONDecoder().decode(Pack.self, from: pack.body))?.state
+            if state == .complete { return id }
+            if state == .failed { throw ValidationError("the pack failed: \(String(decoding: pack.body, as: UTF8.self))") }
             usleep(50_000)
         }
         throw ValidationError("the pack did not complete within 120 s")

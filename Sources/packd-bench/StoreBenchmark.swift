@@ -1,6 +1,7 @@
 import ArgumentParser
 import CSQLite
 import Foundation
+import Packs
 import Store
 
 /// Writer throughput: tiles with incompressible 20 KiB bodies in batches of 256, through
@@ -66,7 +67,7 @@ struct StoreBenchmark: ParsableCommand {
                                       onCommit: { if let error = $0.error { print("batch failed: \(error)") } })
         defer { writer.stop() }
         let packBox = PackIDBox()
-        writer.perform({ try $0.createPack(PackRecord(name: "bench", state: "active", definition: "{}"), now: 1) },
+        writer.perform({ try $0.createPack(PackRecord(name: "bench", state: .active, definition: "{}"), now: 1) },
                        completion: { packBox.id = (try? $0.get()) ?? 0; done.signal() })
         done.wait()
         let start = RunTime.Start()
@@ -89,7 +90,7 @@ struct StoreBenchmark: ParsableCommand {
     private func runBaseline(path: String, bodies: [[UInt8]]) throws -> RunTime {
         let database = try SchemaMigrator.openWriter(path: path, pageSize: pageSize) // same file setup, schema and pragmas
         let store = try OfflineDatabase(path: path)
-        let pack = try store.createPack(PackRecord(name: "bench", state: "active", definition: "{}"), now: 1)
+        let pack = try store.createPack(PackRecord(name: "bench", state: .active, definition: "{}"), now: 1)
         let db = try openRaw(path)
         defer { sqlite3_close_v2(db) }
         func prepare(_ sql: String) -> OpaquePointer? {

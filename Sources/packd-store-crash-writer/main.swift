@@ -1,4 +1,5 @@
 import Foundation
+import Packs
 import Store
 
 // Streams batches into a packd database until it is killed: the victim of StoreTests'
@@ -34,7 +35,7 @@ do {
         let created = DispatchSemaphore(value: 0)
         let id = LockedBox<Int64>(0)
         writer.perform({ store in
-            try store.createPack(PackRecord(name: "crash-\(index)", state: "active", definition: "{}"), now: 1)
+            try store.createPack(PackRecord(name: "crash-\(index)", state: .active, definition: "{}"), now: 1)
         }, completion: { result in
             id.value = (try? result.get()) ?? -1
             created.signal()

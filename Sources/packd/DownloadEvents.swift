@@ -12,20 +12,18 @@ struct DownloadEvents {
         api.packs.onPackSuspended = { [unowned scheduler] in scheduler.packSuspended($0) }
         api.packs.onPackRemoved = { [unowned scheduler] in scheduler.packRemoved($0) }
         let api = api
-        scheduler.onStateChange = { packID, state, previous, errorJSON in
-            api.packs.publishState(packID, state: state, previous: previous, errorJSON: errorJSON)
+        scheduler.onStateChange = { packID, state, previous, error in
+            api.packs.publishState(packID, state: state, previous: previous, error: error)
         }
         scheduler.onProgress = { packID, progress, expected in
-            api.packs.publishProgress(packID, progress: progress, expectedResources: expected?.resources,
-                                      precise: expected?.precise)
+            api.packs.publishProgress(packID, progress: progress, expected: expected)
         }
         scheduler.observer.resourceFailed = { failure in
             api.packs.publishResourceError(failure.packID, url: failure.url, status: failure.status, error: failure.error,
                                            attempt: failure.attempt, willRetry: failure.willRetry)
         }
         scheduler.onInvalidation = { packID, invalidation, progress, expected in
-            api.maintenance.publishInvalidation(packID, invalidation, progress: progress,
-                                                expectedResources: expected.resources, precise: expected.precise)
+            api.maintenance.publishInvalidation(packID, invalidation, progress: progress, expected: expected)
         }
         api.maintenance.checkUpdate = { packID, completion in
             updates.check(packID) { outcome in

@@ -1,6 +1,7 @@
 import API
 import Fetch
 import Jobs
+import Packs
 import Store
 
 /// Feeds `/metrics` from the layers below the API, which know nothing of it: the fetcher's

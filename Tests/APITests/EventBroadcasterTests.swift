@@ -1,5 +1,6 @@
 import Foundation
 import Loop
+import Packs
 import PackdTestSupport
 import Server
 import Testing
@@ -109,8 +110,8 @@ final class EventsFixture: @unchecked Sendable {
 }
 
 @Suite struct EventReplayRingTests {
-    func event(_ id: Int64, pack: Int64 = 1) -> PackEvent {
-        PackEvent(id: id, kind: .progress, packID: pack, payload: [])
+    func event(_ id: Int64, pack: Int64 = 1) -> BroadcastEvent {
+        BroadcastEvent(id: id, kind: .progress, packID: pack, payload: [])
     }
 
     @Test func replaysOnlyWhatItStillHolds() {
@@ -127,7 +128,7 @@ final class EventsFixture: @unchecked Sendable {
     }
 
     @Test func frameCannotBeSplitByLineBreaksInThePayload() {
-        let frame = PackEvent(id: 7, kind: .state, packID: 1, payload: Array("{\"a\":\n1}\r".utf8)).frame
+        let frame = BroadcastEvent(id: 7, kind: .state, packID: 1, payload: Array("{\"a\":\n1}\r".utf8)).frame
         #expect(String(decoding: frame, as: UTF8.self) == "id: 7\nevent: state\ndata: {\"a\": 1} \n\n")
     }
 }

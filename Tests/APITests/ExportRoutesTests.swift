@@ -98,7 +98,7 @@ import Testing
 
     @Test func refusalsNameTheProblem() throws {
         try withServer { server, scratch in
-            let unfinished = try SharedPackSeed.pack(in: server, state: "inactive")
+            let unfinished = try SharedPackSeed.pack(in: server, state: .inactive)
             let conflict = try server.send("GET", "/v1/packs/\(unfinished)/export")
             #expect(conflict.status == 409)
             #expect(conflict.body.contains("partial=true"))

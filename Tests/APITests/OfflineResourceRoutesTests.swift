@@ -1,6 +1,7 @@
 import CZlib
 import Foundation
 import PackdTestSupport
+import Packs
 import Store
 import Testing
 @testable import API
@@ -56,7 +57,7 @@ import Testing
         let packID = try #require(created.json["id"] as? Int)
         var world = Upstream()
         var writes: [ResourceWrite] = []
-        func resource(_ url: String, _ kind: OfflineSchema.Kind, _ body: [UInt8], etag: String? = nil) throws {
+        func resource(_ url: String, _ kind: ResourceKind, _ body: [UInt8], etag: String? = nil) throws {
             world.bodies[url] = body
             writes.append(ResourceWrite(key: .resource(url: url, kind: kind), content: .body(try StoredBody.encoding(body)),
                                         cache: HTTPCacheHeaders(modified: 1_790_000_000, etag: etag), packID: Int64(packID)))

@@ -1,4 +1,5 @@
 import Glibc
+import Packs
 import Server
 import Store
 import Testing

@@ -1,5 +1,6 @@
 import Foundation
 import PackdTestSupport
+import Packs
 import Store
 import Testing
 @testable import API
@@ -52,7 +53,7 @@ import Testing
 
             // A state the scheduler writes straight to the store.
             let packID = Int64(id)
-            write(server) { try $0.setPackState(packID, state: "active", errorJSON: nil, now: 2) }
+            write(server) { try $0.setPackState(packID, state: .active, error: nil, now: 2) }
             #expect(try server.send("GET", "/v1/packs/\(id)").json["state"] as? String == "active")
 
             #expect(try server.send("POST", "/v1/packs/\(id)/suspend").status == 200)
@@ -78,7 +79,7 @@ import Testing
         try RoutesFixture.using { server throws in
             let id = try #require(try server.send("POST", "/v1/packs", json: #"{"region": \#(RoutesFixture.templateRegion()), "start": false}"#).json["id"] as? Int)
             let packID = Int64(id)
-            write(server) { try $0.setPackState(packID, state: "active", errorJSON: nil, now: 1) }
+            write(server) { try $0.setPackState(packID, state: .active, error: nil, now: 1) }
             nonisolated(unsafe) let api = server.api!
             let clock = SettableSeconds()
             server.server.onLoop { api.packs.seconds = { clock.now } }
@@ -86,11 +87,11 @@ import Testing
             #expect((before.json["progress"] as? [String: Any])?["bytes_per_second"] is NSNull)
             // Rates live on the loop: no store write moves the tag, the recorded samples must.
             server.server.onLoop {
-                api.packs.publishProgress(packID, progress: PackProgress(completedResources: 1, completedBytes: 0), expectedResources: 5, precise: true)
+                api.packs.publishProgress(packID, progress: StoredProgress(completedResources: 1, completedBytes: 0), expected: ExpectedCounts(resources: 5, tiles: 0, precise: true))
             }
             clock.now = 2
             server.server.onLoop {
-                api.packs.publishProgress(packID, progress: PackProgress(completedResources: 3, completedBytes: 4000), expectedResources: 5, precise: true)
+                api.packs.publishProgress(packID, progress: StoredProgress(completedResources: 3, completedBytes: 4000), expected: ExpectedCounts(resources: 5, tiles: 0, precise: true))
             }
             let after = try server.send("GET", "/v1/packs/\(id)", headers: ["If-None-Match": try #require(before.header("ETag"))])
             #expect(after.status == 200)

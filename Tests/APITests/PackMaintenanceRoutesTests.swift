@@ -1,5 +1,6 @@
 import PackdTestSupport
 import Foundation
+import Packs
 import Store
 import Testing
 @testable import API
@@ -17,11 +18,11 @@ import Testing
     }
 
     /// A template pack moved to `state` directly on the writer (as a finished download leaves it).
-    func pack(in server: RoutesFixture, state: String) throws -> Int {
+    func pack(in server: RoutesFixture, state: PackState) throws -> Int {
         let created = try server.send("POST", "/v1/packs", json: #"{"region": \#(RoutesFixture.templateRegion()), "start": false}"#)
         let id = try #require(created.json["id"] as? Int)
         let done = DispatchSemaphore(value: 0)
-        server.writer.perform({ try $0.setPackState(Int64(id), state: state, errorJSON: nil, now: 1_800_000_000) }) { _ in done.signal() }
+        server.writer.perform({ try $0.setPackState(Int64(id), state: state, error: nil, now: 1_800_000_000) }) { _ in done.signal() }
         #expect(done.wait(timeout: .now() + 30) == .success)
         return id
     }
@@ -32,14 +33,14 @@ import Testing
             nonisolated(unsafe) let api = server.api!
             server.server.onLoop { api.packs.onPackQueued = { queued.append($0) } }
 
-            let inactive = try pack(in: server, state: "inactive")
+            let inactive = try pack(in: server, state: .inactive)
             let refused = try server.send("POST", "/v1/packs/\(inactive)/invalidate")
             #expect(refused.status == 409)
             #expect(refused.json["type"] as? String == "urn:packd:problem:conflict")
             #expect((refused.json["detail"] as? String)?.contains("inactive") == true)
             #expect(try server.send("POST", "/v1/packs/987654/invalidate").status == 404)
 
-            let complete = try pack(in: server, state: "complete")
+            let complete = try pack(in: server, state: .complete)
             let before = try server.send("GET", "/v1/packs/\(complete)").json
             #expect(before["invalidation"] is NSNull)
             let started = try server.send("POST", "/v1/packs/\(complete)/invalidate")
@@ -61,7 +62,7 @@ import Testing
 
     @Test func checkUpdateStoresTheAnswerDurablyAndReportsUpstreamFailuresAs502() throws {
         try withServer { server in
-            let id = try pack(in: server, state: "complete")
+            let id = try pack(in: server, state: .complete)
             #expect(try server.send("POST", "/v1/packs/\(id)/check-update").status == 503, "no fetcher wired")
 
             let answers = CheckAnswers()

@@ -1,5 +1,6 @@
 import Foundation
 import PackdTestSupport
+import Packs
 import Testing
 @testable import API
 
@@ -227,7 +228,7 @@ import Testing
             server.writer.perform({ database in
                 try database.recordFailure(packID: packID, url: "https://tiles.example.org/1/0/0.png", status: 500,
                                            message: "HTTP 500", attempts: 5, now: 1)
-                try database.setPackState(packID, state: "failed", errorJSON: #"{"code": "resources_failed", "detail": "1 failed"}"#, now: 1)
+                try database.setPackState(packID, state: .failed, error: PackError(.resourcesFailed, "1 failed"), now: 1)
             }, completion: { _ in done.signal() })
             done.wait()
             #expect(try server.send("GET", "/v1/packs/\(id)/errors").json["total"] as? Int == 1)

@@ -28,7 +28,7 @@ import Testing
         metrics.recordRequest(route: "/v1/packs/{id}", method: .get, status: 404, duration: .milliseconds(1))
         metrics.downloadedBytes.increment(by: Int64(1234))
         metrics.sseSubscribers.set(Int64(7))
-        metrics.setPacks(state: "active", count: 3)
+        metrics.setPacks(state: .active, count: 3)
         metrics.writerBatchLatency.record(.milliseconds(4))
         let text = lines(metrics)
         #expect(text.contains("# TYPE packd_http_requests_total counter"))

@@ -1,5 +1,6 @@
 import PackdTestSupport
 import Foundation
+import Packs
 import Store
 import Testing
 @testable import API
@@ -7,8 +8,8 @@ import Testing
 /// `bytes_per_second` and `eta_seconds`: rolling rates of committed progress, shown only while a
 /// pack is active.
 @Suite struct ProgressRatesTests {
-    private func progress(bytes: Int64, resources: Int64) -> PackProgress {
-        PackProgress(completedResources: resources, completedBytes: bytes)
+    private func progress(bytes: Int64, resources: Int64) -> StoredProgress {
+        StoredProgress(completedResources: resources, completedBytes: bytes)
     }
 
     @Test func rateIsTheCommittedDeltaOverTheWindowAndDecaysWhenCommitsStop() throws {
@@ -20,15 +21,15 @@ import Testing
         #expect(rate.wholeBytesPerSecond == 2000)
         #expect(rate.resourcesPerSecond == 20)
         // 100 expected, 40 done: 60 left at 20 per second.
-        #expect(rate.etaSeconds(completedResources: 40, expectedResources: 100, precise: true) == 3)
-        #expect(rate.etaSeconds(completedResources: 40, expectedResources: 100, precise: false) == nil)
-        #expect(rate.etaSeconds(completedResources: 100, expectedResources: 100, precise: true) == 0)
+        #expect(rate.etaSeconds(completedResources: 40, expected: ExpectedCounts(resources: 100, tiles: 0, precise: true)) == 3)
+        #expect(rate.etaSeconds(completedResources: 40, expected: ExpectedCounts(resources: 100, tiles: 0, precise: false)) == nil)
+        #expect(rate.etaSeconds(completedResources: 100, expected: ExpectedCounts(resources: 100, tiles: 0, precise: true)) == 0)
         // Nothing committed for 8 more seconds: the same bytes over 10 s.
         #expect(rates.rate(packID: 1, now: 110)?.wholeBytesPerSecond == 400)
         // A whole window with no commit: the rate is zero and no ETA can be given.
         let stalled = try #require(rates.rate(packID: 1, now: 130))
         #expect(stalled.wholeBytesPerSecond == 0)
-        #expect(stalled.etaSeconds(completedResources: 40, expectedResources: 100, precise: true) == nil)
+        #expect(stalled.etaSeconds(completedResources: 40, expected: ExpectedCounts(resources: 100, tiles: 0, precise: true)) == nil)
         rates.forget(packID: 1)
         #expect(rates.rate(packID: 1, now: 130) == nil)
     }
@@ -59,7 +60,7 @@ import Testing
         let packID = Int64(id)
         let done = DispatchSemaphore(value: 0)
         server.writer.perform({ database in
-            try database.setPackState(packID, state: "active", errorJSON: nil, now: 1)
+            try database.setPackState(packID, state: .active, error: nil, now: 1)
             try database.setExpected(packID, resources: 105, tiles: 100, precise: true, now: 1)
         }, completion: { _ in done.signal() })
         done.wait()
@@ -68,15 +69,15 @@ import Testing
         // The scheduler publishes the pack's start before any of its progress.
         server.server.onLoop {
             api.packs.seconds = { clock.now }
-            api.packs.publishState(packID, state: "active", previous: "inactive")
+            api.packs.publishState(packID, state: .active, previous: .inactive)
         }
         let stream = try StreamClient(port: server.port)
         try stream.get("/v1/packs/\(id)/events")
         #expect(try stream.nextEvent()?.type == "progress")
 
-        server.server.onLoop { api.packs.publishProgress(packID, progress: PackProgress(completedResources: 5, completedBytes: 1000), expectedResources: 105, precise: true) }
+        server.server.onLoop { api.packs.publishProgress(packID, progress: StoredProgress(completedResources: 5, completedBytes: 1000), expected: ExpectedCounts(resources: 105, tiles: 0, precise: true)) }
         clock.now = 4
-        server.server.onLoop { api.packs.publishProgress(packID, progress: PackProgress(completedResources: 45, completedBytes: 9000), expectedResources: 105, precise: true) }
+        server.server.onLoop { api.packs.publishProgress(packID, progress: StoredProgress(completedResources: 45, completedBytes: 9000), expected: ExpectedCounts(resources: 105, tiles: 0, precise: true)) }
         let events = try stream.events { $0.data.contains(#""completed_resources":45"#) }
         let lastEvent = try #require(events.last)
         let last = try #require(try JSONSerialization.jsonObject(with: Data(lastEvent.data.utf8)) as? [String: Any])

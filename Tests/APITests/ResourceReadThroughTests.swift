@@ -1,4 +1,5 @@
 import Foundation
+import Packs
 import Store
 import Testing
 @testable import API

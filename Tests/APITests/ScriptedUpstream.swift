@@ -1,6 +1,7 @@
 import API
 import Foundation
 import Loop
+import Packs
 import Store
 
 /// An `UpstreamClient` answering from a table, always on a later loop turn as the real one does,

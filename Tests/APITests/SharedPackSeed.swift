@@ -1,5 +1,6 @@
 import PackdTestSupport
 import Foundation
+import Packs
 import Store
 
 /// A pack with stored tiles and a resource for the export and import tests: created through
@@ -13,7 +14,7 @@ enum SharedPackSeed {
     /// `.png`, other bytes for the rest) of `tileBytes` each, and one style resource; `state`
     /// is set last. Returns the pack id.
     static func pack(in fixture: RoutesFixture, templates: [String] = [pngTemplate], maxZoom: Int = 1,
-                     tileBytes: Int = 300, state: String = "complete", salt: UInt32 = 1) throws -> Int64 {
+                     tileBytes: Int = 300, state: PackState = .complete, salt: UInt32 = 1) throws -> Int64 {
         let created = try fixture.send("POST", "/v1/packs", json: #"{"region": \#(RoutesFixture.templateRegion(maxZoom: maxZoom)), "start": false}"#)
         guard created.status == 201, let id = created.json["id"] as? Int else {
             throw ClientFailure(description: "creating the pack: \(created.status) \(created.body)")
@@ -49,7 +50,7 @@ enum SharedPackSeed {
                 """, [.text("https://example.org/style-\(pack).json"), .blob(Array(#"{"version":8,"sources":{},"layers":[]}"#.utf8))])
             try database.execute("INSERT INTO region_resources (region_id, resource_id) VALUES (?1, ?2)",
                                  [.integer(pack), .integer(database.lastInsertedRowID)])
-            try database.execute("UPDATE packd_packs SET state = ?2 WHERE region_id = ?1", [.integer(pack), .text(state)])
+            try database.execute("UPDATE packd_packs SET state = ?2 WHERE region_id = ?1", [.integer(pack), .text(state.rawValue)])
         }
         return pack
     }

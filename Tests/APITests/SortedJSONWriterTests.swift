@@ -1,5 +1,6 @@
 @testable import API
 import Foundation
+import Packs
 import Testing
 
 /// The writer behind every API body and event: the same JSON values JSONSerialization would
@@ -43,12 +44,12 @@ import Testing
     @Test func computesEachDefinitionOnceAndStartsOverWhenFull() {
         let cache = NormalisedRegionCache(capacity: 2, maximumBytes: 1 << 20)
         var computed: [String] = []
-        let normalise = { (definition: String) -> Any in
+        let normalise = { (definition: String) -> Region in
             computed.append(definition)
-            return ["of": definition]
+            return Region(styleURL: definition)
         }
-        #expect((cache.region("a", normalise: normalise) as? [String: String]) == ["of": "a"])
-        #expect((cache.region("a", normalise: normalise) as? [String: String]) == ["of": "a"])
+        #expect(cache.region("a", normalise: normalise) == Region(styleURL: "a"))
+        #expect(cache.region("a", normalise: normalise) == Region(styleURL: "a"))
         _ = cache.region("b", normalise: normalise)
         _ = cache.region("c", normalise: normalise)  // full: starts over with c
         _ = cache.region("a", normalise: normalise)

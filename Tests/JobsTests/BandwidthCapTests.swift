@@ -1,6 +1,7 @@
 import Foundation
 import Jobs
 import PackdTestSupport
+import Packs
 import Store
 import Testing
 
@@ -27,7 +28,7 @@ import Testing
     /// (milliseconds on loopback) would exceed it many times over.
     @Test func cappedPackHoldsItsAverageAndCompletes() throws {
         let cap = 80_000
-        let (requests, progress) = try Self.download(limitsJSON: #"{"max_tiles": null, "max_bytes_per_second": \#(cap)}"#)
+        let (requests, progress) = try Self.download(limits: PackLimits(maxBytesPerSecond: Int64(cap)))
         let total = requests.count * Self.bodyBytes
         #expect(total > cap * 4, "the run must be long against the half-second burst")
         let first = try #require(requests.first?.receivedAt)
@@ -41,16 +42,16 @@ import Testing
         #expect(progress?.completedTiles == Int64(requests.count))
     }
 
-    /// Downloads the tile region with `limitsJSON` to its end; the requests the upstream saw, in
+    /// Downloads the tile region with `limits` to its end; the requests the upstream saw, in
     /// arrival order, and the pack's stored progress. Expects `complete`.
-    static func download(limitsJSON: String) throws -> ([TestUpstream.Request], PackProgress?) {
+    static func download(limits: PackLimits) throws -> ([TestUpstream.Request], StoredProgress?) {
         let upstream = try tileUpstream()
         defer { upstream.stop() }
         let database = try TemporaryDatabase()
         defer { database.remove() }
         let harness = try JobsHarness(path: database.path)
         defer { harness.close() }
-        let packID = try harness.createQueuedPack(region: region(upstream), limitsJSON: limitsJSON)
+        let packID = try harness.createQueuedPack(region: region(upstream), limits: limits)
         try harness.onLoop { harness.scheduler.packQueued(packID) }
         #expect(harness.waitForState(packID, ["complete", "failed"]).last == "complete",
                 "\(harness.publishedError(packID) ?? "")")
@@ -64,7 +65,7 @@ import Testing
     /// not only over the whole run.
     @Test func everySecondOfACappedRunStaysNearTheCap() throws {
         let cap = 60_000
-        let times = try Self.download(limitsJSON: #"{"max_bytes_per_second": \#(cap)}"#).0.map(\.receivedAt)
+        let times = try Self.download(limits: PackLimits(maxBytesPerSecond: Int64(cap))).0.map(\.receivedAt)
         var windowStart = 0
         var busiest = 0
         for end in times.indices {

@@ -3,6 +3,7 @@ import Foundation
 import Jobs
 import Loop
 import PackdTestSupport
+import Packs
 import Plan
 import Store
 
@@ -16,7 +17,7 @@ final class JobsHarness: @unchecked Sendable {
     private(set) var scheduler: PackScheduler!
     private let condition = NSCondition()
     private var states: [Int64: [String]] = [:]
-    private var progress: [Int64: PackProgress] = [:]
+    private var progress: [Int64: StoredProgress] = [:]
     private var errors: [Int64: String] = [:]
     private var expected: [Int64: ExpectedCounts] = [:]
 
@@ -34,7 +35,10 @@ final class JobsHarness: @unchecked Sendable {
             let scheduler = try PackScheduler(loop: thread.loop, fetcher: self.fetcher, writer: self.writer,
                                               databasePath: path, maxActive: maxActive, settings: settings)
             scheduler.onStateChange = { [self] packID, state, _, error in
-                record { states[packID, default: []].append(state); errors[packID] = error }
+                record {
+                    states[packID, default: []].append(state.rawValue)
+                    errors[packID] = error.flatMap { try? SortedJSONEncoder.encode($0) }.map { String(decoding: $0, as: UTF8.self) }
+                }
             }
             scheduler.onProgress = { [self] packID, value, counts in
                 record {
@@ -50,10 +54,10 @@ final class JobsHarness: @unchecked Sendable {
     static let fastRetries = DownloadSettings(maxInFlight: 8, initialBackoff: .milliseconds(5), maxBackoff: .milliseconds(50))
 
     /// Creates a pack in `queued` (as the API does for `start: true`) and returns its id.
-    func createQueuedPack(region json: [String: Any], limitsJSON: String? = nil) throws -> Int64 {
+    func createQueuedPack(region json: [String: Any], limits: PackLimits = PackLimits()) throws -> Int64 {
         let region = try RegionDefinition(json: json)
-        let record = PackRecord(name: "test", state: "queued", definition: region.mapLibreJSON, createdAt: 0, updatedAt: 0,
-                                limitsJSON: limitsJSON)
+        let record = PackRecord(name: "test", state: .queued, definition: region.mapLibreJSON, createdAt: 0, updatedAt: 0,
+                                limits: limits)
         return try performAndWait { try $0.createPack(record, now: 0) }
     }
 
@@ -75,11 +79,11 @@ final class JobsHarness: @unchecked Sendable {
     /// Waits until the committed progress of `packID` satisfies `predicate`.
     @discardableResult
     func waitForProgress(_ packID: Int64, deadline: Duration = .seconds(120),
-                         _ predicate: @escaping (PackProgress) -> Bool) -> Bool {
+                         _ predicate: @escaping (StoredProgress) -> Bool) -> Bool {
         waitFor(deadline) { self.progress[packID].map(predicate) ?? false }
     }
 
-    func publishedProgress(_ packID: Int64) -> PackProgress? { condition.withLock { progress[packID] } }
+    func publishedProgress(_ packID: Int64) -> StoredProgress? { condition.withLock { progress[packID] } }
     func publishedExpected(_ packID: Int64) -> ExpectedCounts? { condition.withLock { expected[packID] } }
     func publishedError(_ packID: Int64) -> String? { condition.withLock { errors[packID] } }
 

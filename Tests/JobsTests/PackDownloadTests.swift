@@ -2,6 +2,7 @@ import Fetch
 import Foundation
 import Jobs
 import PackdTestSupport
+import Packs
 import Plan
 import Store
 import Testing
@@ -40,7 +41,7 @@ import Testing
             let key: ResourceKey = resource.tile.map {
                 .tile(TileKey(urlTemplate: $0.urlTemplate, pixelRatio: Int64($0.pixelRatio), z: Int64($0.z),
                               x: Int64($0.x), y: Int64($0.y)))
-            } ?? .resource(url: resource.url, kind: OfflineSchema.Kind(rawValue: Int64(resource.kind.rawValue))!)
+            } ?? .resource(url: resource.url, kind: resource.kind)
             let stored = try #require(try reader.read(key), "\(resource.url) not stored")
             let expected = upstream.body(for: Self.path(resource.url, upstream))
             #expect(try stored.body?.decoded() == expected, "\(resource.url)")
@@ -91,7 +92,7 @@ import Testing
         let error = try #require(run.error)
         #expect(error.contains(#""code":"upstream_unauthorized""#) && error.contains(#""status":403"#))
         #expect(run.requests == ["/style.json"])
-        #expect(run.stored?.state == "failed" && run.stored?.errorJSON == error)
+        #expect(run.stored?.state == .failed && run.stored?.error.flatMap { try? SortedJSONEncoder.encode($0) }.map { String(decoding: $0, as: UTF8.self) } == error)
     }
 
     @Test func missingStyleFailsAsStyleUnavailable() throws {
@@ -113,7 +114,7 @@ import Testing
     }
 
     @Test func styleRegionOverItsMaxTilesFailsBeforeAnyTileIsFetched() throws {
-        let run = try DownloadRun(limitsJSON: #"{"max_tiles": 10, "max_bytes_per_second": null}"#)
+        let run = try DownloadRun(limits: PackLimits(maxTiles: 10))
         defer { run.close() }
         #expect(run.finish() == ["active", "failed"])
         let error = try #require(run.harness.publishedError(run.packID))
@@ -159,7 +160,7 @@ import Testing
         #expect(harness.waitForProgress(packID) { $0.completedTiles >= 40 })
 
         // Suspend as the API does: the state first, then the scheduler's hook.
-        _ = try harness.performAndWait { try $0.setPackState(packID, state: "inactive", errorJSON: nil, now: 0) }
+        _ = try harness.performAndWait { try $0.setPackState(packID, state: .inactive, error: nil, now: 0) }
         let first = harness
         try first.onLoop { first.scheduler.packSuspended(packID) }
         let idle = Box<Bool>()
@@ -191,7 +192,7 @@ import Testing
         // Restart: a new scheduler on the same database continues the pack.
         harness = try JobsHarness(path: database.path, settings: settings)
         defer { harness.close() }
-        _ = try harness.performAndWait { try $0.setPackState(packID, state: "queued", errorJSON: nil, now: 0) }
+        _ = try harness.performAndWait { try $0.setPackState(packID, state: .queued, error: nil, now: 0) }
         let second = harness
         try second.onLoop { second.scheduler.start() }
         #expect(second.waitForState(packID, ["complete", "failed"]).last == "complete")
@@ -209,7 +210,7 @@ final class DownloadRun {
     let harness: JobsHarness
     let packID: Int64
 
-    init(faults: MapUpstream.Faults = .init(), maxZoom: Int = 7, limitsJSON: String? = nil,
+    init(faults: MapUpstream.Faults = .init(), maxZoom: Int = 7, limits: PackLimits = PackLimits(),
          settings: DownloadSettings = JobsHarness.fastRetries,
          fetch: FetchConfiguration = FetchConfiguration(addressPolicy: .loopbackForTests), host: String = "127.0.0.1",
          prepare: (JobsHarness) throws -> Void = { _ in }) throws {
@@ -218,7 +219,7 @@ final class DownloadRun {
         harness = try JobsHarness(path: database.path, settings: settings, fetch: fetch)
         try prepare(harness)
         packID = try harness.createQueuedPack(region: PackDownloadTests.region(upstream, maxZoom: maxZoom),
-                                              limitsJSON: limitsJSON)
+                                              limits: limits)
         let harness = harness
         let packID = packID
         try harness.onLoop { harness.scheduler.packQueued(packID) }

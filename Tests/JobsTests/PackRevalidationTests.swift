@@ -2,6 +2,7 @@ import Fetch
 import Foundation
 import Jobs
 import PackdTestSupport
+import Packs
 import Store
 import Testing
 
@@ -140,7 +141,7 @@ import Testing
         // As a crash leaves it: `active`, counts part-way, not completed.
         _ = try harness.performAndWait { database in
             _ = try database.beginInvalidation(packID, now: 1)
-            try database.setPackState(packID, state: "active", errorJSON: nil, now: 1)
+            try database.setPackState(packID, state: .active, error: nil, now: 1)
             return try database.recordInvalidation(packID, unchanged: 5, updated: 1, removed: 0, completedAt: nil) != nil
         }
         try harness.onLoop { harness.scheduler.start() }
@@ -155,15 +156,15 @@ import Testing
         let (upstream, database, harness, packID) = (run.upstream, run.database, run.harness, run.packID)
         let total = try #require(try StoreReader(path: database.path).progress(packID)).completedResources
         let suspendedAt = ContinuousClock.now
-        _ = try harness.performAndWait { try $0.setPackState(packID, state: "inactive", errorJSON: nil, now: 0) }
+        _ = try harness.performAndWait { try $0.setPackState(packID, state: .inactive, error: nil, now: 0) }
         try harness.onLoop { harness.scheduler.packSuspended(packID) }
         #expect(Self.becomesIdle(harness) && ContinuousClock.now - suspendedAt < .seconds(1))
         let invalidation = try #require(try StoreReader(path: database.path).pack(packID)?.invalidation)
         #expect(invalidation.completedAt == nil, "an interrupted revalidation is not reported as done")
-        #expect(try StoreReader(path: database.path).pack(packID)?.state == "inactive")
+        #expect(try StoreReader(path: database.path).pack(packID)?.state == .inactive)
 
         upstream.delayTiles(nil)
-        _ = try harness.performAndWait { try $0.setPackState(packID, state: "queued", errorJSON: nil, now: 0) }
+        _ = try harness.performAndWait { try $0.setPackState(packID, state: .queued, error: nil, now: 0) }
         try harness.onLoop { harness.scheduler.packQueued(packID) }
         #expect(harness.waitForState(packID, ["complete", "failed"]).last == "complete")
         let resumed = try #require(try StoreReader(path: database.path).pack(packID)?.invalidation)
@@ -242,7 +243,7 @@ import Testing
         let harness = try JobsHarness(path: database.path)
         defer { harness.close() }
         let packID = try harness.performAndWait {
-            try $0.createPack(PackRecord(name: "empty", state: "inactive", definition: #"{"style_url": "http://127.0.0.1:9/s.json", "bounds": [0, 0, 1, 1], "min_zoom": 0, "max_zoom": 1, "pixel_ratio": 1}"#), now: 0)
+            try $0.createPack(PackRecord(name: "empty", state: .inactive, definition: #"{"style_url": "http://127.0.0.1:9/s.json", "bounds": [0, 0, 1, 1], "min_zoom": 0, "max_zoom": 1, "pixel_ratio": 1}"#), now: 0)
         }
         let checker = try harness.onLoop {
             try PackUpdateChecker(loop: harness.thread.loop, fetcher: harness.fetcher, databasePath: database.path)

@@ -54,7 +54,7 @@ import Testing
         #expect(error.contains(#""code":"internal_error""#) && error.contains("stalled"), "\(error)")
         #expect(try harness.onLoop { harness.scheduler.activePackIDs }.isEmpty)
         let stored = try #require(try StoreReader(path: run.database.path).pack(packID))
-        #expect(stored.state == "failed")
+        #expect(stored.state == .failed)
     }
 
     /// The scheduler cannot read a queued pack's record (here a column its query needs is gone):

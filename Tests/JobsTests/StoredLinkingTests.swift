@@ -1,6 +1,7 @@
 import Foundation
 import Jobs
 import PackdTestSupport
+import Packs
 import Plan
 import Store
 import Testing

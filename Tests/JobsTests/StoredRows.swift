@@ -1,4 +1,5 @@
 import Foundation
+import Packs
 import Store
 
 /// The rows a download left in the database, read straight from MapLibre's tables and decoded

@@ -42,7 +42,7 @@ import Testing
         let tileRequests = run.upstream.requests.filter { $0.target.hasPrefix("/tiles/") }.count
         #expect(tileRequests >= 1 && tileRequests <= JobsHarness.fastRetries.maxInFlight)
         let stored = try #require(try StoreReader(path: run.database.path).pack(run.packID))
-        #expect(stored.state == "failed")
+        #expect(stored.state == .failed)
     }
 
     @Test func styleThatNeverAnswersTimesOutAndFails() throws {
@@ -156,7 +156,7 @@ import Testing
         upstream.update { $0.brokenTileModulus = nil }
         let before = upstream.requests.count
         _ = try harness.performAndWait { database in
-            try database.setPackState(packID, state: "queued", errorJSON: nil, now: 0)
+            try database.setPackState(packID, state: .queued, error: nil, now: 0)
             try database.clearFailures(packID: packID)
         }
         try harness.onLoop { harness.scheduler.packQueued(packID) }
@@ -184,7 +184,7 @@ import Testing
         let reader = try StoreReader(path: database.path)
         #expect(eventually { ((try? reader.progress(packID))??.failedResources ?? 0) >= 1 })
         first.close()
-        try #require(try reader.pack(packID)?.state == "active", "the pack ended before the restart")
+        try #require(try reader.pack(packID)?.state == .active, "the pack ended before the restart")
 
         upstream.update { $0.brokenTileModulus = nil }
         let second = try JobsHarness(path: database.path, settings: settings)

@@ -104,9 +104,10 @@ public func testBody(seed: Int, size: Int) -> [UInt8] {
     }
 }
 
-public func gzip(_ input: [UInt8]) -> [UInt8] {
+/// gzip with zlib itself (windowBits 31), as an upstream would serve it.
+public func gzip(_ input: [UInt8], level: Int32 = Z_BEST_SPEED) -> [UInt8] {
     var stream = z_stream()
-    guard packd_deflateInit2(&stream, Z_BEST_SPEED, Z_DEFLATED, 31, 8, Z_DEFAULT_STRATEGY) == Z_OK else { return [] }
+    guard packd_deflateInit2(&stream, level, Z_DEFLATED, 31, 8, Z_DEFAULT_STRATEGY) == Z_OK else { return [] }
     defer { deflateEnd(&stream) }
     var source = input
     var output = [UInt8](repeating: 0, count: Int(deflateBound(&stream, uLong(input.count))) + 32)
@@ -121,4 +122,20 @@ public func gzip(_ input: [UInt8]) -> [UInt8] {
         }
     }
     return Array(output.prefix(produced))
+}
+
+/// Deterministic pseudo-random bytes (SplitMix64) so tests need no fixtures.
+public func randomBytes(count: Int, seed: UInt64) -> [UInt8] {
+    var state = seed
+    var bytes = [UInt8]()
+    bytes.reserveCapacity(count)
+    while bytes.count < count {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        z ^= z >> 31
+        withUnsafeBytes(of: z) { bytes.append(contentsOf: $0.prefix(count - bytes.count)) }
+    }
+    return bytes
 }

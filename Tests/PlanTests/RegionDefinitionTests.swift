@@ -1,5 +1,6 @@
 import Foundation
 import Geo
+import Packs
 import Testing
 
 @testable import Plan
@@ -115,8 +116,8 @@ import Testing
     ])
     func roundTripsThroughBothJSONForms(_ text: String) throws {
         let region = try RegionDefinition(json: try json(text))
-        let apiJSON = try JSONSerialization.data(withJSONObject: region.jsonObject)
-        #expect(try RegionDefinition(json: JSONSerialization.jsonObject(with: apiJSON)) == region)
+        let apiJSON = try SortedJSONEncoder.encode(region.region)
+        #expect(try RegionDefinition(json: JSONSerialization.jsonObject(with: Data(apiJSON))) == region)
 
         let mapLibre = region.mapLibreJSON
         let decoded = try RegionDefinition(mapLibreJSON: JSONSerialization.jsonObject(with: Data(mapLibre.utf8)))
@@ -141,15 +142,15 @@ import Testing
         let region = try RegionDefinition(json: try json("""
             {"tiles": ["https://e.com/{z}/{x}/{y}.png"], "bounds": [1, 2, 3, 4], "max_zoom": 6}
             """))
-        let object = region.jsonObject
-        #expect(object["scheme"] as? String == "xyz" && object["tile_size"] as? Int == 256)
-        #expect(object["min_zoom"] as? Double == 0 && object["pixel_ratio"] as? Double == 1)
+        let normalised = region.region
+        #expect(normalised.scheme == "xyz" && normalised.tileSize == 256)
+        #expect(normalised.minZoom == 0 && normalised.pixelRatio == 1)
         // Glyphs come only from a style: a tiles region neither takes nor shows `include_ideographs`.
-        #expect(object["include_ideographs"] == nil && object["subdomains"] == nil)
+        #expect(normalised.includeIdeographs == nil && normalised.subdomains == nil)
         #expect(try problems("""
             {"tiles": ["https://e.com/{z}/{x}/{y}.png"], "bounds": [1, 2, 3, 4], "max_zoom": 6, "include_ideographs": false}
             """).map(\.pointer) == ["/include_ideographs"])
-        #expect(object["bounds"] as? [Double] == [1, 2, 3, 4])
+        #expect(normalised.bounds == [1, 2, 3, 4])
     }
 
     @Test func geometryLimitsApply() throws {

@@ -1,11 +1,13 @@
 import CSQLite
+import Packs
+import PackdTestSupport
 import Testing
 @testable import Store
 
 @Suite struct OfflineDatabaseTests {
     /// MapLibre's `getCompletedResourceCountAndSize` + `getCompletedTileCountAndSize`, verbatim
     /// from offline_database.cpp, combined as `getRegionCompletedStatus` does.
-    func mapLibreCompletedStatus(_ region: Int64, _ database: Database) throws -> PackProgress {
+    func mapLibreCompletedStatus(_ region: Int64, _ database: Database) throws -> StoredProgress {
         func query(_ sql: String) throws -> (Int64, Int64) {
             let statement = try database.makeStatement(sql)
             try statement.bind([.integer(region)])
@@ -16,7 +18,7 @@ import Testing
             "SELECT COUNT(*), SUM(LENGTH(data)) FROM region_resources, resources WHERE region_id = ?1 AND resource_id = resources.id ")
         let (tiles, tileSize) = try query(
             "SELECT COUNT(*), SUM(LENGTH(data)) FROM region_tiles, tiles WHERE region_id = ?1 AND tile_id = tiles.id ")
-        return PackProgress(completedResources: resources + tiles, completedBytes: resourceSize + tileSize,
+        return StoredProgress(completedResources: resources + tiles, completedBytes: resourceSize + tileSize,
                             completedTiles: tiles, completedTileBytes: tileSize)
     }
 
@@ -303,7 +305,7 @@ extension Statement {
         #expect(error.isStorageFull)
         #expect(outcome.failedPackIDs == [pack])
         #expect(try store.database.scalarInt("SELECT count(*) FROM tiles") == 0)
-        #expect(try store.progress(pack) == PackProgress())
+        #expect(try store.progress(pack) == StoredProgress())
         #expect(store.ambientCacheSize == ambientBefore)
         // Once there is room again, the same connection keeps working.
         try store.database.setMaximumPageCount(1 << 30)

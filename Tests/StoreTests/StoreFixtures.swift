@@ -1,11 +1,13 @@
 @testable import Store
+import Packs
+import PackdTestSupport
 
 /// Small builders for store tests: packs, tile and resource writes with generated bodies.
 enum StoreFixtures {
     static let template = "https://tiles.example/{z}/{x}/{y}.pbf"
 
     static func pack(_ name: String) -> PackRecord {
-        PackRecord(name: name, state: "active",
+        PackRecord(name: name, state: .active,
                    definition: #"{"style_url":"https://example/style.json","bounds":[0,0,1,1],"min_zoom":0,"max_zoom":2,"pixel_ratio":1}"#)
     }
 
@@ -16,7 +18,7 @@ enum StoreFixtures {
                              content: .body(try StoredBody.encoding(body)), packID: pack)
     }
 
-    static func resource(_ url: String, kind: OfflineSchema.Kind = .style, pack: Int64?, text: String) throws -> ResourceWrite {
+    static func resource(_ url: String, kind: ResourceKind = .style, pack: Int64?, text: String) throws -> ResourceWrite {
         ResourceWrite(key: .resource(url: url, kind: kind), content: .body(try StoredBody.encoding(Array(text.utf8))), packID: pack)
     }
 }

@@ -1,3 +1,4 @@
+import Packs
 import Testing
 @testable import Store
 
@@ -86,8 +87,8 @@ import Testing
         for name in ["alps", "Paris 100%", "paris_north", "berlin"] {
             ids.append(try store.createPack(StoreFixtures.pack(name), now: 10))
         }
-        try store.setPackState(ids[1], state: "complete", errorJSON: nil, now: 20)
-        try store.setPackState(ids[2], state: "failed", errorJSON: #"{"code":"storage_full"}"#, now: 21)
+        try store.setPackState(ids[1], state: .complete, error: nil, now: 20)
+        try store.setPackState(ids[2], state: .failed, error: PackError(.storageFull, "the disk is full"), now: 21)
         try store.updatePack(ids[0], name: "alpes", context: .some([1, 2, 3]), now: 22)
         let e1 = try store.appendEvent(packID: ids[0], type: "state", json: #"{"a":1}"#, now: 30)
         let e2 = try store.appendEvent(packID: ids[1], type: "progress", json: #"{"b":2}"#, now: 31)
@@ -100,11 +101,11 @@ import Testing
         #expect(try reader.packs().map(\.id) == ids)
         #expect(try reader.packCount() == 4)
         #expect(try reader.packs(after: ids[1], limit: 1).map(\.id) == [ids[2]])
-        #expect(try reader.packs(state: "complete").map(\.name) == ["Paris 100%"])
+        #expect(try reader.packs(state: .complete).map(\.name) == ["Paris 100%"])
         #expect(try reader.packs(nameContains: "100%").map(\.id) == [ids[1]]) // literal, not a LIKE pattern
         #expect(try reader.packs(nameContains: "_").map(\.id) == [ids[2]])
         let failed = try #require(try reader.pack(ids[2]))
-        #expect(failed.state == "failed" && failed.errorJSON == #"{"code":"storage_full"}"#)
+        #expect(failed.state == .failed && failed.error == PackError(.storageFull, "the disk is full"))
         let complete = try #require(try reader.pack(ids[1]))
         #expect(complete.completedAt == 20)
         let renamed = try #require(try reader.pack(ids[0]))

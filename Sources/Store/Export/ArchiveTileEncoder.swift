@@ -1,3 +1,5 @@
+import Packs
+
 /// Turns stored tile rows (MapLibre's `data` + `compressed`) into the bytes an archive stores:
 /// vector tiles as gzip members, images as they are. A zlib row becomes gzip by re-wrapping its
 /// deflate stream (inflate once for the CRC-32, never deflate again); only rows stored raw are

@@ -1,4 +1,5 @@
 import CZlib
+import Packs
 
 /// gzip (RFC 1952) as tile archives want it: PMTiles directories and metadata, MBTiles vector
 /// tiles. Headers carry no name and mtime 0, so equal inputs give equal bytes and identical

@@ -1,7 +1,7 @@
 /// A pack's durable progress, as stored in `packd_progress`. "Completed" counts distinct rows
 /// linked to the pack (`region_resources` + `region_tiles`), bytes are `LENGTH(data)` as MapLibre
 /// sums them: the same numbers MapLibre's `getRegionCompletedStatus` reports.
-public struct PackProgress: Sendable, Equatable, Codable {
+public struct StoredProgress: Sendable, Equatable, Codable {
     /// Resources of every kind, tiles included.
     public var completedResources: Int64
     public var completedBytes: Int64
@@ -19,8 +19,8 @@ public struct PackProgress: Sendable, Equatable, Codable {
     }
 
     /// The completed counts only (what a recount from the link tables can know).
-    public var completed: PackProgress {
-        PackProgress(completedResources: completedResources, completedBytes: completedBytes,
+    public var completed: StoredProgress {
+        StoredProgress(completedResources: completedResources, completedBytes: completedBytes,
                      completedTiles: completedTiles, completedTileBytes: completedTileBytes)
     }
 }

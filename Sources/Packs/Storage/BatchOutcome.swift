@@ -5,14 +5,14 @@ public struct BatchOutcome: Sendable {
     /// Writes that found no row to revalidate or link (the caller must download them).
     public var missing: [ResourceKey] = []
     /// The progress rows of every pack the batch touched, as committed.
-    public var progress: [Int64: PackProgress] = [:]
+    public var progress: [Int64: StoredProgress] = [:]
     /// Packs whose tile links were refused because the global tile limit was reached.
     public var tileLimitExceeded: Set<Int64> = []
     /// Distinct tiles linked to any pack after the batch.
     public var linkedTiles: Int64 = 0
     /// Set when the batch was rolled back (nothing above is durable then); `isStorageFull`
     /// tells the download layer to fail packs with `storage_full`.
-    public var error: DatabaseError?
+    public var error: StoreError?
     /// With `error`: the packs that had writes in the lost batch (to retry or fail them).
     public var failedPackIDs: Set<Int64> = []
     /// How long the writer took to apply and commit the batch (for `/metrics`).

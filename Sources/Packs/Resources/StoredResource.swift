@@ -6,6 +6,13 @@ public struct StoredResource: Sendable, Equatable {
     public var cache: HTTPCacheHeaders
     public var accessed: Int64
 
+    public init(id: Int64, body: StoredBody?, cache: HTTPCacheHeaders, accessed: Int64) {
+        self.id = id
+        self.body = body
+        self.cache = cache
+        self.accessed = accessed
+    }
+
     /// Usable without revalidation at `now` (MapLibre: not expired).
     public func isFresh(now: Int64) -> Bool {
         guard let expires = cache.expires else { return true }

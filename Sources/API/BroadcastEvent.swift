@@ -1,28 +1,17 @@
-/// One server-sent event about a pack, as `EventBroadcaster` fans it out and replays it.
+import Packs
+
+/// One numbered server-sent event about a pack, as `EventBroadcaster` fans it out and replays it.
 ///
 /// The payload is kept as ready JSON bytes: it is encoded once by the publisher and then written to
 /// hundreds of subscribers, so nobody re-encodes it per stream.
-public struct PackEvent: Sendable, Equatable {
-    /// The `event:` field. Only `progress` may be coalesced or dropped for a slow client; every
-    /// other kind is a fact a client cannot reconstruct from a later event.
-    public enum Kind: String, Sendable, CaseIterable {
-        case progress
-        case state
-        case resourceError = "resource_error"
-        case tileLimitExceeded = "tile_limit_exceeded"
-        case packRemoved = "pack_removed"
-
-        /// Whether a later event of the same kind makes this one redundant.
-        public var isDroppable: Bool { self == .progress }
-    }
-
+public struct BroadcastEvent: Sendable, Equatable {
     public let id: Int64
-    public let kind: Kind
+    public let kind: PackEvent.Kind
     public let packID: Int64
     /// One JSON document, the `data:` line.
     public let payload: [UInt8]
 
-    public init(id: Int64, kind: Kind, packID: Int64, payload: [UInt8]) {
+    public init(id: Int64, kind: PackEvent.Kind, packID: Int64, payload: [UInt8]) {
         self.id = id
         self.kind = kind
         self.packID = packID
@@ -49,7 +38,7 @@ public enum EventFilter: Sendable, Equatable, Hashable {
     case pack(Int64)
     case allPacks
 
-    public func accepts(_ event: PackEvent) -> Bool {
+    public func accepts(_ event: BroadcastEvent) -> Bool {
         accepts(packID: event.packID)
     }
 

@@ -51,9 +51,9 @@ public struct HTTPCacheHeaders: Sendable, Equatable {
                 }
             case "expires":
                 // An invalid Expires (often "0" or "-1") means "already expired" (RFC 9111 5.3).
-                expiresHeader = Self.parseHTTPDate(value) ?? 0
+                expiresHeader = HTTPDate.parse(value) ?? 0
             case "last-modified":
-                modified = Self.parseHTTPDate(value)
+                modified = HTTPDate.parse(value)
             case "etag":
                 let tag = value.trimmingSpaces()
                 etag = tag.isEmpty || tag.utf8.count > Self.maximumETagLength ? nil : String(tag)
@@ -84,60 +84,6 @@ public struct HTTPCacheHeaders: Sendable, Equatable {
             value = sum
         }
         return value
-    }
-
-    private static let months = ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"]
-
-    /// Parses the three HTTP date formats (RFC 9110 5.6.7): IMF-fixdate
-    /// (`Sun, 06 Nov 1994 08:49:37 GMT`), RFC 850 (`Sunday, 06-Nov-94 08:49:37 GMT`) and asctime
-    /// (`Sun Nov  6 08:49:37 1994`). Returns Unix seconds, nil for anything else.
-    public static func parseHTTPDate<S: StringProtocol>(_ text: S) -> Int64? {
-        guard text.utf8.count <= 64 else { return nil }
-        var month: Int?
-        var day: Int?
-        var year: Int?
-        var time: (Int, Int, Int)?
-        for token in text.split(whereSeparator: { $0 == " " || $0 == "," || $0 == "-" || $0 == "\t" }) {
-            if token.contains(":") {
-                let parts = token.split(separator: ":", omittingEmptySubsequences: false)
-                guard time == nil, parts.count == 3,
-                      let hour = Int(parts[0]), let minute = Int(parts[1]), let second = Int(parts[2]),
-                      (0...23).contains(hour), (0...59).contains(minute), (0...60).contains(second)
-                else { return nil }
-                time = (hour, minute, second)
-            } else if let number = Int(token), token.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) {
-                // In all three formats the day comes before the year.
-                if day == nil {
-                    guard token.count <= 2 else { return nil }
-                    day = number
-                } else if year == nil {
-                    switch token.count {
-                    case 4: year = number
-                    case 2: year = number < 70 ? 2000 + number : 1900 + number
-                    default: return nil
-                    }
-                } else {
-                    return nil
-                }
-            } else if let index = months.firstIndex(of: token.lowercased()) {
-                guard month == nil else { return nil }
-                month = index + 1
-            }
-            // Weekday names and "GMT" carry no information we need.
-        }
-        guard let month, let day, let year, let time, (1...31).contains(day), (1601...9999).contains(year) else { return nil }
-        let days = daysSinceEpoch(year: year, month: month, day: day)
-        return Int64(days) * 86_400 + Int64(time.0 * 3600 + time.1 * 60 + time.2)
-    }
-
-    /// Howard Hinnant's days_from_civil: proleptic Gregorian date to days since 1970-01-01.
-    static func daysSinceEpoch(year: Int, month: Int, day: Int) -> Int {
-        let y = month <= 2 ? year - 1 : year
-        let era = (y >= 0 ? y : y - 399) / 400
-        let yearOfEra = y - era * 400
-        let dayOfYear = (153 * (month + (month > 2 ? -3 : 9)) + 2) / 5 + day - 1
-        let dayOfEra = yearOfEra * 365 + yearOfEra / 4 - yearOfEra / 100 + dayOfYear
-        return era * 146_097 + dayOfEra - 719_468
     }
 }
 

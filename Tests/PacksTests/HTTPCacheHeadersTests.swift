@@ -1,5 +1,6 @@
+import Packs
 import Testing
-@testable import Store
+@testable import Packs
 
 @Suite struct HTTPCacheHeadersTests {
     // 1994-11-06 08:49:37 UTC, the RFC's example date.
@@ -11,19 +12,19 @@ import Testing
         "Sun Nov  6 08:49:37 1994",
     ])
     func parsesTheThreeHTTPDateFormats(_ text: String) {
-        #expect(HTTPCacheHeaders.parseHTTPDate(text) == rfcExample)
+        #expect(HTTPDate.parse(text) == rfcExample)
     }
 
     @Test func parsesDatesAcrossLeapYearsAndTheEpoch() {
-        #expect(HTTPCacheHeaders.parseHTTPDate("Thu, 01 Jan 1970 00:00:00 GMT") == 0)
-        #expect(HTTPCacheHeaders.parseHTTPDate("Tue, 29 Feb 2000 12:00:00 GMT") == 951_825_600)
-        #expect(HTTPCacheHeaders.parseHTTPDate("Sat, 01 Mar 2025 00:00:00 GMT") == 1_740_787_200)
+        #expect(HTTPDate.parse("Thu, 01 Jan 1970 00:00:00 GMT") == 0)
+        #expect(HTTPDate.parse("Tue, 29 Feb 2000 12:00:00 GMT") == 951_825_600)
+        #expect(HTTPDate.parse("Sat, 01 Mar 2025 00:00:00 GMT") == 1_740_787_200)
     }
 
     @Test(arguments: ["", "0", "-1", "yesterday", "Sun, 06 Foo 1994 08:49:37 GMT", "Sun, 32 Nov 1994 08:49:37 GMT",
                       "Sun, 06 Nov 1994 25:49:37 GMT", "Sun, 06 Nov 99999 08:49:37 GMT", String(repeating: "9", count: 5000)])
     func rejectsMalformedDates(_ text: String) {
-        #expect(HTTPCacheHeaders.parseHTTPDate(text) == nil)
+        #expect(HTTPDate.parse(text) == nil)
     }
 
     @Test func maxAgeWinsOverExpiresAndSetsExpiryFromNow() {

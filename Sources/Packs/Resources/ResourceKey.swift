@@ -18,7 +18,7 @@ public struct TileKey: Hashable, Sendable {
 
 /// What a stored row is keyed by: a tile, or any other resource by canonical URL and kind.
 public enum ResourceKey: Hashable, Sendable {
-    case resource(url: String, kind: OfflineSchema.Kind)
+    case resource(url: String, kind: ResourceKind)
     case tile(TileKey)
 
     public var isTile: Bool {

@@ -1,42 +1,8 @@
 import CZlib
+import PackdTestSupport
+import Packs
 import Testing
-@testable import Store
-
-/// Deterministic pseudo-random bytes (SplitMix64) so tests need no fixtures.
-func randomBytes(count: Int, seed: UInt64) -> [UInt8] {
-    var state = seed
-    var bytes = [UInt8]()
-    bytes.reserveCapacity(count)
-    while bytes.count < count {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        z ^= z >> 31
-        withUnsafeBytes(of: z) { bytes.append(contentsOf: $0.prefix(count - bytes.count)) }
-    }
-    return bytes
-}
-
-/// gzip with zlib itself (windowBits 31), as an upstream would serve it.
-func gzip(_ input: [UInt8]) -> [UInt8] {
-    var stream = z_stream()
-    precondition(packd_deflateInit2(&stream, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 31, 8, Z_DEFAULT_STRATEGY) == Z_OK)
-    defer { deflateEnd(&stream) }
-    var output = [UInt8](repeating: 0, count: Int(deflateBound(&stream, uLong(input.count))) + 32)
-    var input = input
-    let produced = input.withUnsafeMutableBufferPointer { inBuffer in
-        output.withUnsafeMutableBufferPointer { outBuffer -> Int in
-            stream.next_in = inBuffer.baseAddress
-            stream.avail_in = uInt(inBuffer.count)
-            stream.next_out = outBuffer.baseAddress
-            stream.avail_out = uInt(outBuffer.count)
-            precondition(deflate(&stream, Z_FINISH) == Z_STREAM_END)
-            return outBuffer.count - Int(stream.avail_out)
-        }
-    }
-    return Array(output[0..<produced])
-}
+@testable import Packs
 
 let sampleJSON = Array((0..<400).map { "{\"layer\":\"roads\",\"id\":\($0),\"kind\":\"motorway\"}," }.joined().utf8)
 
@@ -111,7 +77,7 @@ let sampleJSON = Array((0..<400).map { "{\"layer\":\"roads\",\"id\":\($0),\"kind
     }
 
     @Test func inflateIsBoundedAgainstBombs() throws {
-        let bomb = gzip([UInt8](repeating: 0, count: 4 << 20))
+        let bomb = gzip([UInt8](repeating: 0, count: 4 << 20), level: Z_DEFAULT_COMPRESSION)
         #expect(bomb.count < 10_000)
         #expect(throws: ZlibCodec.Failure.tooLarge(limit: 1 << 20)) {
             try StoredBody.encoding(bomb, inflateLimit: 1 << 20)

@@ -6,6 +6,14 @@ public struct StoredEvent: Sendable, Equatable {
     /// The event's JSON payload as stored.
     public var json: String
     public var createdAt: Int64
+
+    public init(id: Int64, packID: Int64?, type: String, json: String, createdAt: Int64) {
+        self.id = id
+        self.packID = packID
+        self.type = type
+        self.json = json
+        self.createdAt = createdAt
+    }
 }
 
 /// One row of `packd_errors`: a resource that failed for good.
@@ -16,6 +24,15 @@ public struct ResourceFailure: Sendable, Equatable {
     public var message: String
     public var attempts: Int64
     public var at: Int64
+
+    public init(id: Int64, url: String, status: Int64?, message: String, attempts: Int64, at: Int64) {
+        self.id = id
+        self.url = url
+        self.status = status
+        self.message = message
+        self.attempts = attempts
+        self.at = at
+    }
 }
 
 /// A stored response for an `Idempotency-Key`.
@@ -25,4 +42,12 @@ public struct IdempotencyEntry: Sendable, Equatable {
     public var status: Int64
     public var body: [UInt8]
     public var createdAt: Int64
+
+    public init(requestHash: String, packID: Int64?, status: Int64, body: [UInt8], createdAt: Int64) {
+        self.requestHash = requestHash
+        self.packID = packID
+        self.status = status
+        self.body = body
+        self.createdAt = createdAt
+    }
 }

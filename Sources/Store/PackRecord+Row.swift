@@ -1,0 +1,51 @@
+import CSQLite
+import Foundation
+import Packs
+
+/// How a `PackRecord` is read from `packd_packs` (with its MapLibre region and last revalidation).
+extension PackRecord {
+    static let selectSQL = """
+        SELECT p.region_id, p.name, p.state, p.error, p.context, r.definition, p.created_at, p.updated_at,
+               p.completed_at, p.limits, p.expected_resources, p.expected_tiles, p.expected_is_precise,
+               p.update_available, p.update_checked_at,
+               i.unchanged, i.updated, i.removed, i.started_at, i.completed_at
+        FROM packd_packs p JOIN regions r ON r.id = p.region_id
+        LEFT JOIN packd_invalidations i ON i.pack_id = p.region_id
+        """
+
+    /// Reads the current row of a statement built on `selectSQL`. A state this version does not
+    /// know is a corrupt row, not a guess.
+    init(row: Statement) throws(DatabaseError) {
+        let stateText = row.string(at: 2) ?? ""
+        guard let state = PackState(rawValue: stateText) else {
+            throw DatabaseError(code: SQLITE_CORRUPT, message: "pack \(row.int64(at: 0)) has an unknown state '\(stateText)'")
+        }
+        self.init(id: row.int64(at: 0), name: row.string(at: 1) ?? "", state: state,
+                  error: row.string(at: 3).flatMap(Self.decodeError), context: row.blob(at: 4),
+                  definition: row.string(at: 5) ?? "",
+                  createdAt: row.int64(at: 6), updatedAt: row.int64(at: 7), completedAt: row.optionalInt64(at: 8),
+                  limits: row.string(at: 9).flatMap(Self.decodeLimits) ?? PackLimits(),
+                  expectedResources: row.int64(at: 10), expectedTiles: row.int64(at: 11),
+                  expectedIsPrecise: row.int64(at: 12) != 0, updateAvailable: row.int64(at: 13) != 0,
+                  updateCheckedAt: row.optionalInt64(at: 14),
+                  invalidation: row.optionalInt64(at: 18).map { startedAt in
+                      PackInvalidation(unchanged: row.int64(at: 15), updated: row.int64(at: 16), removed: row.int64(at: 17),
+                                       startedAt: startedAt, completedAt: row.optionalInt64(at: 19))
+                  })
+    }
+
+    /// The `error` column's JSON; an unreadable one still tells that the pack failed.
+    static func decodeError(_ json: String) -> PackError? {
+        (try? JSONDecoder().decode(PackError.self, from: Data(json.utf8)))
+            ?? PackError(.internalError, "the stored error is unreadable: \(json.prefix(200))")
+    }
+
+    static func decodeLimits(_ json: String) -> PackLimits? {
+        try? JSONDecoder().decode(PackLimits.self, from: Data(json.utf8))
+    }
+
+    /// The columns' JSON: sorted keys, as the API writes documents.
+    static func encodeJSON(_ value: some Encodable) -> String? {
+        (try? SortedJSONEncoder.encode(value)).map { String(decoding: $0, as: UTF8.self) }
+    }
+}
