@@ -96,10 +96,12 @@ let package = Package(
         .target(name: "WorkSharing", dependencies: ["Plan", "Geo"]),
         .testTarget(name: "WorkSharingTests", dependencies: ["WorkSharing", "Plan", "Geo"]),
         // The cluster-mode store on PostgreSQL.
-        .target(name: "PostgresStore", dependencies: ["Postgres", "WorkSharing", "Plan", "Geo"]),
+        .target(name: "PostgresStore", dependencies: ["Packs", "Postgres", "WorkSharing", "Plan", "Geo"]),
         .testTarget(
             name: "PostgresStoreTests",
-            dependencies: ["PostgresStore", "Postgres", "PostgresTestSupport", "PackdTestSupport", "WorkSharing", "Plan", "Geo"]
+            dependencies: [
+                "PostgresStore", "Packs", "Postgres", "PostgresTestSupport", "PackdTestSupport", "WorkSharing", "Plan", "Geo",
+            ]
         ),
 
         .testTarget(name: "PacksTests", dependencies: ["Packs", "CZlib", "PackdTestSupport"]),

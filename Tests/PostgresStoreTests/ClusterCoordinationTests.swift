@@ -1,4 +1,5 @@
 import Foundation
+import Packs
 import Postgres
 import PostgresStore
 import PackdTestSupport
@@ -77,17 +78,19 @@ import WorkSharing
     /// more packs than the limit.
     @Test func activationHoldsTheLimitClusterWide() throws {
         let connection = try database.connect()
-        let packs = try (0..<10).map { try database.insertPack("p\($0)", state: "waiting", on: connection) }
+        let packs = try (0..<10).map { try database.insertPack("p\($0)", state: PackState.queued.rawValue, on: connection) }
         let activated = Collected<Int64>()
         try concurrently(4) { index in
             let own = try database.connect("activator-\(index)")
-            activated.append(contentsOf: try PackActivation.activate(limit: 3, queued: "waiting", active: "running", now: 1, on: own))
+            activated.append(contentsOf: try PackActivation.activate(limit: 3, now: 1, on: own))
         }
         #expect(activated.all.sorted() == Array(packs.prefix(3)))
-        #expect(try connection.scalarInt("SELECT count(*) FROM packd_packs WHERE state = 'running'") == 3)
-        #expect(try PackActivation.activate(limit: 3, queued: "waiting", active: "running", now: 2, on: connection).isEmpty)
-        try connection.query("UPDATE packd_packs SET state = 'finished' WHERE region_id = $1", [.int8(packs[1])])
-        #expect(try PackActivation.activate(limit: 3, queued: "waiting", active: "running", now: 3, on: connection) == [packs[3]])
+        #expect(try connection.scalarInt("SELECT count(*) FROM packd_packs WHERE state = $1", [.text(PackState.active.rawValue)]) == 3)
+        #expect(try PackActivation.activate(limit: 3, now: 2, on: connection).isEmpty)
+        try connection.query("UPDATE packd_packs SET state = $2 WHERE region_id = $1",
+                             [.int8(packs[1]), .text(PackState.complete.rawValue)])
+        #expect(try PackActivation.activate(limit: 3, now: 3, on: connection) == [packs[3]])
+        #expect(try connection.scalarInt("SELECT updated_at FROM packd_packs WHERE region_id = $1", [.int8(packs[3])]) == 3)
     }
 
     /// Event ids follow commit order: a transaction that appended first but commits last holds

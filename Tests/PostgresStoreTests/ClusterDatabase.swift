@@ -1,5 +1,6 @@
 import Foundation
 import Geo
+import Packs
 import Plan
 import Postgres
 import PostgresStore
@@ -26,7 +27,8 @@ struct ClusterDatabase {
 
     /// A pack row (region, pack, progress) in state `state`; its id.
     @discardableResult
-    func insertPack(_ name: String = "pack", state: String = "s0", on connection: PostgresConnection) throws -> Int64 {
+    func insertPack(_ name: String = "pack", state: String = PackState.inactive.rawValue,
+                    on connection: PostgresConnection) throws -> Int64 {
         try connection.transaction {
             let id = try connection.query("INSERT INTO regions (definition) VALUES ('{}') RETURNING id").first!.int64(0)
             try connection.query("""
