@@ -35,7 +35,7 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
-        .target(name: "Store", dependencies: ["Packs", "CSQLite", "CZlib"]),
+        .target(name: "Store", dependencies: ["Packs", "Loop", "CSQLite", "CZlib"]),
         // The child process StoreTests SIGKILLs mid-stream to prove crash safety.
         .executableTarget(name: "packd-store-crash-writer", dependencies: ["Store", "Packs"]),
 
@@ -43,7 +43,7 @@ let package = Package(
         .target(
             name: "API",
             dependencies: [
-                "Packs", "Server", "Loop", "Store", "Plan", "Geo",
+                "Packs", "Jobs", "Server", "Loop", "Plan", "Geo",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
@@ -53,7 +53,7 @@ let package = Package(
         .target(name: "Plan", dependencies: ["Packs", "Geo"]),
         .target(name: "Fetch", dependencies: ["Packs", "Loop", "CCurl", "CUV"]),
         // The download engine: one pack's state machine and the scheduler of packs.
-        .target(name: "Jobs", dependencies: ["Packs", "Loop", "Fetch", "Store", "Plan", "Geo"]),
+        .target(name: "Jobs", dependencies: ["Packs", "Loop", "Fetch", "Plan", "Geo"]),
 
         .executableTarget(
             name: "packd",
@@ -109,7 +109,7 @@ let package = Package(
         .testTarget(
             name: "APITests",
             dependencies: [
-                "API", "Packs", "Server", "Loop", "Store", "CZlib", "PackdTestSupport",
+                "API", "Jobs", "Packs", "Server", "Loop", "Store", "CZlib", "PackdTestSupport",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),

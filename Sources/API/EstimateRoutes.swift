@@ -1,3 +1,5 @@
+import Loop
+import Packs
 import Logging
 import Plan
 import Server
@@ -6,7 +8,8 @@ import Server
 /// counted at once; a style region's documents are fetched first (`EstimateJob`). Nothing is
 /// stored. Loop thread only.
 struct EstimateRoutes {
-    let store: StoreAccess
+    let store: any PackStore
+    let loop: EventLoop
     let upstream: UpstreamAccess
     let logger: Logger
 
@@ -30,7 +33,7 @@ struct EstimateRoutes {
         } else {
             client = nil
         }
-        EstimateJob(region: region, store: store, client: client, responder: responder, logger: logger).start()
+        EstimateJob(region: region, store: store, loop: loop, client: client, responder: responder, logger: logger).start()
     }
 
     /// `{"region": {...}}`, validated as `POST /v1/packs` validates its region (422 with pointers).

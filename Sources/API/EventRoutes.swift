@@ -1,13 +1,12 @@
 import Logging
 import Packs
 import Server
-import Store
 
 /// `GET /v1/events` and `GET /v1/packs/{id}/events`: server-sent events with `Last-Event-ID`
 /// resumption — from the broadcaster's ring when it still holds the events, else from the
 /// durable log, else (events already trimmed) a `progress` snapshot.
 public struct EventRoutes {
-    public let store: StoreAccess
+    public let store: any PackStore
     public let events: EventBroadcaster
     let logger: Logger
     /// At most this many logged events are replayed; a client further behind gets a snapshot.
@@ -15,7 +14,7 @@ public struct EventRoutes {
     /// Packs in an all-packs snapshot.
     static let maximumSnapshotPacks = 500
 
-    public init(store: StoreAccess, events: EventBroadcaster, logger: Logger = Logger(label: "packd.api")) {
+    public init(store: any PackStore, events: EventBroadcaster, logger: Logger = Logger(label: "packd.api")) {
         self.store = store
         self.events = events
         self.logger = logger
@@ -71,7 +70,7 @@ public struct EventRoutes {
             }
             if wantsSnapshot {
                 let packs = try packID.map { try reader.pack($0).map { [$0] } ?? [] }
-                    ?? reader.packs(limit: Self.maximumSnapshotPacks)
+                    ?? reader.packs(after: 0, state: nil, nameContains: nil, limit: Self.maximumSnapshotPacks)
                 start.snapshot = try packs.map { pack in
                     let progress = try reader.progress(pack.id) ?? StoredProgress()
                     return (pack.id, JSONBody.encode(ProgressEvent(

@@ -1,5 +1,5 @@
+import Packs
 import Server
-import Store
 
 /// Builds one export into a scratch file on a pool thread: checks the pack (exists, `complete`
 /// unless `partial`), resolves the tile source, and writes the file with the Store's exporters.
@@ -10,7 +10,7 @@ enum ExportJob {
         case refused(Problem)
     }
 
-    static func run(pack: Int64, request: ExportRequest, to path: String, reader: StoreReader) throws -> Outcome {
+    static func run(pack: Int64, request: ExportRequest, to path: String, reader: any StoreReading & PackExporting) throws -> Outcome {
         guard let record = try reader.pack(pack) else { return .refused(PackRoutes.notFound(pack)) }
         if record.state != .complete, !request.partial {
             return .refused(Problem(.conflict, detail: "pack \(pack) is \(record.state), not complete; add partial=true to export what it holds so far"))
@@ -18,17 +18,16 @@ enum ExportJob {
         do {
             switch request.format {
             case .maplibre:
-                let summary = try MapLibreExport.write(pack: pack, databasePath: reader.database.path, to: path)
-                return .written(tiles: summary.tiles)
+                return .written(tiles: try reader.exportMapLibre(pack: pack, to: path).tiles)
             case .mbtiles, .pmtiles:
-                let sources = try PackTileSource.all(pack: pack, in: reader.database)
+                let sources = try reader.tileSources(pack: pack)
                 let template = try request.source.map {
                     try ExportSourceName.urlTemplate(for: $0, pack: pack, sources: sources, reader: reader)
                 }
-                let source = try PackTileSource.choose(pack: pack, urlTemplate: template, in: reader.database)
-                let write = request.format == .mbtiles ? MBTilesExport.write : PMTilesExport.write
-                let summary = try write(pack, source, record.name, reader.database, path)
-                return .written(tiles: summary.tileCount)
+                let source = try sources.choose(urlTemplate: template)
+                let format: TileArchiveFormat = request.format == .mbtiles ? .mbtiles : .pmtiles
+                return .written(tiles: try reader.exportTileArchive(pack: pack, source: source, format: format, name: record.name,
+                                                                    to: path))
             }
         } catch let error as ExportError {
             guard let problem = problem(error, pack: pack) else { throw error }
@@ -49,7 +48,7 @@ enum ExportJob {
         case .unknownTileSource(let name):
             let detail = "the pack has no tile source named \(name)"
             return Problem(.validationFailed, detail: detail, errors: [Problem.FieldError(parameter: "source", detail: detail)])
-        case .invalidTile, .database, .file:
+        case .invalidTile, .store, .file:
             return nil
         }
     }

@@ -1,8 +1,8 @@
 import Foundation
+import Packs
 import Logging
 import Loop
 import Server
-import Store
 
 /// `GET /v1/packs/{id}/export`: builds the file on a pool thread into the scratch directory
 /// (never in memory, never on the loop), then streams it with `Content-Length`, so a client sees
@@ -10,7 +10,8 @@ import Store
 /// however it ends: sent, failed, or the client gone mid-download or before the file was ready.
 final class ExportRoutes {
     private let context: SharingContext
-    private var store: StoreAccess { context.store }
+    private var store: any PackStore { context.store }
+    private var loop: EventLoop { context.loop }
     private var settings: SharingSettings { context.settings }
     private var slots: FileTransferSlots { context.slots }
     private var logger: Logger { context.logger }
@@ -42,10 +43,10 @@ final class ExportRoutes {
             slots.release()
             switch result {
             case .failure(let error):
-                ScratchFile.remove(path, loop: store.loop)
+                ScratchFile.remove(path, loop: loop)
                 responder.respondInternalError(error, logger: logger, "exporting pack \(packID)")
             case .success(.refused(let problem)):
-                ScratchFile.remove(path, loop: store.loop)
+                ScratchFile.remove(path, loop: loop)
                 responder.respond(problem)
             case .success(.written(let tiles)):
                 logger.info("exported pack \(packID) as \(query.format.rawValue): \(tiles) tiles in \(ContinuousClock.now - started)")
@@ -54,7 +55,7 @@ final class ExportRoutes {
                     "Content-Disposition": "attachment; filename=\"pack-\(packID).\(query.format.fileExtension)\"",
                     "Cache-Control": "no-store",
                 ]
-                let loop = store.loop
+                let loop = loop
                 responder.respondWithFile(path: path, headers: headers) { _ in ScratchFile.remove(path, loop: loop) }
             }
         }

@@ -1,6 +1,5 @@
 import Foundation
 import Packs
-import Store
 
 /// Resolves `?source=NAME` of an archive export to one of the pack's stored tilesets. NAME is
 /// either a tile URL template exactly as stored, or the name of a source in the pack's stored
@@ -9,7 +8,7 @@ import Store
 enum ExportSourceName {
     /// The URL template to hand to `PackTileSource.choose`: NAME itself when it is no style
     /// source name (the store then reports an unknown template).
-    static func urlTemplate(for name: String, pack: Int64, sources: [PackTileSource], reader: StoreReader) throws -> String {
+    static func urlTemplate(for name: String, pack: Int64, sources: [PackTileSource], reader: any StoreReading & PackExporting) throws -> String {
         if sources.contains(where: { $0.urlTemplate == name }) { return name }
         guard let record = try reader.pack(pack),
               let definition = try JSONSerialization.jsonObject(with: Data(record.definition.utf8)) as? [String: Any],
@@ -27,8 +26,8 @@ enum ExportSourceName {
     }
 
     /// A stored JSON object (style or TileJSON), inflated with the store's limit.
-    private static func json(_ reader: StoreReader, _ key: ResourceKey) throws -> [String: Any]? {
-        guard let body = try reader.read(key)?.body else { return nil }
+    private static func json(_ reader: any StoreReading & PackExporting, _ key: ResourceKey) throws -> [String: Any]? {
+        guard let body = try reader.resource(key, linkedTo: nil)?.body else { return nil }
         let bytes = try body.data.withUnsafeBytes { raw in
             body.compressed ? try ZlibCodec.inflate(raw).output : Array(raw)
         }

@@ -1,7 +1,7 @@
+import Packs
 import Logging
 import Loop
 import Server
-import Store
 
 /// `POST /v1/imports`: the body (a MapLibre offline database) is streamed to a scratch file with
 /// the import size limit as the route's body limit (413 from the server, before or during the
@@ -10,7 +10,8 @@ import Store
 /// whatever happens.
 final class ImportRoutes {
     private let context: SharingContext
-    private var store: StoreAccess { context.store }
+    private var store: any PackStore { context.store }
+    private var loop: EventLoop { context.loop }
     private var settings: SharingSettings { context.settings }
     private var slots: FileTransferSlots { context.slots }
     private var logger: Logger { context.logger }
@@ -41,7 +42,7 @@ final class ImportRoutes {
             return refuse(after: body, responder, Problem(.unavailable, detail: "\(slots.limit) exports or imports are running; try again shortly"),
                           headers: ["Retry-After": "5"])
         }
-        let upload = UploadFile(path: settings.scratchPath("import", "sqlite"), loop: store.loop, body: body)
+        let upload = UploadFile(path: settings.scratchPath("import", "sqlite"), loop: loop, body: body)
         upload.receive { [self] result in
             switch result {
             case .failure(.body(let failure)):
@@ -54,7 +55,7 @@ final class ImportRoutes {
             case .success(let path):
                 process(path, responder) { [self] in
                     slots.release()
-                    ScratchFile.remove(path, loop: store.loop)
+                    ScratchFile.remove(path, loop: loop)
                 }
             }
         }
@@ -62,15 +63,16 @@ final class ImportRoutes {
 
     private func process(_ path: String, _ responder: APIResponder, done: @escaping () -> Void) {
         let settings = settings
-        store.loop.runOnThreadPool({ ImportJob.check(path, settings: settings) }) { [self] checked in
-            let upload: ValidatedImport
+        let store = store
+        loop.runOnThreadPool({ store.checkUpload(path: path, limits: settings.importLimits, scratchDirectory: settings.scratchDirectory) }) { [self] checked in
+            let upload: any CheckedUpload
             switch checked {
             case .failure(let error):
                 done()
                 return refuse(error, responder)
             case .success(let value): upload = value
             }
-            store.write({ database in try ImportJob.merge(upload, into: database) }) { [self] merged in
+            store.write({ database in try database.importUpload(upload) }) { [self] merged in
                 switch merged {
                 case .failure(let error as ImportError):
                     done()
@@ -80,7 +82,7 @@ final class ImportRoutes {
                     responder.respondInternalError(error, logger: logger, "merging the import")
                 case .success(let merged):
                     done()
-                    logger.info("imported \(merged.packs.count) regions: \(merged.preview.resources) resources, \(merged.preview.tiles) tiles")
+                    logger.info("imported \(merged.packs.count) regions: \(merged.resources) resources, \(merged.tiles) tiles")
                     store.read({ reader in try ImportJob.result(merged, reader: reader) }) { [self] body in
                         switch body {
                         case .failure(let error): responder.respondInternalError(error, logger: logger, "reading the imported packs")

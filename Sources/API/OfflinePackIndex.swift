@@ -1,6 +1,6 @@
 import Foundation
+import Packs
 import Plan
-import Store
 
 /// What one pack's offline URLs map to in the store: the style (if the pack has one), and for
 /// each tile source the `tiles` key (stored URL template and pixel ratio) its tiles were stored
@@ -26,7 +26,7 @@ struct OfflinePackIndex: Sendable {
 
     /// Reads the pack's region, its stored style and TileJSONs. Throws `Unavailable` for an
     /// unknown pack or one whose style is not stored yet.
-    static func load(packID: Int64, from reader: StoreReader) throws -> OfflinePackIndex {
+    static func load(packID: Int64, from reader: any StoreReading & PackExporting) throws -> OfflinePackIndex {
         guard let record = try reader.pack(packID) else { throw Unavailable(detail: "no pack with id \(packID)") }
         let json = try JSONSerialization.jsonObject(with: Data(record.definition.utf8))
         let region = try RegionDefinition(mapLibreJSON: json)
@@ -37,7 +37,7 @@ struct OfflinePackIndex: Sendable {
             return OfflinePackIndex(packID: packID, style: nil,
                                     tileSources: [PlanBuilder.templateSourceID: TileSource(tileset: tileset, pixelRatio: ratio, tileJSONURL: nil)])
         case .style(let styleURL):
-            guard let body = try reader.read(.resource(url: styleURL, kind: .style), linkedTo: packID)?.body else {
+            guard let body = try reader.resource(.resource(url: styleURL, kind: .style), linkedTo: packID)?.body else {
                 throw Unavailable(detail: "pack \(packID) holds no style yet")
             }
             let style = try OfflineStyle(style: Data(try body.decoded()), url: styleURL)
@@ -50,7 +50,7 @@ struct OfflinePackIndex: Sendable {
                 case .inline(let inline): tileset = inline
                 case .tileJSON(let url):
                     // A TileJSON the download has not stored yet: its tiles are not there either.
-                    guard let stored = try reader.read(.resource(url: url, kind: .source), linkedTo: packID)?.body,
+                    guard let stored = try reader.resource(.resource(url: url, kind: .source), linkedTo: packID)?.body,
                           let parsed = try? Tileset(tileJSON: Data(try stored.decoded()), url: url) else { continue }
                     tileset = parsed
                     tileJSONURL = url

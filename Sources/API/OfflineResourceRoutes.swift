@@ -3,7 +3,6 @@ import Logging
 import Packs
 import Plan
 import Server
-import Store
 
 /// Serves a pack for offline rendering: `style.json` with every URL rewritten to packd, and the
 /// stored TileJSONs, tiles, GeoJSON/image data, sprites and glyphs behind those URLs (openapi.yaml,
@@ -19,7 +18,7 @@ import Store
 /// `?access_token=`; a style or TileJSON fetched with one carries the same token in every URL it
 /// returns (the caller's own key, to the caller, marked `Cache-Control: private, no-store`).
 public final class OfflineResourceRoutes {
-    let store: StoreAccess
+    let store: any PackStore
     let authenticator: APIKeyAuthenticator
     /// `scheme://host[:port]` for the rewritten URLs; nil: from the request's `Host`.
     let publicURL: String?
@@ -34,7 +33,7 @@ public final class OfflineResourceRoutes {
         responses.removeAll(packID: packID)
     }
 
-    public init(store: StoreAccess, authenticator: APIKeyAuthenticator, publicURL: String? = nil,
+    public init(store: any PackStore, authenticator: APIKeyAuthenticator, publicURL: String? = nil,
                 logger: Logger = Logger(label: "packd.api")) {
         self.store = store
         self.authenticator = authenticator
@@ -85,7 +84,7 @@ public final class OfflineResourceRoutes {
                                             links: links, request, responder)
             }
             self.store.read({ reader -> [UInt8]? in
-                guard let body = try reader.read(.resource(url: url, kind: .source), linkedTo: packID)?.body else { return nil }
+                guard let body = try reader.resource(.resource(url: url, kind: .source), linkedTo: packID)?.body else { return nil }
                 return Array(OfflineTileJSON.rewritten(Data(try body.decoded()), tileset: source.tileset, tilesURL: tilesURL))
             }) { result in
                 switch result {
@@ -200,7 +199,7 @@ public final class OfflineResourceRoutes {
             return answer(headers: cached.headers, notModified: isNotModified(etag: cached.etag, modified: cached.modified), body: cached.body)
         }
         store.read({ reader -> Prepared? in
-            guard let resource = try reader.read(key, linkedTo: packID) else { return nil }
+            guard let resource = try reader.resource(key, linkedTo: packID) else { return nil }
             var headers: [(String, String)] = []
             let etag = resource.cache.etag ?? Self.syntheticETag(resource, isTile: key.isTile)
             headers.append(("ETag", etag))

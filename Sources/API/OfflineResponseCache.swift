@@ -1,6 +1,5 @@
 import Packs
 import Server
-import Store
 
 /// Recently served offline resources, ready to send, so a map's repeated requests for the same
 /// tiles (every viewer of a pack asks for the same few hundred) are answered on the loop without a

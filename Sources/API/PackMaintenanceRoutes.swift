@@ -1,34 +1,23 @@
 import Foundation
+import Jobs
 import Logging
 import Packs
 import Server
-import Store
 
 /// `POST /v1/packs/{id}/invalidate` and `POST /v1/packs/{id}/check-update`: keeping a downloaded
 /// pack current. Invalidate only changes state (the scheduler revalidates, told through the pack
-/// routes' `onPackQueued`); check-update asks the upstream through `checkUpdate`, which the
-/// server wires to Jobs (the API does not fetch). Loop thread only.
+/// routes' `scheduling`); check-update probes the upstream with Jobs' `PackUpdateChecker`. Loop
+/// thread only.
 public final class PackMaintenanceRoutes {
-    /// What probing a pack's upstream found (`checkUpdate`'s answer).
-    public enum UpdateCheck: Sendable, Equatable {
-        case checked(updateAvailable: Bool)
-        /// The pack stored nothing to compare with yet.
-        case nothingToCompare
-        /// `url` (credentials removed) could not be probed; `status` when the upstream answered.
-        case upstreamFailed(url: String, status: Int?, detail: String)
-        /// The store could not be read; logged, answered as a bare 500.
-        case storageFailed(String)
-    }
+    /// Probes a pack's upstream (`packd` sets it over the server's fetcher); nil: the server
+    /// cannot fetch (answered 503).
+    public var updateChecker: (any UpdateChecking)?
 
-    /// Probes the pack's upstream; calls back on the loop thread. nil: the server cannot fetch
-    /// (answered 503).
-    public var checkUpdate: ((Int64, @escaping (UpdateCheck) -> Void) -> Void)?
-
-    let store: StoreAccess
+    let store: any PackStore
     let packs: PackRoutes
     let logger: Logger
 
-    public init(store: StoreAccess, packs: PackRoutes, logger: Logger = Logger(label: "packd.api")) {
+    public init(store: any PackStore, packs: PackRoutes, logger: Logger = Logger(label: "packd.api")) {
         self.store = store
         self.packs = packs
         self.logger = logger
@@ -41,26 +30,26 @@ public final class PackMaintenanceRoutes {
 
     private func invalidate(_ request: HTTPRequest, _ responder: APIResponder) {
         guard let packID = PackRoutes.packID(request, responder) else { return }
-        store.write({ database in try database.beginInvalidation(packID, now: PackRoutes.now()) }) { [self] result in
+        store.write({ database in try database.transition(packID, .invalidate, now: PackRoutes.now()) }) { [self] result in
             switch result {
             case .failure(let error):
                 responder.respondInternalError(error, logger: logger, "starting the revalidation")
             case .success(.noSuchPack):
                 responder.respond(PackRoutes.notFound(packID))
-            case .success(.refused(let state)):
-                responder.respond(Problem(.conflict, detail:
-                    "the pack is \(state); only a complete pack can be revalidated (resume it, or wait until it is complete)"))
-            case .success(.started):
-                packs.publishState(packID, state: .queued, previous: .complete)
+            case .success(.refused(let refusal)):
+                responder.respond(Problem(.conflict, detail: refusal.reason))
+            case .success(.applied(let transition)):
+                packs.publish(transition, packID: packID)
                 respondWithPack(packID, status: .accepted, responder)
-                packs.onPackQueued?(packID)
+                packs.perform(PackLifecycle.Transition(from: transition.from, to: transition.to,
+                                                       actions: transition.loopActions.filter { $0 == .enqueue }), packID: packID)
             }
         }
     }
 
     private func probe(_ request: HTTPRequest, _ responder: APIResponder) {
         guard let packID = PackRoutes.packID(request, responder) else { return }
-        guard let checkUpdate else {
+        guard let updateChecker else {
             return responder.respond(Problem(.unavailable, detail: "this server cannot reach upstreams"))
         }
         store.read({ reader in try reader.pack(packID) != nil }) { [self] result in
@@ -69,7 +58,7 @@ public final class PackMaintenanceRoutes {
             case .success(false): return responder.respond(PackRoutes.notFound(packID))
             case .success(true): break
             }
-            checkUpdate(packID) { [self] outcome in
+            updateChecker.check(packID) { [self] outcome in
                 switch outcome {
                 case .checked(let available):
                     store.write({ database in try database.setUpdateAvailable(packID, available, now: PackRoutes.now()) }) { [self] result in

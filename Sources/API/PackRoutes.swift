@@ -4,25 +4,20 @@ import Logging
 import Packs
 import Plan
 import Server
-import Store
 
 /// `/v1/packs` and its per-pack actions: creation (validated, idempotent), listing, polling with
 /// ETags, renaming, removal, suspend/resume and the failure list. State only: downloading is the
-/// scheduler's, which hears of state changes through `onPackQueued`/`onPackSuspended`/
-/// `onPackRemoved`. Loop thread only.
+/// scheduler's, which hears of state changes through its
+/// `PackScheduling` hooks. Loop thread only.
 public final class PackRoutes {
-    public let store: StoreAccess
+    public let store: any PackStore
     public let events: EventBroadcaster
     let logger: Logger
 
-    /// Called with a pack's id when it becomes `queued` (created with `start`, or resumed). The
-    /// download scheduler (Jobs) sets it to pick the pack up; nil until then. Loop thread.
-    public var onPackQueued: ((Int64) -> Void)?
-    /// Called when a `queued`/`active` pack becomes `inactive`: the scheduler cancels its transfers.
-    public var onPackSuspended: ((Int64) -> Void)?
-    /// Called after a pack was removed (also by a storage reset): the scheduler forgets it.
-    public var onPackRemoved: ((Int64) -> Void)?
-    /// The API's own caches of removed packs (offline serving), told before `onPackRemoved`.
+    /// What runs downloads (Jobs' scheduler, wired by `packd`): told when a pack becomes `queued`,
+    /// leaves `queued`/`active`, or is removed. nil until wired (the API alone then only keeps state).
+    public weak var scheduling: (any PackScheduling)?
+    /// The API's own caches of removed packs (offline serving), told before the scheduler.
     var removalObservers: [(Int64) -> Void] = []
 
     /// Rolling rates of committed progress, for `bytes_per_second` and `eta_seconds`.
@@ -53,7 +48,7 @@ public final class PackRoutes {
     static let idempotencyRetention: Int64 = 86_400
     static let pageLimit = 500
 
-    public init(store: StoreAccess, events: EventBroadcaster, logger: Logger = Logger(label: "packd.api")) {
+    public init(store: any PackStore, events: EventBroadcaster, logger: Logger = Logger(label: "packd.api")) {
         self.store = store
         self.events = events
         self.logger = logger
@@ -194,7 +189,7 @@ public final class PackRoutes {
                 ], body: document.body))
                 // A subscriber to `/v1/events` learns of the new pack as of any other state change.
                 publishState(document.packID, state: document.state, previous: nil)
-                if document.state == .queued { onPackQueued?(document.packID) }
+                if document.state == .queued { scheduling?.packQueued(document.packID) }
             }
         }
     }
@@ -245,7 +240,7 @@ public final class PackRoutes {
             }
         }
         // The tag is taken before the read, so a write that lands meanwhile keeps the result out.
-        let tag = documents.tag(storeChanges: store.writer.committedChanges)
+        let tag = documents.tag(storeChanges: store.committedChanges)
         if let cached = documents.entry(packID, current: tag) { return finish(.success((cached.body, cached.etag))) }
         // Every commit moves the tag: the polls arriving until the first read lands share it
         // rather than each sending a read to the pool (a burst of them was the p99 under load).
@@ -259,7 +254,7 @@ public final class PackRoutes {
             if readsInFlight[packID] === read { readsInFlight[packID] = nil }
             if case .success(let document?) = result {
                 documents.fill(packID, body: document.body, etag: document.etag, active: document.active, tag: tag,
-                               current: documents.tag(storeChanges: store.writer.committedChanges))
+                               current: documents.tag(storeChanges: store.committedChanges))
             }
             let shared = result.map { $0.map { (body: $0.body, etag: $0.etag) } }
             for waiter in read.waiters { waiter(shared) }
@@ -277,7 +272,7 @@ public final class PackRoutes {
         }
     }
 
-    static func document(_ packID: Int64, _ reader: StoreReader, rate: RollingRate? = nil) throws -> PackDocument? {
+    static func document(_ packID: Int64, _ reader: any StoreReading & PackExporting, rate: RollingRate? = nil) throws -> PackDocument? {
         guard let pack = try reader.pack(packID) else { return nil }
         return PackDocument(pack: pack, progress: try reader.progress(packID) ?? StoredProgress(), rate: rate)
     }
@@ -340,12 +335,13 @@ public final class PackRoutes {
 
     private func remove(_ request: HTTPRequest, _ responder: APIResponder) {
         guard let packID = Self.packID(request, responder) else { return }
-        onPackSuspended?(packID)
-        store.write({ database in try database.removePack(packID) }) { [self] result in
+        // Transfers stop before the rows go, so no write of the pack lands after its removal.
+        scheduling?.packSuspended(packID)
+        store.write({ database in try database.transition(packID, .delete, now: Self.now()) }) { [self] result in
             switch result {
             case .failure(let error): responder.respondInternalError(error, logger: logger, "removing the pack")
-            case .success(false): responder.respond(Self.notFound(packID))
-            case .success(true):
+            case .success(.noSuchPack), .success(.refused): responder.respond(Self.notFound(packID))
+            case .success(.applied):
                 responder.respond(HTTPResponse(status: .noContent))
                 packRemoved(packID)
             }
@@ -359,53 +355,59 @@ public final class PackRoutes {
         documents.invalidate()
         events.publish(.packRemoved(PackRemovedEvent(packID: packID)))
         for observer in removalObservers { observer(packID) }
-        onPackRemoved?(packID)
+        scheduling?.packRemoved(packID)
     }
 
-    enum StateChange {
-        case suspend, resume
-    }
-
-    private func changeState(_ request: HTTPRequest, _ responder: APIResponder, to change: StateChange) {
+    /// `suspend` and `resume`: the lifecycle decides (suspending a suspended pack changes
+    /// nothing and still answers with the pack).
+    private func changeState(_ request: HTTPRequest, _ responder: APIResponder, to event: PackLifecycle.Event) {
         guard let packID = Self.packID(request, responder) else { return }
-        store.write({ database -> (previous: PackState, current: PackState)? in
-            try database.database.transaction {
-                guard let previous = try database.packState(packID) else { return nil }
-                let next: PackState
-                switch (change, previous) {
-                case (.suspend, .queued), (.suspend, .active): next = .inactive
-                case (.resume, .inactive), (.resume, .failed): next = .queued
-                default: return (previous, previous)
-                }
-                if previous == .failed { try database.clearFailures(packID: packID) }
-                try database.setPackState(packID, state: next, error: nil, now: Self.now())
-                return (previous, next)
-            }
-        }) { [self] result in
+        store.write({ database in try database.transition(packID, event, now: Self.now()) }) { [self] result in
             switch result {
             case .failure(let error): responder.respondInternalError(error, logger: logger, "changing the pack's state")
-            case .success(nil): responder.respond(Self.notFound(packID))
-            case .success(let states?):
-                if states.previous != states.current {
-                    publishState(packID, state: states.current, previous: states.previous)
-                    if states.current == .queued { onPackQueued?(packID) } else { onPackSuspended?(packID) }
-                }
+            case .success(.noSuchPack): responder.respond(Self.notFound(packID))
+            case .success(.refused(let refusal)): responder.respond(Problem(.conflict, detail: refusal.reason))
+            case .success(.applied(let transition)):
+                perform(transition, packID: packID)
                 respondWithPack(packID, request: request, status: .ok, responder)
+            }
+        }
+    }
+
+    /// The loop side of a committed transition the API made: its events, then the scheduler.
+    func perform(_ transition: PackLifecycle.Transition, packID: Int64) {
+        publish(transition, packID: packID)
+        for action in transition.loopActions {
+            switch action {
+            case .enqueue: scheduling?.packQueued(packID)
+            case .stopTransfers: scheduling?.packSuspended(packID)
+            default: break
+            }
+        }
+    }
+
+    /// The events of a committed transition, whoever made it (the API, or the scheduler through
+    /// `packd`'s wiring).
+    public func publish(_ transition: PackLifecycle.Transition, packID: Int64) {
+        for action in transition.loopActions {
+            switch action {
+            case .publishState:
+                if let state = transition.to { publishState(packID, state: state, previous: transition.from, error: transition.error) }
+            case .publishTileLimitExceeded: publishTileLimitExceeded(packID)
+            case .publishRemoved: packRemoved(packID)
+            default: break
             }
         }
     }
 
     /// A `state` event: never coalesced; the broadcaster's log hook makes it durable.
     /// `previous` is nil for a pack just created.
-    public func publishState(_ packID: Int64, state: PackState, previous: PackState?, error: PackError? = nil) {
+    func publishState(_ packID: Int64, state: PackState, previous: PackState?, error: PackError? = nil) {
         // A rate describes one stretch of downloading; the next starts afresh.
         if state != .active { progressRates.forget(packID: packID) }
         published[packID, default: PublishedPack()].state = state
         documents.invalidate()
         events.publish(.state(StateEvent(packID: packID, state: state, previousState: previous, error: error)))
-        if state == .failed, error?.code == .tileLimitExceeded {
-            publishTileLimitExceeded(packID)
-        }
     }
 
     /// What an import added (a `state` event, as for a created pack) or changed, each with a
@@ -471,11 +473,9 @@ public final class PackRoutes {
 
     /// A `resource_error` event: one failed request of a download (`url` is the canonical URL,
     /// without an upstream rule's credentials). Dropped once the pack is removed.
-    public func publishResourceError(_ packID: Int64, url: String, status: Int?, error: String?, attempt: Int,
-                                     willRetry: Bool) {
-        guard published[packID]?.removed != true else { return }
-        events.publish(.resourceError(ResourceErrorEvent(packID: packID, url: url, status: status, error: error,
-                                                         attempt: attempt, willRetry: willRetry)))
+    public func publishResourceError(_ failure: ResourceErrorEvent) {
+        guard published[failure.packID]?.removed != true else { return }
+        events.publish(.resourceError(failure))
     }
 
     // MARK: Shared

@@ -1,13 +1,14 @@
 import Logging
+import Loop
 import Packs
 import Server
-import Store
 
 /// The Store-backed API as one unit: the pack, storage, resource and event routes behind the
 /// route wrappers, the broadcaster whose events are logged durably, and `/metrics`. `packd
 /// serve` and the tests build the same thing, so the tests exercise the real wiring.
 public final class PackdAPI {
-    public let store: StoreAccess
+    public let store: any PackStore
+    public let loop: EventLoop
     public let events: EventBroadcaster
     public let packs: PackRoutes
     public let maintenance: PackMaintenanceRoutes
@@ -26,13 +27,14 @@ public final class PackdAPI {
 
     /// Loop thread only (the broadcaster is loop-owned). Event ids continue after the largest one
     /// the database ever handed out.
-    public init(store: StoreAccess, routes: APIRouteBuilder, eventConfiguration: EventBroadcaster.Configuration = .init(),
+    public init(store: any PackStore, loop: EventLoop, routes: APIRouteBuilder, eventConfiguration: EventBroadcaster.Configuration = .init(),
                 logger: Logger = Logger(label: "packd.api")) throws {
         self.store = store
+        self.loop = loop
         self.routes = routes
         self.logger = logger
-        let lastEventID = try store.readNow { try EventLog.lastEventID($0) }
-        events = EventBroadcaster(loop: store.loop, lastEventID: lastEventID, configuration: eventConfiguration)
+        let lastEventID = try store.readNow { try $0.lastEventID() }
+        events = EventBroadcaster(loop: loop, lastEventID: lastEventID, configuration: eventConfiguration)
         EventLog.attach(events, to: store, logger: logger)
         let metrics = routes.metrics
         events.onSubscriberCountChange = { metrics.sseSubscribers.set(Int64($0)) }
@@ -50,9 +52,9 @@ public final class PackdAPI {
         ResourceRoutes(store: store, authenticator: routes.authenticator, upstream: upstreamAccess, metrics: routes.metrics,
                        logger: logger)
             .register(in: &router, using: routes)
-        EstimateRoutes(store: store, upstream: upstreamAccess, logger: logger).register(in: &router, using: routes)
+        EstimateRoutes(store: store, loop: loop, upstream: upstreamAccess, logger: logger).register(in: &router, using: routes)
         EventRoutes(store: store, events: events, logger: logger).register(in: &router, using: routes)
-        SharingRoutes(store: store, packs: packs, settings: sharing, logger: logger).register(in: &router, using: routes)
+        SharingRoutes(store: store, loop: loop, packs: packs, settings: sharing, logger: logger).register(in: &router, using: routes)
         let metrics = routes.metrics
         let store = store
         let logger = logger

@@ -1,5 +1,4 @@
 import Packs
-import Store
 
 /// Rolling download rates of the active packs, from their committed progress: how many bytes and
 /// resources the store took over the last `window` seconds. Rates describe durable progress only

@@ -1,7 +1,7 @@
 import Foundation
+import Packs
 import Geo
 import Plan
-import Store
 
 /// The body of `POST /v1/estimates` (openapi.yaml's `Estimate`) for a plan whose documents are
 /// in: tile counts per source and zoom (closed-form for boxes, budgeted sweeps for geometries,
@@ -30,7 +30,7 @@ struct RegionEstimate {
         var tiles: Int { zooms.reduce(0) { $0.addingSaturated($1.tiles) } }
     }
 
-    func document(_ reader: StoreReader) throws -> [String: Any] {
+    func document(_ reader: any StoreReading & PackExporting) throws -> [String: Any] {
         let counts = tileCounts()
         var sources: [SourceCounts] = []
         for (pyramid, zooms) in zip(plan.pyramids, counts) {

@@ -2,7 +2,6 @@ import Foundation
 import Logging
 import Packs
 import Server
-import Store
 
 /// `/v1/resources?url=`: preloading a resource into the ambient cache (MapLibre's
 /// `preloadData`) and reading what is stored for a URL.
@@ -14,7 +13,7 @@ import Store
 /// then served; when the upstream fails, an expired copy is served rather than nothing. Stored
 /// bodies are zlib (MapLibre's format), not gzip, so they are always sent decompressed.
 public struct ResourceRoutes {
-    public let store: StoreAccess
+    public let store: any PackStore
     /// `fetch=true` needs the `write` role on a route that otherwise needs `read`.
     let authenticator: APIKeyAuthenticator
     let upstream: UpstreamAccess
@@ -26,7 +25,7 @@ public struct ResourceRoutes {
     static let maximumURLLength = 4096
     static let fetchLimits = UpstreamLimits(maxBodyBytes: maximumBodyBytes, timeout: .seconds(30))
 
-    init(store: StoreAccess, authenticator: APIKeyAuthenticator, upstream: UpstreamAccess, metrics: PackdMetrics? = nil,
+    init(store: any PackStore, authenticator: APIKeyAuthenticator, upstream: UpstreamAccess, metrics: PackdMetrics? = nil,
          logger: Logger = Logger(label: "packd.api")) {
         self.store = store
         self.authenticator = authenticator
@@ -79,7 +78,7 @@ public struct ResourceRoutes {
             return responder.respond(APIKeyAuthenticator.response(for: problem))
         }
         store.read({ reader -> (resource: StoredResource, body: [UInt8]?)? in
-            guard let resource = try reader.read(.resource(url: url, kind: ResourceMediaType.kind(of: url))) else { return nil }
+            guard let resource = try reader.resource(.resource(url: url, kind: ResourceMediaType.kind(of: url)), linkedTo: nil) else { return nil }
             return (resource, try resource.body?.decoded())
         }) { result in
             switch result {
@@ -175,12 +174,7 @@ public struct ResourceRoutes {
                                      then: @escaping (Result<Bool, any Error>) -> Void) {
         let key = ResourceKey.resource(url: url, kind: ResourceMediaType.kind(of: url))
         store.write({ database -> Bool in
-            if database.maximumAmbientCacheSize == 0, try !database.isResourceLinkedToAnyPack(url: url) {
-                return false
-            }
-            let outcome = database.apply([ResourceWrite(key: key, content: .body(stored), cache: cache)], now: PackRoutes.now())
-            if let error = outcome.error { throw error }
-            return true
+            try database.storeInAmbientCache(ResourceWrite(key: key, content: .body(stored), cache: cache), now: PackRoutes.now())
         }, then: then)
     }
 
@@ -201,7 +195,7 @@ public struct ResourceRoutes {
         let key = ResourceKey.resource(url: url, kind: ResourceMediaType.kind(of: url))
         // Compression happens on the pool, never on the loop or the writer.
         store.read({ reader -> (StoredBody, existed: Bool) in
-            (try StoredBody.encoding(body), try reader.read(key) != nil)
+            (try StoredBody.encoding(body), try reader.resource(key, linkedTo: nil) != nil)
         }) { result in
             switch result {
             case .failure(let error): responder.respondInternalError(error, logger: logger, "encoding the resource")

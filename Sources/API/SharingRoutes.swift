@@ -1,10 +1,13 @@
+import Loop
+import Packs
 import Logging
 import Server
 
 /// What the export and import routes share: the store, the settings, one bound on concurrent
 /// transfers (`FileTransferSlots`), and the pack routes that publish what an import changed.
 struct SharingContext {
-    let store: StoreAccess
+    let store: any PackStore
+    let loop: EventLoop
     let packs: PackRoutes
     let settings: SharingSettings
     let slots: FileTransferSlots
@@ -13,13 +16,14 @@ struct SharingContext {
 
 /// The export and import endpoints as one registration.
 struct SharingRoutes {
-    let store: StoreAccess
+    let store: any PackStore
+    let loop: EventLoop
     let packs: PackRoutes
     let settings: SharingSettings
     let logger: Logger
 
     func register(in router: inout Router, using routes: APIRouteBuilder) {
-        let context = SharingContext(store: store, packs: packs, settings: settings, slots: FileTransferSlots(limit: settings.concurrentTransfers),
+        let context = SharingContext(store: store, loop: loop, packs: packs, settings: settings, slots: FileTransferSlots(limit: settings.concurrentTransfers),
                                      logger: logger)
         ExportRoutes(context).register(in: &router, using: routes)
         ImportRoutes(context).register(in: &router, using: routes)

@@ -1,5 +1,5 @@
 import Foundation
-import Store
+import Packs
 
 /// Settings of the export and import endpoints: where temporary files go, how large an upload
 /// may be, how many transfers build or check files at once.
@@ -7,14 +7,14 @@ public struct SharingSettings: Sendable {
     /// Exports are built and uploads stored here, then removed once answered.
     public var scratchDirectory: String
     /// The untrusted upload's limits; `maximumBytes` is also the route's body limit (413).
-    public var importLimits: ValidatedImport.Limits
+    public var importLimits: UploadLimits
     /// Concurrent exports plus imports; more get 503.
     public var concurrentTransfers: Int
     /// How long building an export or merging an import may take before the answer starts.
     public var handlerTimeout: Duration
 
     public init(scratchDirectory: String = SharingSettings.defaultScratchDirectory,
-                importLimits: ValidatedImport.Limits = ValidatedImport.Limits(),
+                importLimits: UploadLimits = UploadLimits(),
                 concurrentTransfers: Int = 2, handlerTimeout: Duration = .seconds(3600)) {
         self.scratchDirectory = scratchDirectory
         self.importLimits = importLimits

@@ -1,16 +1,16 @@
 import Foundation
+import Packs
 import Logging
 import Server
-import Store
 
 /// `/v1/storage…`: the database's figures, the ambient cache's size limit, clearing and
 /// invalidating it, the overall tile limit, and the full reset (admin only, with confirmation).
 public struct StorageRoutes {
-    public let store: StoreAccess
+    public let store: any PackStore
     public let packs: PackRoutes
     let logger: Logger
 
-    public init(store: StoreAccess, packs: PackRoutes, logger: Logger = Logger(label: "packd.api")) {
+    public init(store: any PackStore, packs: PackRoutes, logger: Logger = Logger(label: "packd.api")) {
         self.store = store
         self.packs = packs
         self.logger = logger
@@ -66,7 +66,7 @@ public struct StorageRoutes {
 
     /// Runs `operation` on the writer, then answers `answer` (204) or the figures after it.
     private func change(_ responder: APIResponder, _ what: String, answer: HTTPStatus = .ok,
-                        _ operation: @escaping @Sendable (OfflineDatabase) throws -> Void) {
+                        _ operation: @escaping @Sendable (any StoreWriting) throws -> Void) {
         store.write(operation) { result in
             if case .failure(let error) = result { return responder.respondInternalError(error, logger: logger, what) }
             if answer == .noContent { return responder.respond(HTTPResponse(status: .noContent)) }
@@ -77,7 +77,8 @@ public struct StorageRoutes {
     /// The writer's cheap in-memory figures, then the reader's counts.
     private func respondWithFigures(_ responder: APIResponder) {
         store.write({ database in
-            (ambient: database.ambientCacheSize, maximum: database.maximumAmbientCacheSize, tileLimit: database.tileLimit)
+            let ambient = try database.ambientCache()
+            return (ambient: ambient.size, maximum: ambient.maximumSize, tileLimit: try database.tileLimit())
         }) { result in
             switch result {
             case .failure(let error): responder.respondInternalError(error, logger: logger, "reading storage figures")
@@ -106,7 +107,7 @@ public struct StorageRoutes {
             var ids: [Int64] = []
             var after: Int64 = 0
             while true {
-                let page = try reader.packs(after: after, limit: 500)
+                let page = try reader.packs(after: after, state: nil, nameContains: nil, limit: 500)
                 ids += page.map(\.id)
                 guard let last = page.last, page.count == 500 else { return ids }
                 after = last.id
@@ -115,7 +116,7 @@ public struct StorageRoutes {
             switch result {
             case .failure(let error): responder.respondInternalError(error, logger: logger, "listing packs")
             case .success(let ids):
-                for id in ids { packs.onPackSuspended?(id) }
+                for id in ids { packs.scheduling?.packSuspended(id) }
                 store.write({ try $0.reset() }) { result in
                     if case .failure(let error) = result { return responder.respondInternalError(error, logger: logger, "resetting") }
                     responder.respond(HTTPResponse(status: .noContent))

@@ -1,5 +1,4 @@
 import Packs
-import Store
 
 /// Upstream access for the routes that need it (an estimate's style and TileJSONs, a read-through
 /// miss). The API does not import Fetch: `packd` supplies this over the server's one fetcher, so

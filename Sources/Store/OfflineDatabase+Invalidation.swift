@@ -3,27 +3,6 @@ import Packs
 /// The writer's side of `invalidate`: the conditional start of a revalidation and its committed
 /// counts. Each operation is one transaction.
 extension OfflineDatabase {
-    /// How a request to revalidate a pack was decided.
-    public enum InvalidationStart: Sendable, Equatable {
-        /// The pack was `complete` and is now `queued` with zeroed counts.
-        case started
-        case noSuchPack
-        /// Only a `complete` pack can be revalidated: the state it is in.
-        case refused(state: PackState)
-    }
-
-    /// Moves a `complete` pack to `queued` and records a revalidation starting at `now`, in one
-    /// transaction (so an invalidate racing a resume or a second invalidate cannot both win).
-    public func beginInvalidation(_ packID: Int64, now: Int64) throws -> InvalidationStart {
-        try database.transaction {
-            guard let state = try packState(packID) else { return .noSuchPack }
-            guard state == .complete else { return .refused(state: state) }
-            try setPackState(packID, state: .queued, error: nil, now: now)
-            try restartInvalidation(packID, now: now)
-            return .started
-        }
-    }
-
     /// Zeroes the counts and sets `started_at` (a revalidation resumed after a suspend or a
     /// restart starts over: what it already refreshed then answers 304).
     public func restartInvalidation(_ packID: Int64, now: Int64) throws {

@@ -7,12 +7,6 @@ import Packs
 /// rows are found and linked by SQL, never looked up one by one, and the pack's progress, the
 /// global tile count and the ambient size change exactly as if the rows had been written.
 extension OfflineDatabase {
-    /// What a link call linked, and the pack's progress after it (nil when the pack is gone).
-    public struct Linked<Rows: Sendable>: Sendable {
-        public var rows: Rows
-        public var progress: StoredProgress?
-    }
-
     /// Links to `packID` the tiles of one source and zoom inside `spans` (`[y, x0, x1]` runs)
     /// that are stored, fresh at `now` (no `expires`, or a later one) and not linked to it yet.
     /// Under a global tile limit, tiles no pack links yet are left out once they would exceed it
@@ -39,7 +33,7 @@ extension OfflineDatabase {
                 }
                 let newAnywhere = Int64(candidates.count(where: { !$0.elsewhere }))
                 let linkedTiles = try database.scalarInt("SELECT linked_tiles FROM packd_totals WHERE id = 1") ?? 0
-                let withinLimit = tileLimit.map { linkedTiles + newAnywhere <= $0 } ?? true
+                let withinLimit = linkedTileLimit.map { linkedTiles + newAnywhere <= $0 } ?? true
                 if !withinLimit { candidates.removeAll { !$0.elsewhere } }
                 guard !candidates.isEmpty else { return Linked(rows: linked, progress: try progress(packID)) }
                 try database.cachedStatement("INSERT INTO region_tiles (region_id, tile_id) SELECT ?6, t.id"

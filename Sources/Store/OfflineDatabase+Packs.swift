@@ -64,8 +64,11 @@ extension OfflineDatabase {
     }
 
     /// Replaces name and/or context; the context is mirrored into the region's `description`.
-    public func updatePack(_ packID: Int64, name: String?, context: [UInt8]??, now: Int64) throws {
+    /// False when there is no such pack.
+    @discardableResult
+    public func updatePack(_ packID: Int64, name: String?, context: [UInt8]??, now: Int64) throws -> Bool {
         try database.transaction {
+            guard try packState(packID) != nil else { return false }
             if let name {
                 try database.execute("UPDATE packd_packs SET name = ?2, updated_at = ?3 WHERE region_id = ?1",
                                      [.integer(packID), .text(name), .integer(now)])
@@ -76,6 +79,7 @@ extension OfflineDatabase {
                 try database.execute("UPDATE regions SET description = ?2 WHERE id = ?1",
                                      [.integer(packID), DatabaseValue(context)])
             }
+            return true
         }
     }
 
@@ -85,11 +89,13 @@ extension OfflineDatabase {
                              [.integer(packID), DatabaseValue(available), .integer(now)])
     }
 
-    /// Appends an event and returns its id (ids never repeat, across restarts too).
-    public func appendEvent(packID: Int64?, type: String, json: String, now: Int64) throws -> Int64 {
+    /// Appends an event and returns its id (ids never repeat, across restarts too): `id` when the
+    /// caller numbered it (the broadcaster does, as it emits), else the next free one.
+    @discardableResult
+    public func appendEvent(id: Int64? = nil, packID: Int64?, type: String, json: String, now: Int64) throws -> Int64 {
         try database.transaction {
-            try database.execute("INSERT INTO packd_events (pack_id, type, data, created_at) VALUES (?1, ?2, ?3, ?4)",
-                                 [DatabaseValue(packID), .text(type), .text(json), .integer(now)])
+            try database.execute("INSERT INTO packd_events (id, pack_id, type, data, created_at) VALUES (?1, ?2, ?3, ?4, ?5)",
+                                 [DatabaseValue(id), DatabaseValue(packID), .text(type), .text(json), .integer(now)])
             let id = database.lastInsertedRowID
             try database.execute("DELETE FROM packd_events WHERE id <= ?1", [.integer(id - Self.maximumEvents)])
             return id
@@ -173,7 +179,7 @@ extension OfflineDatabase {
 
     /// Stores the response of an idempotent request; entries older than `retention` go.
     public func storeIdempotencyKey(_ key: String, requestHash: String, packID: Int64?, status: Int64, body: [UInt8],
-                                    now: Int64, retention: Int64 = 86_400) throws {
+                                    now: Int64, retention: Int64) throws {
         try database.transaction {
             try database.execute("DELETE FROM packd_idempotency WHERE created_at < ?1", [.integer(now - retention)])
             try database.execute("""
@@ -191,6 +197,6 @@ extension OfflineDatabase {
         } else {
             try database.execute("DELETE FROM packd_meta WHERE key = 'tile_limit'")
         }
-        tileLimit = limit
+        linkedTileLimit = limit
     }
 }

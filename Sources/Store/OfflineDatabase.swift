@@ -9,7 +9,7 @@ public final class OfflineDatabase {
     /// Maximum bytes of ambient (unlinked) rows; 0 disables the ambient cache.
     public internal(set) var maximumAmbientCacheSize: Int64
     /// Maximum distinct tiles linked to any pack; nil: unlimited.
-    public internal(set) var tileLimit: Int64?
+    public internal(set) var linkedTileLimit: Int64?
 
     public static let defaultMaximumAmbientCacheSize: Int64 = 50 << 20
 
@@ -28,11 +28,11 @@ public final class OfflineDatabase {
         database = try SchemaMigrator.openWriter(path: path, pageSize: pageSize)
         try database.execute("PRAGMA cache_size = -\(Self.pageCacheKiB)")
         maximumAmbientCacheSize = Self.defaultMaximumAmbientCacheSize
-        tileLimit = nil
+        linkedTileLimit = nil
         if let stored = try database.scalarInt("SELECT value FROM packd_meta WHERE key = 'ambient_cache_maximum'") {
             maximumAmbientCacheSize = stored
         }
-        tileLimit = try database.scalarInt("SELECT value FROM packd_meta WHERE key = 'tile_limit'")
+        linkedTileLimit = try database.scalarInt("SELECT value FROM packd_meta WHERE key = 'tile_limit'")
         ambientCacheSize = try recountAmbientCacheSize()
     }
 
@@ -40,8 +40,11 @@ public final class OfflineDatabase {
 
     /// Applies `writes` in ONE transaction: upserts (ids stable: update, else insert, as
     /// MapLibre's `putResource`/`putTile`), links, progress rows, the global tile count, and the
-    /// ambient cache trim when ambient rows were written. All or nothing.
-    public func apply(_ writes: [ResourceWrite], now: Int64, touches: AccessTouches = AccessTouches()) -> BatchOutcome {
+    /// ambient cache trim when ambient rows were written — then `operations`, the facts that ride
+    /// the batch (failures, events, expected counts, state changes), in submission order, each in
+    /// a savepoint of its own. All or nothing: a rolled-back batch takes its operations with it.
+    public func apply(_ writes: [ResourceWrite], operations: [(OfflineDatabase) -> Void] = [], now: Int64,
+                      touches: AccessTouches = AccessTouches()) -> BatchOutcome {
         var outcome = BatchOutcome()
         let ambientBefore = ambientCacheSize
         do {
@@ -80,6 +83,7 @@ public final class OfflineDatabase {
                                          [.integer(newlyLinkedTiles)])
                 }
                 outcome.linkedTiles = linkedTiles
+                for operation in operations { operation(self) }
                 for packID in Set(writes.compactMap(\.packID)) where livePacks[packID] == true {
                     outcome.progress[packID] = try progress(packID)
                 }
@@ -246,7 +250,7 @@ public final class OfflineDatabase {
     func link(_ row: StoredRow, isTile: Bool, packID: Int64, linkedTiles: Int64) throws -> LinkResult {
         let (linkedAnywhere, linkedHere) = row.isNew ? (false, false) : try existingLinks(row.id, isTile: isTile, packID: packID)
         if linkedHere { return .alreadyLinked }
-        if isTile, !linkedAnywhere, let tileLimit, linkedTiles >= tileLimit { return .refusedByTileLimit }
+        if isTile, !linkedAnywhere, let linkedTileLimit, linkedTiles >= linkedTileLimit { return .refusedByTileLimit }
         try database.execute(isTile
             ? "INSERT INTO region_tiles (region_id, tile_id) VALUES (?1, ?2)"
             : "INSERT INTO region_resources (region_id, resource_id) VALUES (?1, ?2)",

@@ -1,5 +1,5 @@
 /// Stored tile sizes for download estimates (`POST /v1/estimates`).
-extension StoreReader {
+extension SQLiteConnection {
     /// How many tiles, and their stored bytes (`LENGTH(data)`, 0 for "no content"), a bounded
     /// sample of one source's zoom holds: at most `limit` rows read through the `tiles` UNIQUE
     /// index (url_template, pixel_ratio, z, …), so the cost does not grow with the store.

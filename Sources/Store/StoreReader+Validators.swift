@@ -3,7 +3,7 @@ import Packs
 /// Reads for `invalidate` and `check-update`: a pack's rows in bounded pages, in row-id order
 /// through the `UNIQUE (region_id, …_id)` index, so a pack of millions of tiles is walked with
 /// flat memory and each page is one indexed range scan.
-extension StoreReader {
+extension SQLiteConnection {
     /// Up to `limit` non-tile resources linked to the pack with a row id above `afterRowID`.
     public func resourceValidators(packID: Int64, afterRowID: Int64, limit: Int) throws -> [StoredValidators] {
         var page: [StoredValidators] = []

@@ -2,7 +2,7 @@ import Packs
 
 /// A read-only connection for queries: pack progress, the resume bitmaps, resource reads.
 /// One per thread (API reads run on libuv's pool); WAL lets it read while the writer commits.
-public final class StoreReader {
+public final class StoreReader: SQLiteConnection, PackRepository, ResourceIndex {
     public let database: Database
     private let onAccess: (@Sendable (ResourceKey, Int64) -> Void)?
 
@@ -14,6 +14,24 @@ public final class StoreReader {
         self.onAccess = onAccess
     }
 
+    /// A stored resource or tile (see `storedRow`), reported to `onAccess` for the batched
+    /// `accessed` update.
+    public func resource(_ key: ResourceKey, linkedTo packID: Int64? = nil) throws -> StoredResource? {
+        guard let row = try storedRow(key, linkedTo: packID) else { return nil }
+        onAccess?(key, row.id)
+        return row
+    }
+
+    /// Counted from the tables: the writer holds the maintained size.
+    public func ambientCache() throws -> (size: Int64, maximumSize: Int64) {
+        (try ambientCacheSize(), try database.scalarInt("SELECT value FROM packd_meta WHERE key = 'ambient_cache_maximum'")
+            ?? OfflineDatabase.defaultMaximumAmbientCacheSize)
+    }
+}
+
+/// The queries both connections answer — the readers on the thread pool and the writer inside its
+/// transactions — so a read means the same on either.
+extension SQLiteConnection {
     // MARK: Packs and progress
 
     public func progress(_ packID: Int64) throws -> StoredProgress? {
@@ -121,6 +139,21 @@ public final class StoreReader {
         try database.scalarInt(OfflineDatabase.ambientSizeSQL) ?? 0
     }
 
+    /// Packs a restarted server continues: `active` first, then `queued`, each in creation order.
+    public func scheduledPackIDs() throws -> [Int64] {
+        var ids: [Int64] = []
+        for state in [PackState.active, .queued] {
+            var after: Int64 = 0
+            while true {
+                let page = try packs(after: after, state: state, nameContains: nil, limit: 500)
+                guard let last = page.last else { break }
+                ids += page.map(\.id)
+                after = last.id
+            }
+        }
+        return ids
+    }
+
     /// Bytes of every stored body (`LENGTH(data)`), packs and cache.
     public func storedBytes() throws -> Int64 {
         try database.scalarInt("""
@@ -149,11 +182,10 @@ public final class StoreReader {
 
     // MARK: Reading rows
 
-    /// Reads a stored resource or tile (MapLibre's `getResource`/`getTile` columns) and reports
-    /// the access for the batched `accessed` update. With `packID`, only a row linked to that pack
-    /// is found (serving a pack offline: a row held only by another pack or the ambient cache is
-    /// not part of it).
-    public func read(_ key: ResourceKey, linkedTo packID: Int64? = nil) throws -> StoredResource? {
+    /// Reads a stored resource or tile (MapLibre's `getResource`/`getTile` columns). With
+    /// `packID`, only a row linked to that pack is found (serving a pack offline: a row held only
+    /// by another pack or the ambient cache is not part of it).
+    func storedRow(_ key: ResourceKey, linkedTo packID: Int64?) throws -> StoredResource? {
         let statement: Statement
         let link: [DatabaseValue] = packID.map { [.integer($0)] } ?? []
         switch key {
@@ -176,7 +208,6 @@ public final class StoreReader {
         let cache = HTTPCacheHeaders(expires: statement.optionalInt64(at: 2), modified: statement.optionalInt64(at: 4),
                                      etag: statement.string(at: 1), mustRevalidate: statement.int64(at: 3) != 0)
         let body = statement.blob(at: 5).map { StoredBody(data: $0, compressed: statement.int64(at: 6) != 0) }
-        onAccess?(key, id)
         return StoredResource(id: id, body: body, cache: cache, accessed: statement.int64(at: 7))
     }
 }

@@ -1,14 +1,6 @@
 import Packs
 
-/// What the store holds for one window of tiles (one source, one zoom) as a download sees it:
-/// the tiles already linked to the pack (skipped), and those stored by another pack or in the
-/// ambient cache and fresh (linked instead of fetched). Everything else is downloaded.
-public struct StoredTileWindow: Sendable {
-    public var linkedHere: TileBitmap
-    public var linkable: TileBitmap
-}
-
-extension StoreReader {
+extension SQLiteConnection {
     /// Every stored tile of the window, with whether `packID` links it and whether it is fresh at
     /// `now` (no `expires`, or a later one). Runs once per band of a download, also on a resume
     /// with most of a large pack stored, so it reads only the window's own rows:

@@ -30,6 +30,8 @@ public final class WriterThread: @unchecked Sendable {
 
     private enum Item {
         case write(ResourceWrite)
+        /// Applied inside the open batch; `finish` hears whether that batch committed.
+        case inBatch(BatchOperation)
         case flush(@Sendable () -> Void)
         /// Called once the writes before it are committed, without forcing a commit.
         case afterCommit(@Sendable () -> Void)
@@ -59,6 +61,8 @@ public final class WriterThread: @unchecked Sendable {
     let checkpointer: WALCheckpointer
     /// `whenCommitted` callbacks waiting for the open batch to commit (writer thread only).
     private var commitWaiters: [@Sendable () -> Void] = []
+    /// Operations riding the open batch (writer thread only).
+    private var batchOperations: [BatchOperation] = []
     private let finished = NSCondition()
     private var hasFinished = false
     /// Guards `changes`: read by the loop on every cached `GET /v1/packs/{id}`, never held long.
@@ -105,6 +109,29 @@ public final class WriterThread: @unchecked Sendable {
     /// cuts a batch short, so a producer can use it for backpressure without shrinking batches.
     public func whenCommitted(_ completion: @escaping @Sendable () -> Void) {
         enqueue(.afterCommit(completion), countsAsWrite: false)
+    }
+
+    /// One fact riding a batch: `apply` runs inside the batch's transaction (in a savepoint of its
+    /// own), `finish` after the batch committed (nil) or was rolled back (its error).
+    public struct BatchOperation: @unchecked Sendable {
+        let apply: (OfflineDatabase) -> Void
+        let finish: (StoreError?) -> Void
+        /// false: writes nothing a pack document shows (the event log), so a batch of these
+        /// alone leaves `committedChanges` (the API's cache tag) as it was.
+        let changesPacks: Bool
+
+        public init(changesPacks: Bool = true, apply: @escaping (OfflineDatabase) -> Void,
+                    finish: @escaping (StoreError?) -> Void) {
+            self.apply = apply
+            self.finish = finish
+            self.changesPacks = changesPacks
+        }
+    }
+
+    /// Applies `operation` inside the open batch (opening one if none is), so it commits with
+    /// the rows around it instead of cutting the batch short. Thread-safe, never blocks on disk.
+    public func inBatch(_ operation: BatchOperation) {
+        enqueue(.inBatch(operation), countsAsWrite: false)
     }
 
     /// Runs `operation` on the writer thread after the writes submitted before it are committed;
@@ -181,6 +208,7 @@ public final class WriterThread: @unchecked Sendable {
             // Nobody will take it: answer now rather than leave a caller waiting forever.
             switch item {
             case .write: break
+            case .inBatch(let operation): operation.finish(StoreError(.other, "the writer has stopped"))
             case .flush(let completion), .afterCommit(let completion): completion()
             case .operation(_, let cancel): cancel()
             }
@@ -227,18 +255,21 @@ public final class WriterThread: @unchecked Sendable {
             for item in items {
                 switch item {
                 case .write(let write):
-                    if batch.isEmpty { batchDeadline = Date().addingTimeInterval(delay) }
+                    if batchDeadline == nil { batchDeadline = Date().addingTimeInterval(delay) }
                     batch.append(write)
                     if batch.count >= configuration.maximumBatchCount {
                         commit(&batch)
                         batchDeadline = nil
                     }
+                case .inBatch(let operation):
+                    if batchDeadline == nil { batchDeadline = Date().addingTimeInterval(delay) }
+                    batchOperations.append(operation)
                 case .flush(let completion):
                     commit(&batch)
                     batchDeadline = nil
                     completion()
                 case .afterCommit(let completion):
-                    if batch.isEmpty { completion() } else { commitWaiters.append(completion) }
+                    if batch.isEmpty && batchOperations.isEmpty { completion() } else { commitWaiters.append(completion) }
                 case .operation(let operation, _):
                     commit(&batch)
                     batchDeadline = nil
@@ -248,7 +279,7 @@ public final class WriterThread: @unchecked Sendable {
             if let deadline = batchDeadline, Date() >= deadline || shouldStop {
                 commit(&batch)
                 batchDeadline = nil
-            } else if batch.isEmpty {
+            } else if batch.isEmpty && batchOperations.isEmpty {
                 commitTouchesIfAny()
             }
             if shouldStop {
@@ -271,15 +302,20 @@ public final class WriterThread: @unchecked Sendable {
     }
 
     private func commit(_ batch: inout [ResourceWrite]) {
-        guard !batch.isEmpty else { return }
+        guard !batch.isEmpty || !batchOperations.isEmpty else { return }
         let now = configuration.now()
         let pendingTouches = takeTouches()
         let started = ContinuousClock.now
-        var outcome = store.apply(batch, now: now, touches: pendingTouches)
+        let operations = batchOperations
+        batchOperations.removeAll(keepingCapacity: true)
+        var outcome = store.apply(batch, operations: operations.map(\.apply), now: now, touches: pendingTouches)
         outcome.duration = started.duration(to: .now)
+        outcome.committedWrites = batch.count
+        let changedPacks = !batch.isEmpty || operations.contains(where: \.changesPacks)
         batch.removeAll(keepingCapacity: true)
-        countChange()
-        onCommit(outcome)
+        if changedPacks { countChange() }
+        if outcome.committedWrites > 0 || outcome.error != nil { onCommit(outcome) }
+        for operation in operations { operation.finish(outcome.error) }
         let waiters = commitWaiters
         commitWaiters.removeAll(keepingCapacity: true)
         for waiter in waiters { waiter() }

@@ -1,6 +1,7 @@
 import ArgumentParser
 import CZlib
 import Foundation
+import Packs
 import Store
 
 /// `packd-bench export`: exports one pack of `--tiles` vector tiles to each format and reports

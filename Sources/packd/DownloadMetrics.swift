@@ -1,17 +1,15 @@
 import API
 import Fetch
-import Jobs
 import Packs
-import Store
 
 /// Feeds `/metrics` from the layers below the API, which know nothing of it: the fetcher's
-/// finished transfers and running count, the downloads' stored resources and retries, and the
-/// writer's batch times. Loop thread, except `committed` (the writer thread; the instruments are
-/// thread-safe).
+/// finished transfers and running count, and the writer's batch times. Loop thread, except
+/// `committed` (the writer thread; the instruments are thread-safe). Stored resources and
+/// retries reach the metrics through the API, which listens to the scheduler.
 struct DownloadMetrics {
     let metrics: PackdMetrics
 
-    func connect(_ fetcher: Fetcher, _ scheduler: PackScheduler) {
+    func connect(_ fetcher: Fetcher) {
         let metrics = metrics
         fetcher.onFinished = { result in
             switch result {
@@ -23,8 +21,6 @@ struct DownloadMetrics {
             }
         }
         fetcher.onRunningCountChange = { metrics.activeTransfers.set(Int64($0)) }
-        scheduler.observer.resourceDownloaded = { metrics.downloadedResources.increment() }
-        scheduler.observer.retried = { metrics.upstreamRetries.increment() }
     }
 
     /// One committed writer batch.

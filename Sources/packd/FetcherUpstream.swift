@@ -1,6 +1,6 @@
 import API
 import Fetch
-import Jobs
+import Packs
 
 /// The API's upstream access over the server's one `Fetcher`: estimates and read-through
 /// fetches go through the same address policy, upstream rules, per-host limits and metrics as
@@ -23,7 +23,7 @@ final class FetcherUpstream: UpstreamClient {
             switch result {
             case .success(let response):
                 completion(.success(UpstreamResponse(status: response.status, body: response.body,
-                                                     cache: PackDownload.cacheHeaders(response.headers))))
+                                                     cache: response.headers.cacheHeaders(now: WallClock.system.now))))
             case .failure(let error):
                 completion(.failure(UpstreamFailure(code: error.code, hostNotAllowed: error == .blockedAddress)))
             }

@@ -5,6 +5,7 @@ import Foundation
 import Jobs
 import Logging
 import Loop
+import Packs
 import Server
 import Store
 
@@ -33,18 +34,14 @@ struct ServerProcess {
         let logger = Logger(label: "packd")
 
         let loop = try EventLoop()
-        let commits = CommitRelay()
         let metrics = PackdMetrics()
         metrics.bootstrapSystem()
         let downloadMetrics = DownloadMetrics(metrics: metrics)
-        let writer: WriterThread
+        let store: any PackStore
         do {
             // Opens, creating or migrating, the database before anything listens.
-            // Progress is published only once committed: the writer's commits reach the scheduler on the loop.
-            writer = try WriterThread(path: configuration.databasePath) { outcome in
-                downloadMetrics.committed(outcome)
-                loop.execute { commits.scheduler?.committed(outcome) }
-            }
+            store = try SQLiteStore(path: configuration.databasePath, loop: loop,
+                                    onCommitOnWriter: { downloadMetrics.committed($0) })
         } catch {
             logger.critical("cannot open the database \(configuration.databasePath): \(error)")
             throw ExitCode(1)
@@ -54,7 +51,7 @@ struct ServerProcess {
             .register(in: &router)
         if configuration.debugRoutes { DebugRoutes(loop: loop).register(in: &router) }
         let api = try PackdAPI(
-            store: StoreAccess(loop: loop, writer: writer, path: configuration.databasePath),
+            store: store, loop: loop,
             routes: APIRouteBuilder(authenticator: configuration.authenticator, cors: configuration.cors, metrics: metrics),
             eventConfiguration: configuration.events,
             logger: Logger(label: "packd.api"))
@@ -67,14 +64,16 @@ struct ServerProcess {
         api.register(in: &router)
         let fetcher = try Fetcher(loop: loop, configuration: configuration.downloads.fetch)
         api.upstream = FetcherUpstream(fetcher: fetcher)
-        let scheduler = try PackScheduler(loop: loop, fetcher: fetcher, writer: writer,
-                                          databasePath: configuration.databasePath,
-                                          maxActive: configuration.downloads.maxActivePacks,
-                                          settings: configuration.downloads.settings)
-        DownloadEvents(api: api).connect(scheduler, updates: try PackUpdateChecker(
-            loop: loop, fetcher: fetcher, databasePath: configuration.databasePath))
-        downloadMetrics.connect(fetcher, scheduler)
-        commits.scheduler = scheduler
+        api.maintenance.updateChecker = PackUpdateChecker(loop: loop, fetcher: fetcher, store: store)
+        // The scheduler and the API know each other through two protocols: the API tells it of
+        // state changes (`PackScheduling`), it tells the API what it committed (`PackActivityListener`).
+        let scheduler = PackScheduler(loop: loop, fetcher: fetcher, store: store,
+                                      maxActive: configuration.downloads.maxActivePacks,
+                                      settings: configuration.downloads.settings)
+        scheduler.listener = api
+        api.packs.scheduling = scheduler
+        store.onCommit = { [unowned scheduler] in scheduler.committed($0) }
+        downloadMetrics.connect(fetcher)
         if !configuration.authenticator.isEnabled {
             logger.notice("no API keys configured: every request is allowed (loopback only)")
         }
@@ -116,15 +115,10 @@ struct ServerProcess {
         Self.unblockShutdownSignals()
         loop.run()
         // Responses are finished; commit what the writer holds before the loop's handles close.
-        writer.stop()
+        store.close()
         loop.close()
         logger.notice("stopped")
     }
-}
-
-/// Lets the writer's commit callback, created before the scheduler, reach it. Loop thread only.
-private final class CommitRelay: @unchecked Sendable {
-    var scheduler: PackScheduler?
 }
 
 extension ServerProcess {

@@ -1,5 +1,6 @@
 import PackdTestSupport
 import Foundation
+import Jobs
 import Packs
 import Store
 import Testing
@@ -31,7 +32,7 @@ import Testing
         try withServer { server in
             let queued = QueuedLog()
             nonisolated(unsafe) let api = server.api!
-            server.server.onLoop { api.packs.onPackQueued = { queued.append($0) } }
+            server.server.onLoop { api.packs.scheduling = queued }
 
             let inactive = try pack(in: server, state: .inactive)
             let refused = try server.send("POST", "/v1/packs/\(inactive)/invalidate")
@@ -67,7 +68,7 @@ import Testing
 
             let answers = CheckAnswers()
             nonisolated(unsafe) let api = server.api!
-            server.server.onLoop { api.maintenance.checkUpdate = { packID, done in done(answers.next(packID)) } }
+            server.server.onLoop { api.maintenance.updateChecker = answers }
             #expect(try server.send("GET", "/v1/packs/\(id)").json["update_available"] is NSNull)
 
             answers.queue(.checked(updateAvailable: true))
@@ -97,26 +98,28 @@ import Testing
 }
 
 /// Pack ids the routes queued, recorded from the loop thread.
-final class QueuedLog: @unchecked Sendable {
+final class QueuedLog: PackScheduling, @unchecked Sendable {
     private let lock = NSLock()
     private var ids: [Int64] = []
-    func append(_ id: Int64) { lock.withLock { ids.append(id) } }
+    func packQueued(_ id: Int64) { lock.withLock { ids.append(id) } }
+    func packSuspended(_ id: Int64) {}
+    func packRemoved(_ id: Int64) {}
     var values: [Int64] { lock.withLock { ids } }
 }
 
 /// The answers the check-update hook gives, in order, and the packs it was asked about.
-final class CheckAnswers: @unchecked Sendable {
+final class CheckAnswers: UpdateChecking, @unchecked Sendable {
     private let lock = NSLock()
-    private var answers: [PackMaintenanceRoutes.UpdateCheck] = []
+    private var answers: [PackUpdateChecker.Outcome] = []
     private var packs: [Int64] = []
 
-    func queue(_ answer: PackMaintenanceRoutes.UpdateCheck) { lock.withLock { answers.append(answer) } }
+    func queue(_ answer: PackUpdateChecker.Outcome) { lock.withLock { answers.append(answer) } }
     var asked: [Int64] { lock.withLock { packs } }
 
-    func next(_ packID: Int64) -> PackMaintenanceRoutes.UpdateCheck {
-        lock.withLock {
+    func check(_ packID: Int64, completion: @escaping (PackUpdateChecker.Outcome) -> Void) {
+        completion(lock.withLock {
             packs.append(packID)
             return answers.isEmpty ? .storageFailed("no answer queued") : answers.removeFirst()
-        }
+        })
     }
 }

@@ -17,7 +17,9 @@ final class RoutesFixture: @unchecked Sendable {
 
     let directory: URL
     let path: String
-    let writer: WriterThread
+    /// The SQLite store the API runs on; its writer is at hand for tests that write behind the API's back.
+    private(set) var store: SQLiteStore!
+    var writer: WriterThread { store.writer }
     let server: APIFixture
     nonisolated(unsafe) var api: PackdAPI!
 
@@ -29,23 +31,23 @@ final class RoutesFixture: @unchecked Sendable {
         self.directory = directory ?? FileManager.default.temporaryDirectory.appendingPathComponent("packd-routes-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: self.directory, withIntermediateDirectories: true)
         path = self.directory.appendingPathComponent("packd.sqlite").path
-        writer = try WriterThread(path: path, configuration: .init(maximumBatchDelay: .milliseconds(5))) { _ in }
         let authenticator = withKeys
             ? try APIKeyAuthenticator(parsing: "read:\(Self.readKey)\nwrite:\(Self.writeKey)\nadmin:\(Self.adminKey)", source: "test")
             : APIKeyAuthenticator()
         let routes = APIRouteBuilder(authenticator: authenticator, cors: cors, metrics: PackdMetrics())
-        nonisolated(unsafe) var built: PackdAPI?
-        let writer = writer
+        nonisolated(unsafe) var built: (PackdAPI, SQLiteStore)?
         let path = path
         server = try APIFixture(limits: limits) { router, loop in
             let logger = Logger(label: "routes-test") { _ in SwiftLogNoOpLogHandler() }
-            let api = try! PackdAPI(store: StoreAccess(loop: loop, writer: writer, path: path), routes: routes, logger: logger)
+            let store = try! SQLiteStore(path: path, loop: loop, configuration: .init(maximumBatchDelay: .milliseconds(5)))
+            let api = try! PackdAPI(store: store, loop: loop, routes: routes, logger: logger)
             if let sharing { api.sharing = sharing }
             api.offlinePublicURL = publicURL
             api.register(in: &router)
-            built = api
+            built = (api, store)
         }
-        api = built
+        api = built?.0
+        store = built?.1
     }
 
     var port: Int { server.port }
@@ -55,7 +57,7 @@ final class RoutesFixture: @unchecked Sendable {
         nonisolated(unsafe) let api = api
         server.onLoop { api?.close() }
         server.stop()
-        writer.stop()
+        store.close()
     }
 
     func removeFiles() {

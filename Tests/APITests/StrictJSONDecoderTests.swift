@@ -1,4 +1,5 @@
 import Foundation
+import Packs
 import Server
 import Testing
 @testable import API

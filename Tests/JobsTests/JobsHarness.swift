@@ -12,7 +12,9 @@ import Store
 final class JobsHarness: @unchecked Sendable {
     let path: String
     let thread: LoopThread
-    let writer: WriterThread
+    let store: SQLiteStore
+    var writer: WriterThread { store.writer }
+    private let listener = HarnessListener()
     private(set) var fetcher: Fetcher!
     private(set) var scheduler: PackScheduler!
     private let condition = NSCondition()
@@ -26,29 +28,52 @@ final class JobsHarness: @unchecked Sendable {
         self.path = path
         let thread = try LoopThread(name: "jobs-test")
         self.thread = thread
-        let relay = CommitRelay()
-        writer = try WriterThread(path: path) { outcome in
-            thread.loop.execute { relay.scheduler?.committed(outcome) }
-        }
+        store = try SQLiteStore(path: path, loop: thread.loop)
+        listener.harness = self
         try thread.sync {
             self.fetcher = try Fetcher(loop: thread.loop, configuration: fetch)
-            let scheduler = try PackScheduler(loop: thread.loop, fetcher: self.fetcher, writer: self.writer,
-                                              databasePath: path, maxActive: maxActive, settings: settings)
-            scheduler.onStateChange = { [self] packID, state, _, error in
-                record {
-                    states[packID, default: []].append(state.rawValue)
-                    errors[packID] = error.flatMap { try? SortedJSONEncoder.encode($0) }.map { String(decoding: $0, as: UTF8.self) }
-                }
-            }
-            scheduler.onProgress = { [self] packID, value, counts in
-                record {
-                    progress[packID] = value
-                    if let counts { expected[packID] = counts }
-                }
-            }
-            relay.scheduler = scheduler
+            let scheduler = PackScheduler(loop: thread.loop, fetcher: self.fetcher, store: self.store, maxActive: maxActive,
+                                          settings: settings)
+            scheduler.listener = self.listener
+            self.store.onCommit = { [unowned scheduler] in scheduler.committed($0) }
             self.scheduler = scheduler
         }
+    }
+
+    /// What the scheduler reports, as the API would publish it.
+    private final class HarnessListener: PackActivityListener {
+        weak var harness: JobsHarness?
+        /// Revalidation counts as committed (tests of `invalidate` read them).
+        var onRevalidation: ((Int64, PackInvalidation) -> Void)?
+
+        func packTransitioned(_ packID: Int64, _ transition: PackLifecycle.Transition) {
+            guard transition.loopActions.contains(.publishState), let state = transition.to else { return }
+            harness?.record {
+                harness?.states[packID, default: []].append(state.rawValue)
+                harness?.errors[packID] = transition.error.flatMap { try? SortedJSONEncoder.encode($0) }
+                    .map { String(decoding: $0, as: UTF8.self) }
+            }
+        }
+
+        func progressCommitted(_ packID: Int64, _ progress: StoredProgress, expected: ExpectedCounts?) {
+            harness?.record {
+                harness?.progress[packID] = progress
+                if let expected { harness?.expected[packID] = expected }
+            }
+        }
+
+        func revalidationCommitted(_ packID: Int64, _ counts: PackInvalidation, progress: StoredProgress,
+                                   expected: ExpectedCounts) {
+            onRevalidation?(packID, counts)
+        }
+
+        func resourceFailed(_ failure: ResourceErrorEvent) {}
+    }
+
+    /// Hears each revalidation's committed counts (set on the loop thread).
+    var onRevalidation: ((Int64, PackInvalidation) -> Void)? {
+        get { listener.onRevalidation }
+        set { listener.onRevalidation = newValue }
     }
 
     static let fastRetries = DownloadSettings(maxInFlight: 8, initialBackoff: .milliseconds(5), maxBackoff: .milliseconds(50))
@@ -101,7 +126,7 @@ final class JobsHarness: @unchecked Sendable {
             self.fetcher.shutdown()
         }
         thread.shutdown()
-        writer.stop()
+        store.close()
     }
 
     @discardableResult
@@ -124,9 +149,6 @@ final class JobsHarness: @unchecked Sendable {
 }
 
 /// Lets the writer's commit callback reach the scheduler created after the writer.
-private final class CommitRelay: @unchecked Sendable {
-    var scheduler: PackScheduler?
-}
 
 /// One value handed from another thread, awaited with a deadline.
 final class Box<T>: @unchecked Sendable {

@@ -42,7 +42,7 @@ import Testing
                 .tile(TileKey(urlTemplate: $0.urlTemplate, pixelRatio: Int64($0.pixelRatio), z: Int64($0.z),
                               x: Int64($0.x), y: Int64($0.y)))
             } ?? .resource(url: resource.url, kind: resource.kind)
-            let stored = try #require(try reader.read(key), "\(resource.url) not stored")
+            let stored = try #require(try reader.resource(key), "\(resource.url) not stored")
             let expected = upstream.body(for: Self.path(resource.url, upstream))
             #expect(try stored.body?.decoded() == expected, "\(resource.url)")
         }
@@ -81,7 +81,7 @@ import Testing
         defer { run.close() }
         #expect(run.finish() == ["active", "complete"], "\(run.harness.publishedError(run.packID) ?? "")")
         let reader = try StoreReader(path: run.database.path)
-        let style = try #require(try reader.read(.resource(url: run.upstream.base + "/style.json", kind: .style)))
+        let style = try #require(try reader.resource(.resource(url: run.upstream.base + "/style.json", kind: .style)))
         #expect(try style.body?.decoded() == Array(run.upstream.style.utf8))
         #expect(run.harness.publishedExpected(run.packID)?.precise == true)
     }
@@ -182,7 +182,7 @@ import Testing
         harness.close()
         let stored = Set(try Self.planned(upstream).filter { resource in
             guard let tile = resource.tile else { return false }
-            return try StoreReader(path: database.path).read(.tile(TileKey(
+            return try StoreReader(path: database.path).resource(.tile(TileKey(
                 urlTemplate: tile.urlTemplate, pixelRatio: Int64(tile.pixelRatio), z: Int64(tile.z),
                 x: Int64(tile.x), y: Int64(tile.y)))) != nil
         }.map { Self.path($0.url, upstream) })

@@ -31,8 +31,11 @@ import Testing
 
     /// Starts a revalidation as the API does: `complete` → `queued` with zeroed counts, then the scheduler.
     static func invalidate(_ harness: JobsHarness, _ packID: Int64) throws {
-        let start = try harness.performAndWait { try $0.beginInvalidation(packID, now: Int64(Date().timeIntervalSince1970)) }
-        try #require(start == .started)
+        let start = try harness.performAndWait { try $0.transition(packID, .invalidate, now: Int64(Date().timeIntervalSince1970)) }
+        guard case .applied(let transition) = start, transition.to == .queued else {
+            Issue.record("invalidate was not applied: \(start)")
+            return
+        }
         try harness.onLoop { harness.scheduler.packQueued(packID) }
     }
 
@@ -53,7 +56,7 @@ import Testing
         let harness = try JobsHarness(path: database.path)
         defer { harness.close() }
         let published = InvalidationLog()
-        try harness.onLoop { harness.scheduler.onInvalidation = { _, counts, _, _ in published.append(counts) } }
+        try harness.onLoop { harness.onRevalidation = { _, counts in published.append(counts) } }
         try Self.invalidate(harness, packID)
         #expect(harness.waitForState(packID, ["complete", "failed"]) == ["active", "complete"],
                 "\(harness.publishedError(packID) ?? "")")
@@ -67,10 +70,10 @@ import Testing
         #expect(invalidation.completedAt != nil)
         #expect(published.last == invalidation, "the last event carries the committed counts")
         for tile in changed {
-            #expect(try reader.read(tile.key)?.body?.decoded() == upstream.body(for: tile.path), "\(tile.path)")
+            #expect(try reader.resource(tile.key)?.body?.decoded() == upstream.body(for: tile.path), "\(tile.path)")
         }
         for tile in removed {
-            let stored = try #require(try reader.read(tile.key))
+            let stored = try #require(try reader.resource(tile.key))
             #expect(stored.body == nil, "\(tile.path) is stored as no content")
         }
         // Each stored row asked for once, each time with its stored ETag.
@@ -99,7 +102,7 @@ import Testing
         let reader = try StoreReader(path: database.path)
         let invalidation = try #require(try reader.pack(packID)?.invalidation)
         #expect(invalidation.unchanged == total - 1 && invalidation.updated == 1 && invalidation.removed == 0)
-        let stored = try #require(try reader.read(changed.key))
+        let stored = try #require(try reader.resource(changed.key))
         let body = try #require(upstream.body(for: changed.path))
         #expect(try stored.body?.decoded() == body)
         #expect(stored.cache.etag == RevisedUpstream.etag(of: body), "the new validator is stored with the new bytes")
@@ -111,7 +114,7 @@ import Testing
         defer { upstream.stop(); database.remove() }
         let packID = try Self.downloadedPack(upstream, database)
         let tile = try #require(try Self.storedTilePaths(database, packID).first)
-        let before = try #require(try StoreReader(path: database.path).read(tile.key)?.body)
+        let before = try #require(try StoreReader(path: database.path).resource(tile.key)?.body)
         upstream.fail(tile.path, status: 500)
         upstream.change(tiles: [tile.path])
 
@@ -123,7 +126,7 @@ import Testing
         #expect(error.contains(#""code":"resources_failed""#), "\(error)")
         harness.close()
         let reader = try StoreReader(path: database.path)
-        #expect(try reader.read(tile.key)?.body == before, "the stored copy stays")
+        #expect(try reader.resource(tile.key)?.body == before, "the stored copy stays")
         #expect(try reader.pack(packID)?.invalidation?.completedAt != nil)
         #expect(try reader.failures(packID: packID).map(\.url).contains { $0.hasSuffix(tile.path) })
         // Every attempt (first try and retries) was conditional.
@@ -140,7 +143,7 @@ import Testing
         defer { harness.close() }
         // As a crash leaves it: `active`, counts part-way, not completed.
         _ = try harness.performAndWait { database in
-            _ = try database.beginInvalidation(packID, now: 1)
+            _ = try database.transition(packID, .invalidate, now: 1)
             try database.setPackState(packID, state: .active, error: nil, now: 1)
             return try database.recordInvalidation(packID, unchanged: 5, updated: 1, removed: 0, completedAt: nil) != nil
         }
@@ -207,7 +210,7 @@ import Testing
         let harness = try JobsHarness(path: database.path)
         defer { harness.close() }
         let checker = try harness.onLoop {
-            try PackUpdateChecker(loop: harness.thread.loop, fetcher: harness.fetcher, databasePath: database.path)
+            PackUpdateChecker(loop: harness.thread.loop, fetcher: harness.fetcher, store: harness.store)
         }
         func check() throws -> PackUpdateChecker.Outcome {
             let box = Box<PackUpdateChecker.Outcome>()
@@ -246,7 +249,7 @@ import Testing
             try $0.createPack(PackRecord(name: "empty", state: .inactive, definition: #"{"style_url": "http://127.0.0.1:9/s.json", "bounds": [0, 0, 1, 1], "min_zoom": 0, "max_zoom": 1, "pixel_ratio": 1}"#), now: 0)
         }
         let checker = try harness.onLoop {
-            try PackUpdateChecker(loop: harness.thread.loop, fetcher: harness.fetcher, databasePath: database.path)
+            PackUpdateChecker(loop: harness.thread.loop, fetcher: harness.fetcher, store: harness.store)
         }
         let box = Box<PackUpdateChecker.Outcome>()
         try harness.onLoop { checker.check(packID) { box.set($0) } }

@@ -106,7 +106,7 @@ import Testing
         #expect(Set(upstream.requests.map(\.target)) == ["/t/1/0/0.png", "/t/1/0/1.png", "/t/1/1/1.png"])
         let reader = try StoreReader(path: database.path)
         func body(_ z: Int64, _ x: Int64, _ y: Int64) throws -> String? {
-            guard let stored = try reader.read(.tile(TileKey(urlTemplate: template, z: z, x: x, y: y)))?.body else {
+            guard let stored = try reader.resource(.tile(TileKey(urlTemplate: template, z: z, x: x, y: y)))?.body else {
                 return nil
             }
             return String(decoding: try stored.decoded(), as: UTF8.self)

@@ -93,7 +93,7 @@ import Testing
         }
         // The canonical URLs are what the store holds.
         let reader = try StoreReader(path: server.databasePath)
-        #expect(try reader.read(.resource(url: upstream.base + "/style.json", kind: .style)) != nil)
+        #expect(try reader.resource(.resource(url: upstream.base + "/style.json", kind: .style)) != nil)
     }
 
     /// A rewrite rule changes where requests go, never what is stored: the store keeps the

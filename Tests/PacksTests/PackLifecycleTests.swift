@@ -1,3 +1,4 @@
+import Packs
 import Testing
 @testable import Packs
 

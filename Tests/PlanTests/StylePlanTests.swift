@@ -1,5 +1,6 @@
 import Foundation
 import Geo
+import Packs
 import Testing
 
 @testable import Plan

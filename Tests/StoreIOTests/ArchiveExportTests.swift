@@ -1,4 +1,5 @@
 import Foundation
+import Packs
 import Testing
 @testable import Store
 

@@ -1,4 +1,5 @@
 import Foundation
+import Packs
 import Testing
 @testable import Store
 
@@ -216,7 +217,7 @@ import Testing
             #expect(performing: { _ = try ValidatedImport.check(path: path, scratchDirectory: fixture.directory) },
                     throws: { error in (error as? ImportError).map(matches) ?? false })
         }
-        var tooSmall = ValidatedImport.Limits()
+        var tooSmall = UploadLimits()
         tooSmall.maximumBytes = 4096
         #expect(throws: ImportError.tooLarge(size: UInt64(goodBytes.count), limit: 4096)) {
             try ValidatedImport.check(path: good, limits: tooSmall, scratchDirectory: fixture.directory)

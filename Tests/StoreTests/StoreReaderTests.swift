@@ -94,8 +94,8 @@ import Testing
         let e2 = try store.appendEvent(packID: ids[1], type: "progress", json: #"{"b":2}"#, now: 31)
         try store.recordFailure(packID: ids[2], url: "https://t/1", status: 500, message: "server error", attempts: 5, now: 40)
         try store.recordFailure(packID: ids[2], url: "https://t/2", status: nil, message: "timeout", attempts: 5, now: 41)
-        try store.storeIdempotencyKey("k1", requestHash: "h", packID: ids[3], status: 201, body: Array("{}".utf8), now: 50)
-        try store.storeIdempotencyKey("k1", requestHash: "other", packID: nil, status: 500, body: [], now: 51) // first wins
+        try store.storeIdempotencyKey("k1", requestHash: "h", packID: ids[3], status: 201, body: Array("{}".utf8), now: 50, retention: 86_400)
+        try store.storeIdempotencyKey("k1", requestHash: "other", packID: nil, status: 500, body: [], now: 51, retention: 86_400) // first wins
 
         let reader = try StoreReader(path: path)
         #expect(try reader.packs().map(\.id) == ids)

@@ -158,7 +158,7 @@ final class Signal: @unchecked Sendable {
         let write = try StoreFixtures.tile(z: 2, x: 1, y: 1, pack: nil)
         let fixture = try TouchFixture(write)
         fixture.clock.value = 500
-        let row = try #require(try fixture.reader.read(write.key))
+        let row = try #require(try fixture.reader.resource(write.key))
         #expect(row.accessed == 100)
         guard case .body(let body) = write.content else { return }
         #expect(row.body == body)
@@ -166,20 +166,20 @@ final class Signal: @unchecked Sendable {
         fixture.writer.submit(try StoreFixtures.tile(z: 2, x: 0, y: 0, pack: nil))
         fixture.writer.flush { flushed.fire() }
         #expect(flushed.wait())
-        #expect(try fixture.reader.read(write.key)?.accessed == 500)
+        #expect(try fixture.reader.resource(write.key)?.accessed == 500)
     }
 
     @Test func touchesAreAppliedWithoutAnyWriteAfterTheBatchDelay() throws {
         let write = try StoreFixtures.resource("https://example/r.json", pack: nil, text: "{}")
         let fixture = try TouchFixture(write)
         fixture.clock.value = 900
-        #expect(try fixture.reader.read(write.key)?.accessed == 100)
+        #expect(try fixture.reader.resource(write.key)?.accessed == 100)
         // No further write or flush: the pending touch alone must reach the database.
         let deadline = Date().addingTimeInterval(30)
-        while try fixture.reader.read(write.key)?.accessed != 900 && Date() < deadline {
+        while try fixture.reader.resource(write.key)?.accessed != 900 && Date() < deadline {
             _ = Signal().waitBriefly()
         }
-        #expect(try fixture.reader.read(write.key)?.accessed == 900)
+        #expect(try fixture.reader.resource(write.key)?.accessed == 900)
     }
 
     final class Clock: @unchecked Sendable {

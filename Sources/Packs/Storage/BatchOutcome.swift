@@ -1,5 +1,8 @@
 /// What one committed batch made durable, handed to the writer's completion callback.
 public struct BatchOutcome: Sendable {
+    /// Rows the batch held (the writer's configured batch size bounds it; operations riding
+    /// the batch are not rows).
+    public var committedWrites = 0
     /// Writes applied (a `notModified`/`linkExisting` for a row that does not exist is skipped).
     public var appliedWrites = 0
     /// Writes that found no row to revalidate or link (the caller must download them).

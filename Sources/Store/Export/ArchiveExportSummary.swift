@@ -1,3 +1,5 @@
+import Packs
+
 /// What an archive export wrote, for the API's log line and the tests.
 public struct ArchiveExportSummary: Sendable {
     public let source: PackTileSource

@@ -1,33 +1,4 @@
-/// Why an export failed, in terms the API maps to a status: the pack or its tiles are missing
-/// (404/409), the request is ambiguous (400 naming the choices), or the store or disk failed
-/// (500/507).
-public enum ExportError: Error, CustomStringConvertible, Sendable {
-    case packNotFound(Int64)
-    /// The pack holds no stored tiles for the chosen source (nothing to put in an archive).
-    case noTiles
-    /// MBTiles and PMTiles hold one tileset: the pack has several and none was chosen.
-    case ambiguousTileSource([PackTileSource])
-    case unknownTileSource(String)
-    /// A stored tile cannot be decoded (bad zlib, or coordinates outside its zoom's grid).
-    case invalidTile(z: Int64, x: Int64, y: Int64, reason: String)
-    case database(DatabaseError)
-    case file(String)
-
-    public var description: String {
-        switch self {
-        case .packNotFound(let id): return "pack \(id) does not exist"
-        case .noTiles: return "the pack has no stored tiles for this source"
-        case .ambiguousTileSource(let sources):
-            return "the pack has \(sources.count) tile sources; choose one of: "
-                + sources.map { "\($0.urlTemplate) @\($0.pixelRatio)x" }.joined(separator: ", ")
-        case .unknownTileSource(let template): return "the pack has no tiles from \(template)"
-        case .invalidTile(let z, let x, let y, let reason): return "stored tile \(z)/\(x)/\(y) is invalid: \(reason)"
-        case .database(let error): return error.description
-        case .file(let message): return message
-        }
-    }
-}
-
+import Packs
 extension ExportError {
     /// Runs `body`, mapping whatever it throws to an `ExportError` (SQLite failures to
     /// `.database`, file failures to `.file`).
@@ -37,7 +8,7 @@ extension ExportError {
         } catch let error as ExportError {
             throw error
         } catch let error as DatabaseError {
-            throw .database(error)
+            throw .store(error.storeError)
         } catch {
             throw .file("\(error)")
         }

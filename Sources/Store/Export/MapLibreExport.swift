@@ -1,4 +1,5 @@
 import Foundation
+import Packs
 
 /// Writes one pack as a MapLibre Native offline database (schema 6, nothing else): its region
 /// row, the resources and tiles linked to it (ambient cache and other packs' rows excluded), and
@@ -57,7 +58,7 @@ public enum MapLibreExport {
             throw error
         } catch let error as DatabaseError {
             try? FileManager.default.removeItem(atPath: path)
-            throw .database(error)
+            throw .store(error.storeError)
         } catch {
             try? FileManager.default.removeItem(atPath: path)
             throw .file("\(error)")

@@ -1,17 +1,5 @@
-/// One tileset stored for a pack: a URL template at one pixel ratio. MBTiles and PMTiles hold
-/// exactly one, so the API lists these when a pack has several (`&source=`).
-public struct PackTileSource: Equatable, Sendable {
-    public let urlTemplate: String
-    public let pixelRatio: Int64
-    /// Stored tiles with content (no-content rows are not exported).
-    public let tileCount: Int64
-
-    public init(urlTemplate: String, pixelRatio: Int64, tileCount: Int64) {
-        self.urlTemplate = urlTemplate
-        self.pixelRatio = pixelRatio
-        self.tileCount = tileCount
-    }
-
+import Packs
+extension PackTileSource {
     /// The pack's tilesets, most tiles first.
     public static func all(pack: Int64, in database: Database) throws(ExportError) -> [PackTileSource] {
         return try ExportError.mapping {
@@ -31,18 +19,8 @@ public struct PackTileSource: Equatable, Sendable {
         }
     }
 
-    /// The tileset to export: the one named by `urlTemplate` (highest pixel ratio if several),
-    /// or the pack's only one.
+    /// The tileset to export of `pack` (see `[PackTileSource].choose`).
     public static func choose(pack: Int64, urlTemplate: String?, in database: Database) throws(ExportError) -> PackTileSource {
-        let sources = try all(pack: pack, in: database)
-        if let urlTemplate {
-            guard let source = sources.filter({ $0.urlTemplate == urlTemplate }).max(by: { $0.pixelRatio < $1.pixelRatio }) else {
-                throw .unknownTileSource(urlTemplate)
-            }
-            return source
-        }
-        guard let first = sources.first else { throw .noTiles }
-        guard sources.count == 1 else { throw .ambiguousTileSource(sources) }
-        return first
+        try all(pack: pack, in: database).choose(urlTemplate: urlTemplate)
     }
 }

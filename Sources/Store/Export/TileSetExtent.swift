@@ -1,4 +1,5 @@
 import Foundation
+import Packs
 
 /// The zoom range and geographic bounds of a stored tileset, from one grouped query: archive
 /// headers and MBTiles metadata need them before (PMTiles) or beside (MBTiles) the tiles. Bounds

@@ -1,4 +1,5 @@
 import CSQLite
+import Packs
 
 /// What merging a validated upload is about to change, counted with the merge's own rules
 /// (`MergeStatements`: a row is taken when it is new, or newer by `modified`) just before the

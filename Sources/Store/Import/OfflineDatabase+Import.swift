@@ -1,4 +1,5 @@
 import Foundation
+import Packs
 
 /// Imports through the writer: call from `WriterThread.perform` so the merge is one more write of
 /// the single writer, e.g.
@@ -7,12 +8,12 @@ extension OfflineDatabase {
     /// Merges a validated upload (see `ValidatedImport.check`, which can run on any thread) and
     /// re-bases the maintained ambient size, since the merge may link rows that were ambient.
     public func importOfflineDatabase(_ upload: ValidatedImport,
-                                      now: Int64 = Int64(Date().timeIntervalSince1970)) throws(ImportError) -> [OfflineDatabaseImport.ImportedPack] {
-        let packs = try OfflineDatabaseImport.merge(upload, into: database, tileLimit: tileLimit, now: now)
+                                      now: Int64 = Int64(Date().timeIntervalSince1970)) throws(ImportError) -> [ImportOutcome.ImportedPack] {
+        let packs = try OfflineDatabaseImport.merge(upload, into: database, tileLimit: linkedTileLimit, now: now)
         do {
             try resynchronizeAmbientCacheSize()
         } catch let error as DatabaseError {
-            throw .database(error)
+            throw .store(error.storeError)
         } catch {
             throw .file("\(error)")
         }

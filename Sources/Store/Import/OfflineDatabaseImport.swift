@@ -1,3 +1,4 @@
+import Packs
 import CSQLite
 import Foundation
 
@@ -9,13 +10,6 @@ import Foundation
 /// instead of `REPLACE`, so ids stay stable and other packs' links survive. Runs on the writer's
 /// connection (the single writer), in one transaction: all or nothing.
 public enum OfflineDatabaseImport {
-    /// A pack the import created or merged into.
-    public struct ImportedPack: Equatable, Sendable {
-        public let id: Int64
-        /// True when the region was new; false when it matched an existing pack.
-        public let added: Bool
-    }
-
     /// Longest pack name taken from an uploaded description.
     static let maximumNameLength = 256
 
@@ -23,7 +17,7 @@ public enum OfflineDatabaseImport {
     /// upload that would exceed it is refused whole. Prefer `OfflineDatabase.importOfflineDatabase`,
     /// which also re-bases the writer's maintained ambient size.
     public static func merge(_ upload: ValidatedImport, into database: Database, tileLimit: Int64? = nil,
-                             now: Int64 = Int64(Date().timeIntervalSince1970)) throws(ImportError) -> [ImportedPack] {
+                             now: Int64 = Int64(Date().timeIntervalSince1970)) throws(ImportError) -> [ImportOutcome.ImportedPack] {
         try ValidatedImport.run(database) {
             // Also protects the writer's connection while untrusted content is attached.
             try database.setConfig(SQLITE_DBCONFIG_DEFENSIVE, true)
@@ -31,7 +25,7 @@ public enum OfflineDatabaseImport {
             try database.execute("ATTACH DATABASE ?1 AS side", [.text(ValidatedImport.readOnlyURI(upload.path))])
         }
         defer { try? database.execute("DETACH DATABASE side") }
-        var packs: [ImportedPack] = []
+        var packs: [ImportOutcome.ImportedPack] = []
         try ValidatedImport.run(database) {
             if sqlite3_compileoption_used("USE_URI") == 1, sqlite3_db_readonly(database.handle, "side") != 1 {
                 throw ImportError.file("the upload could not be attached read-only")
@@ -42,13 +36,13 @@ public enum OfflineDatabaseImport {
             guard try database.scalarInt("PRAGMA side.user_version") == OfflineSchema.userVersion else {
                 throw ImportError.unsupportedVersion(try database.scalarInt("PRAGMA side.user_version") ?? 0)
             }
-            packs = try database.transaction { () throws -> [ImportedPack] in
+            packs = try database.transaction { () throws -> [ImportOutcome.ImportedPack] in
                 let lastRegion = try database.scalarInt("SELECT max(id) FROM main.regions") ?? 0
                 for statement in MergeStatements.all { try database.execute(statement) }
-                var packs: [ImportedPack] = []
+                var packs: [ImportOutcome.ImportedPack] = []
                 try database.makeStatement("SELECT DISTINCT main_region_id FROM temp.region_mapping ORDER BY 1").forEachRow { row in
                     let id = row.int64(at: 0)
-                    packs.append(ImportedPack(id: id, added: id > lastRegion))
+                    packs.append(ImportOutcome.ImportedPack(id: id, added: id > lastRegion))
                 }
                 for pack in packs {
                     try ensurePackRow(pack.id, in: database, now: now)

@@ -1,3 +1,5 @@
+import Packs
+
 /// What a MapLibre offline database must contain, object by object and column by column, to be
 /// read by packd's merge: exactly schema 6 (or 5, the same without `must_revalidate`), plus
 /// SQLite's own bookkeeping objects. Anything else — another table, an index packd did not

@@ -1,3 +1,4 @@
+import Packs
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)

@@ -1,19 +1,12 @@
 import CSQLite
 import Foundation
+import Packs
 
 /// An uploaded MapLibre offline database that passed every check and is safe to attach to the
 /// writer: schema 6 exactly, no triggers or views, intact pages, plausible rows. Opened only
 /// read-only, defensively, with untrusted schema code disabled. A schema-5 upload is upgraded in
 /// a private copy (the upload itself is never written) which this value deletes when released.
-public final class ValidatedImport: Sendable {
-    public struct Limits: Sendable {
-        /// Largest upload accepted (SQLite reads no further than this either).
-        public var maximumBytes: UInt64 = 4 << 30
-        /// Largest single resource or tile body.
-        public var maximumBlobBytes: Int64 = 64 << 20
-        public init() {}
-    }
-
+public final class ValidatedImport: CheckedUpload {
     /// The file the merge attaches (the upload, or the upgraded copy).
     public let path: String
     /// The schema version the upload had (5 means it was upgraded).
@@ -33,7 +26,7 @@ public final class ValidatedImport: Sendable {
     /// Checks the file at `path`; `scratchDirectory` receives the upgraded copy of a schema-5
     /// file. Throws a precise `ImportError`; on success nothing has been written anywhere except
     /// that copy.
-    public static func check(path: String, limits: Limits = Limits(), scratchDirectory: String) throws(ImportError) -> ValidatedImport {
+    public static func check(path: String, limits: UploadLimits = UploadLimits(), scratchDirectory: String) throws(ImportError) -> ValidatedImport {
         try SQLiteFileHeader.check(path: path, maximumBytes: limits.maximumBytes)
         let version = try withUntrustedConnection(path) { database throws(ImportError) in
             try userVersion(database)
@@ -62,7 +55,7 @@ public final class ValidatedImport: Sendable {
     }
 
     /// The schema, page integrity and row plausibility of a file whose header is already checked.
-    private static func checkContents(_ path: String, version: Int64, limits: Limits) throws(ImportError) {
+    private static func checkContents(_ path: String, version: Int64, limits: UploadLimits) throws(ImportError) {
         try withUntrustedConnection(path) { database throws(ImportError) in
             guard let shape = OfflineSchemaShape.version(version) else { throw .unsupportedVersion(version) }
             try shape.check(database, schema: "main")
@@ -124,7 +117,7 @@ public final class ValidatedImport: Sendable {
             try database.setConfig(SQLITE_DBCONFIG_DEFENSIVE, true)
             try database.execute("PRAGMA trusted_schema = OFF; PRAGMA query_only = ON; PRAGMA cell_size_check = ON")
         } catch {
-            throw error.isCorrupt ? .notSQLite : .database(error)
+            throw error.isCorrupt ? .notSQLite : .store(error.storeError)
         }
         return try body(database)
     }
@@ -136,7 +129,7 @@ public final class ValidatedImport: Sendable {
         } catch let error as ImportError {
             throw error
         } catch let error as DatabaseError {
-            throw error.isCorrupt ? .corrupt(error.message) : .database(error)
+            throw error.isCorrupt ? .corrupt(error.message) : .store(error.storeError)
         } catch {
             throw .file("\(error)")
         }

@@ -1,7 +1,6 @@
 import Geo
 import Packs
 import Plan
-import Store
 
 /// A few rows of one zoom of one pyramid: small enough for one `TileBitmap` query.
 struct TileBand {

@@ -1,24 +1,23 @@
 import Foundation
 import Packs
-import Store
 
 /// Read-only connections for the thread pool. A `StoreReader` is not thread-safe, so each read
 /// checks one out for its duration; connections are opened on demand (at most one per
 /// concurrently running pool thread) and kept for reuse.
-final class StoreReaderPool: @unchecked Sendable {
+public final class StoreReaderPool: @unchecked Sendable {
     private let path: String
     private let onAccess: (@Sendable (ResourceKey, Int64) -> Void)?
     private let lock = NSLock()
     // Guarded by `lock`.
     private var idle: [StoreReader] = []
 
-    init(path: String, onAccess: (@Sendable (ResourceKey, Int64) -> Void)?) {
+    public init(path: String, onAccess: (@Sendable (ResourceKey, Int64) -> Void)?) {
         self.path = path
         self.onAccess = onAccess
     }
 
     /// Runs `body` with a reader no other thread uses meanwhile. Call on a pool thread.
-    func withReader<T>(_ body: (StoreReader) throws -> T) throws -> T {
+    public func withReader<T>(_ body: (StoreReader) throws -> T) throws -> T {
         let reader = try checkOut()
         defer { checkIn(reader) }
         return try body(reader)

@@ -1,3 +1,5 @@
+import Loop
+
 /// A pack's `limits.max_bytes_per_second`: a rolling-average cap on the bytes it receives, as
 /// Mapbox's `averageBytesPerSecond` — bursts allowed, the average held. A byte bucket refilled
 /// at the cap, holding at most half a second of it: a new transfer may start while the balance,
@@ -54,5 +56,45 @@ struct BandwidthBudget {
         let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
         balance = min(burst, balance + max(0, seconds) * bytesPerSecond)
         refilled = now
+    }
+}
+
+/// A pack's bandwidth cap on the loop: whether another transfer may start now, and a timer that
+/// calls back once one may. Loop thread only.
+final class BandwidthGate {
+    private var budget: BandwidthBudget
+    private let timer: LoopTimer
+    private var waiting = false
+
+    init(bytesPerSecond: Int64, loop: EventLoop) {
+        budget = BandwidthBudget(bytesPerSecond: bytesPerSecond, now: .now)
+        timer = LoopTimer(loop: loop)
+    }
+
+    /// Waiting for the budget to allow the next start.
+    var isWaiting: Bool { waiting }
+
+    /// True (and the transfer is counted as under way) when one may start now; otherwise
+    /// `ready` runs once one may.
+    func allowsStart(ready: @escaping () -> Void) -> Bool {
+        if waiting { return false }
+        let now = ContinuousClock.now
+        if budget.startTransfer(now: now) { return true }
+        waiting = true
+        timer.start(after: max(LoopTimer.milliseconds(budget.wait(now: now)), 1)) { [weak self] in
+            guard let self else { return }
+            waiting = false
+            ready()
+        }
+        return false
+    }
+
+    /// An answer arrived with `bytes` of body.
+    func received(_ bytes: Int) {
+        budget.received(bytes, now: .now)
+    }
+
+    func close() {
+        timer.close()
     }
 }

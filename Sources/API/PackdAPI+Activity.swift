@@ -1,0 +1,31 @@
+import Jobs
+import Packs
+
+/// The download engine's committed facts become events (and `/metrics` counts): the API listens
+/// to Jobs' scheduler directly. Loop thread.
+extension PackdAPI: PackActivityListener {
+    public func packTransitioned(_ packID: Int64, _ transition: PackLifecycle.Transition) {
+        packs.publish(transition, packID: packID)
+    }
+
+    public func progressCommitted(_ packID: Int64, _ progress: StoredProgress, expected: ExpectedCounts?) {
+        packs.publishProgress(packID, progress: progress, expected: expected)
+    }
+
+    public func revalidationCommitted(_ packID: Int64, _ counts: PackInvalidation, progress: StoredProgress,
+                                      expected: ExpectedCounts) {
+        maintenance.publishInvalidation(packID, counts, progress: progress, expected: expected)
+    }
+
+    public func resourceFailed(_ failure: ResourceErrorEvent) {
+        packs.publishResourceError(failure)
+    }
+
+    public func resourceDownloaded() {
+        routes.metrics.downloadedResources.increment()
+    }
+
+    public func retried() {
+        routes.metrics.upstreamRetries.increment()
+    }
+}

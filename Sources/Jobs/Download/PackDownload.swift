@@ -1,0 +1,298 @@
+import Fetch
+import Foundation
+import Loop
+import Packs
+import Plan
+
+/// One pack's download, on the loop thread: the document phase (style, TileJSONs → the exact
+/// expected counts), then the fixed resources, then the tiles zoom by zoom, band by band — what
+/// the pack stored is skipped and what another pack or the ambient cache holds fresh is linked
+/// (`StoredLookup`); at most `maxInFlight` transfers run (`UpstreamResolver` retries them), only
+/// as fast as the pack's bandwidth cap allows (`BandwidthGate`) and the writer keeps up
+/// (`WriteQueue`). The end is reported only once the writer committed what it holds.
+final class PackDownload {
+    let packID: Int64
+    private let loop: EventLoop
+    private let fetcher: Fetcher
+    private let store: any PackStore
+    private let settings: DownloadSettings
+    private let clock: WallClock
+    private weak var owner: (any JobOwner)?
+    private weak var listener: (any PackActivityListener)?
+    private let resolver: UpstreamResolver
+    private let writes: WriteQueue
+    private let bandwidth: BandwidthGate?
+    /// The pack's own `max_tiles`: checked against the exact count before any tile is fetched.
+    let maxTiles: Int64?
+    private let watchdog: LoopTimer
+    private var documentPhase: DocumentPhase?
+    /// Style and TileJSON answers, stored with the fixed resources instead of being fetched again.
+    private var documents: [String: FetchResponse] = [:]
+    private var lookup: StoredLookup?
+    private var pending = PendingResources()
+    /// The plan's pyramids, which pending tiles point into.
+    private var pyramids: [TilePyramid] = []
+    private var region: RegionDefinition
+    /// Resources started and not yet resolved (in a transfer, waiting for a retry, or encoding).
+    private var busy = 0
+    /// Known once the documents are in (before any fixed resource or tile is fetched).
+    private(set) var expected: ExpectedCounts?
+    /// Known with the plan (its budget depends on the expected count).
+    private var failures: FailureLedger?
+    private var downloading = false
+    /// Everything resolved; waiting for the writer to commit before reporting.
+    private var finishing = false
+    private var ended = false
+
+    init(packID: Int64, region: RegionDefinition, limits: PackLimits, loop: EventLoop, fetcher: Fetcher,
+         store: any PackStore, settings: DownloadSettings, clock: WallClock, owner: any JobOwner,
+         listener: (any PackActivityListener)?) {
+        self.packID = packID
+        self.region = region
+        self.loop = loop
+        self.fetcher = fetcher
+        self.store = store
+        self.settings = settings
+        self.clock = clock
+        self.owner = owner
+        self.listener = listener
+        maxTiles = limits.maxTiles
+        resolver = UpstreamResolver(loop: loop, fetcher: fetcher, settings: settings, policy: .download(settings),
+                                    packID: packID, clock: clock, listener: listener)
+        writes = WriteQueue(packID: packID, loop: loop, sink: store, settings: settings, clock: clock)
+        bandwidth = limits.maxBytesPerSecond.flatMap { $0 >= 1 ? $0 : nil }.map { BandwidthGate(bytesPerSecond: $0, loop: loop) }
+        watchdog = LoopTimer(loop: loop)
+        resolver.onAnswer = { [weak self] bytes in self?.bandwidth?.received(bytes) }
+        writes.onProgress = { [weak self] in self?.pump() }
+    }
+
+    /// The documents (or straight the tiles, for a template region).
+    func start() {
+        let interval = LoopTimer.milliseconds(settings.watchdogInterval)
+        watchdog.start(after: interval, repeat: interval) { [weak self] in self?.checkProgressing() }
+        // This run retries every missing resource: failures an interrupted run recorded (before a
+        // restart) no longer hold, and would leave a complete pack counting failed resources.
+        let packID = packID
+        store.inBatch({ database in try database.clearFailures(packID: packID) }, then: nil)
+        let phase = DocumentPhase(region: region, loop: loop, source: self, limits: .init(
+            maxDocumentBytes: settings.maxBodyBytes, maxTotalBytes: PlanLimits().maxDocumentBytes * 8,
+            concurrency: settings.maxInFlight))
+        documentPhase = phase
+        phase.run { [weak self] result in
+            guard let self, !ended else { return }
+            documentPhase = nil
+            switch result {
+            case .success(let builder): beginResources(builder.plan)
+            case .failure(let failure): end(.fail(Self.packError(failure)))
+            }
+        }
+    }
+
+    /// Cancels every transfer and retry; the pack's state is the caller's business.
+    func stop() {
+        guard !ended else { return }
+        ended = true
+        documentPhase?.stop()
+        resolver.stop()
+        lookup?.stop()
+        writes.stop()
+        watchdog.close()
+        bandwidth?.close()
+        fetcher.cancelAll(owner: UInt64(bitPattern: packID))
+    }
+
+    // MARK: Resources
+
+    private func beginResources(_ plan: ResourcePlan) {
+        let counts = ExpectedCounts(resources: Int64(clamping: plan.expectedResources), tiles: Int64(clamping: plan.expectedTiles),
+                                    precise: plan.isPrecise)
+        expected = counts
+        // The owner stores the counts, also when they exceed the pack's limit (the pack then
+        // says how many tiles it needs) — and has failed the pack then.
+        guard owner?.jobPlanKnown(packID, counts) == true else { return stop() }
+        pyramids = plan.pyramids
+        failures = FailureLedger(packID: packID, store: store,
+                                 budget: settings.failureBudget(expectedResources: Int(clamping: counts.resources)))
+        let lookup = StoredLookup(packID: packID, store: store, clock: clock, pyramids: plan.pyramids,
+                                  bandTiles: settings.lookupBatchTiles)
+        lookup.onLinked = { [weak self] progress in
+            guard let self, !ended else { return }
+            owner?.jobLinked(packID, progress)
+        }
+        self.lookup = lookup
+        lookup.fixed(plan.fixed, refetch: Set(documents.keys)) { [weak self] toFetch in
+            guard let self, !ended else { return }
+            pending.append(contentsOf: toFetch.map(PendingResources.Entry.fixed))
+            downloading = true
+            pump()
+        }
+    }
+
+    private func pump() {
+        guard !ended, downloading, let lookup else { return }
+        while busy - writes.encoding < settings.maxInFlight, !writes.isFull, !pending.isEmpty {
+            guard bandwidth?.allowsStart(ready: { [weak self] in self?.pump() }) ?? true else { break }
+            switch pending.popFirst() {
+            case .fixed(let resource): download(resource)
+            case .tile(let pyramid, let tile): download(pyramids[pyramid].resource(for: tile))
+            case nil: break
+            }
+        }
+        // Look the next band up while half a band is still pending, so transfers do not wait for it.
+        if pending.count < max(settings.maxInFlight, settings.lookupBatchTiles / 2), !lookup.lookingUp, !lookup.exhausted {
+            lookup.nextBand(deliver: { [weak self] tiles in
+                guard let self, !ended else { return }
+                pending.append(contentsOf: tiles)
+                pump()
+            }, done: { [weak self] in
+                self?.pump()
+            })
+        }
+        if busy == 0, pending.isEmpty, lookup.exhausted, !lookup.lookingUp {
+            finish()
+        }
+    }
+
+    private func download(_ resource: PlannedResource) {
+        busy += 1
+        if let document = documents.removeValue(forKey: resource.url) {
+            return store(resource, document)
+        }
+        resolver.fetch(request(for: resource)) { [weak self] resolution in
+            guard let self, !ended else { return }
+            switch resolution {
+            case .body(let response):
+                store(resource, response)
+                pump() // the transfer slot is free while the body is encoded
+            case .noContent where resource.kind == .tile:
+                writes.storeNoContent(resource)
+                listener?.resourceDownloaded()
+                resolved()
+            case .noContent(let status):
+                recordFailure(resource, status: status, message: "the upstream has no content here", attempts: 1)
+            case .notModified(let response):
+                recordFailure(resource, status: response.status, message: "HTTP \(response.status)", attempts: 1)
+            case .unauthorized(let status):
+                end(.fail(PackError(.upstreamUnauthorized, "the upstream refused the request", url: resource.url, status: status)))
+            case .refused:
+                end(.fail(Self.addressRefused(resource.url)))
+            case .failed(let status, let message, let attempts):
+                recordFailure(resource, status: status, message: message, attempts: attempts)
+            case .stopped:
+                break
+            }
+        }
+    }
+
+    private func store(_ resource: PlannedResource, _ response: FetchResponse) {
+        writes.store(resource, response) { [weak self] encoded in
+            guard let self, !ended else { return }
+            if encoded {
+                listener?.resourceDownloaded()
+                resolved()
+            } else {
+                recordFailure(resource, status: response.status, message: "the body could not be decoded", attempts: 1)
+            }
+        }
+    }
+
+    /// A resource that failed for good: recorded with the batch, and the pack stops early once
+    /// more failed than the budget allows.
+    private func recordFailure(_ resource: PlannedResource, status: Int?, message: String, attempts: Int) {
+        if failures?.record(url: resource.url, status: status, message: message, attempts: attempts, now: clock.now) == true {
+            return end(.fail(PackError(.tooManyFailures, "\(failures?.count ?? 0) resources failed", url: resource.url,
+                                       status: status)))
+        }
+        resolved()
+    }
+
+    private func resolved() {
+        busy -= 1
+        pump()
+    }
+
+    /// Everything is resolved: waits for the writer to commit it, then reports.
+    private func finish() {
+        downloading = false
+        finishing = true
+        let owned = LoopBound(self)
+        store.flush {
+            let download = owned.value
+            guard !download.ended else { return }
+            download.end(.finished(failedResources: download.failures?.count ?? 0))
+        }
+    }
+
+    /// The watchdog: "never `active` with nothing in flight and nothing scheduled", checked. Every
+    /// resource counted in `busy` must be a transfer in the fetcher, a pending retry or a body
+    /// being encoded, and a download with nothing busy must be in its document phase, looking
+    /// up, waiting for its bandwidth budget or for the writer to commit what it holds, or
+    /// finishing. A lost completion would otherwise leave the pack `active` with nothing
+    /// happening, for good; this fails it visibly instead, and `resume` continues it.
+    private func checkProgressing() {
+        guard !ended else { return }
+        let accounted = fetcher.transferCount(owner: UInt64(bitPattern: packID)) + resolver.retriesWaiting + writes.encoding
+        let waiting = documentPhase != nil || lookup?.lookingUp == true || finishing || bandwidth?.isWaiting == true
+            || writes.isFull
+        if busy > accounted || (busy == 0 && !waiting) {
+            end(.fail(PackError(.internalError, "the download stalled with \(busy) resources under way, "
+                                + "\(accounted) accounted for; resume continues it")))
+        }
+    }
+
+    private func end(_ event: PackLifecycle.Event) {
+        guard !ended else { return }
+        stop()
+        owner?.jobEnded(packID, event)
+    }
+
+    private func request(for resource: PlannedResource) -> FetchRequest {
+        FetchRequest(url: resource.url, maxBodyBytes: settings.maxBodyBytes, timeouts: settings.timeouts,
+                     owner: UInt64(bitPattern: packID))
+    }
+
+    /// A document phase that cannot produce a plan fails the pack with what went wrong.
+    static func packError(_ failure: DocumentFailure) -> PackError {
+        switch failure {
+        case .unavailable(let url, let status, let detail): PackError(.styleUnavailable, detail, url: url, status: status)
+        case .unauthorized(let url, let status): PackError(.upstreamUnauthorized, "the upstream refused the request", url: url, status: status)
+        case .hostNotAllowed(let url): addressRefused(url)
+        case .tooLarge(let url, let detail): PackError(.invalidDocument, detail, url: url)
+        case .invalid(let error): PackError(.invalidDocument, error.description, url: error.url)
+        }
+    }
+
+    /// The address policy refused the connection: a configuration matter (allow the host), not
+    /// something retries fix, so the pack fails at once and says which setting is involved.
+    static func addressRefused(_ url: String) -> PackError {
+        PackError(.hostNotAllowed, "the upstream's address (or a redirect's) is loopback, private or otherwise not "
+                  + "global and no allow rule permits it (address policy: --allow-upstream-hosts)", url: url)
+    }
+}
+
+/// A download's documents come from the upstream with its retries; each answer is kept, to be
+/// stored with the fixed resources instead of fetched again.
+extension PackDownload: DocumentSource {
+    func document(_ resource: PlannedResource, then: @escaping (Result<[UInt8], DocumentFailure>) -> Void) {
+        resolver.fetch(request(for: resource)) { [weak self] resolution in
+            switch resolution {
+            case .body(let response):
+                self?.documents[resource.url] = response
+                then(.success(response.body))
+            case .noContent(let status):
+                then(.failure(.unavailable(url: resource.url, status: status == 204 ? 404 : status,
+                                           detail: "the upstream has no content here")))
+            case .notModified(let response):
+                then(.failure(.unavailable(url: resource.url, status: response.status, detail: "HTTP \(response.status)")))
+            case .unauthorized(let status):
+                then(.failure(.unauthorized(url: resource.url, status: status)))
+            case .refused:
+                then(.failure(.hostNotAllowed(url: resource.url)))
+            case .failed(let status, let message, _):
+                then(.failure(.unavailable(url: resource.url, status: status, detail: message)))
+            case .stopped:
+                then(.failure(.unavailable(url: resource.url, status: nil, detail: "stopped")))
+            }
+        }
+    }
+}

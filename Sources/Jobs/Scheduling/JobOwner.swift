@@ -1,0 +1,15 @@
+import Packs
+
+/// What a job (a download or a revalidation) tells the scheduler that runs it. Loop thread.
+protocol JobOwner: AnyObject {
+    /// The plan is known. The owner applies `.planKnown` (storing the counts); false when that
+    /// fails the pack (its own `max_tiles`): the job then stops without another word.
+    func jobPlanKnown(_ packID: Int64, _ counts: ExpectedCounts) -> Bool
+    /// Rows stored elsewhere were linked to the pack (committed).
+    func jobLinked(_ packID: Int64, _ progress: StoredProgress)
+    /// A revalidation's counts committed.
+    func jobCounted(_ packID: Int64, _ counts: PackInvalidation, progress: StoredProgress)
+    /// The job ended with `event` — `.finished(failedResources:)` or `.fail(_:)` — once what it
+    /// wrote is committed. A stopped job (suspend, delete, shutdown) reports nothing.
+    func jobEnded(_ packID: Int64, _ event: PackLifecycle.Event)
+}

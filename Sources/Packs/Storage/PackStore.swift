@@ -1,0 +1,31 @@
+/// The seam packd wires one store into (GRDB's `DatabaseWriter`/`DatabaseReader` split): reads
+/// on threads that may block, writes on the store's one writer, rows into batches, and what
+/// became durable back to the loop. Jobs and the API see only this and the protocols it hands
+/// out; `Store` (SQLite, the embedded default) and `PostgresStore` (cluster mode) implement it.
+///
+/// Threads: every method may be called on the loop thread and never blocks it. Completions
+/// (`then`, `onCommit`) run on the loop thread the store was made with, in order of commit.
+public protocol PackStore: ResourceSink {
+    /// Runs `query` on a reading thread; `then` gets its result on the loop thread.
+    func read<T: Sendable>(_ query: @escaping @Sendable (any StoreReading & PackExporting) throws -> T,
+                           then: @escaping (Result<T, any Error>) -> Void)
+    /// Runs `operation` on the writer, after the rows submitted before it (the open batch is
+    /// committed first: a request is waiting); `then` gets its result on the loop. Each store
+    /// method it calls is atomic on its own.
+    func write<T: Sendable>(_ operation: @escaping @Sendable (any StoreWriting) throws -> T,
+                            then: @escaping (Result<T, any Error>) -> Void)
+    /// A reader on the caller's thread, for start-up work before the loop runs.
+    func readNow<T>(_ query: (any StoreReading) throws -> T) throws -> T
+    /// What each committed batch made durable, on the loop thread (set once, by the wiring,
+    /// before the first write).
+    var onCommit: ((BatchOutcome) -> Void)? { get set }
+    /// Counts finished batches and writes, bumped before anyone is told of them: a cache of
+    /// rendered packs tagged with the count it saw before reading is stale once it moves. In
+    /// cluster mode it also moves when another node commits. Any thread.
+    var committedChanges: UInt64 { get }
+    /// Checks an uploaded offline database (arbitrary bytes at `path`) before an import:
+    /// precise `ImportError`s, nothing written but a scratch copy in `scratchDirectory`.
+    func checkUpload(path: String, limits: UploadLimits, scratchDirectory: String) -> Result<any CheckedUpload, ImportError>
+    /// Commits what is queued and stops the writer. Idempotent.
+    func close()
+}

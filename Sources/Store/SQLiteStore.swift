@@ -1,0 +1,145 @@
+import Loop
+import Packs
+
+/// The embedded store (packd's default): one SQLite file in WAL mode — MapLibre's offline schema
+/// beside packd's own tables — written by the one `WriterThread` and read by pooled read-only
+/// connections on libuv's thread pool. Every completion hops to the loop thread.
+public final class SQLiteStore: PackStore, @unchecked Sendable {
+    public let path: String
+    public let loop: EventLoop
+    /// The writer (tests and benchmarks drive it directly; the server only through `PackStore`).
+    public let writer: WriterThread
+    private let readers: StoreReaderPool
+    private let clock: WallClock
+    /// Loop thread only.
+    public var onCommit: ((BatchOutcome) -> Void)?
+
+    /// Opens (creating or migrating) the database at `path`. `onCommitOnWriter` hears each
+    /// outcome on the writer thread first (metrics that need no loop hop).
+    public init(path: String, loop: EventLoop, configuration: WriterThread.Configuration = .init(),
+                clock: WallClock = .system, onCommitOnWriter: (@Sendable (BatchOutcome) -> Void)? = nil) throws {
+        self.path = path
+        self.loop = loop
+        self.clock = clock
+        let relay = CommitRelay()
+        writer = try WriterThread(path: path, configuration: configuration) { outcome in
+            onCommitOnWriter?(outcome)
+            loop.execute { relay.store?.onCommit?(outcome) }
+        }
+        readers = StoreReaderPool(path: path, onAccess: { [weak writer] key, id in
+            switch key {
+            case .tile: writer?.touch(tileID: id)
+            case .resource: writer?.touch(resourceID: id)
+            }
+        })
+        relay.store = self
+    }
+
+    // MARK: PackStore
+
+    public func read<T: Sendable>(_ query: @escaping @Sendable (any StoreReading & PackExporting) throws -> T,
+                                  then: @escaping (Result<T, any Error>) -> Void) {
+        let readers = readers
+        loop.runOnThreadPool({ Result { try readers.withReader(query) } }, then: then)
+    }
+
+    public func write<T: Sendable>(_ operation: @escaping @Sendable (any StoreWriting) throws -> T,
+                                   then: @escaping (Result<T, any Error>) -> Void) {
+        let loop = loop
+        let completion = LoopBound(then)
+        // No transaction around the whole operation: each store method is one (an import must
+        // ATTACH its upload outside any).
+        writer.perform({ database in try operation(database) }) { result in
+            loop.execute { completion.value(result) }
+        }
+    }
+
+    public func readNow<T>(_ query: (any StoreReading) throws -> T) throws -> T {
+        try readers.withReader(query)
+    }
+
+    public var committedChanges: UInt64 { writer.committedChanges }
+
+    public func checkUpload(path: String, limits: UploadLimits, scratchDirectory: String) -> Result<any CheckedUpload, ImportError> {
+        Result { () throws(ImportError) -> any CheckedUpload in
+            try ValidatedImport.check(path: path, limits: limits, scratchDirectory: scratchDirectory)
+        }
+    }
+
+    public func close() {
+        writer.stop()
+    }
+
+    // MARK: ResourceSink
+
+    public func submit(_ writes: [ResourceWrite]) {
+        writer.submit(contentsOf: writes)
+    }
+
+    public func inBatch<T: Sendable>(_ operation: @escaping @Sendable (any StoreWriting) throws -> T,
+                                     then: (@Sendable (Result<T, any Error>) -> Void)?) {
+        let loop = loop
+        let box = OperationResult<T>(then: then)
+        writer.inBatch(WriterThread.BatchOperation(apply: { database in
+            box.result = Result { try database.database.transaction { try operation(database) } }
+        }, finish: { batchError in
+            box.deliver(batchError, on: loop)
+        }))
+    }
+
+    public func whenCommitted(_ then: @escaping @Sendable () -> Void) {
+        let loop = loop
+        writer.whenCommitted { loop.execute(then) }
+    }
+
+    public func flush(_ then: @escaping @Sendable () -> Void) {
+        let loop = loop
+        writer.flush { loop.execute(then) }
+    }
+
+    public var pendingWrites: Int { writer.pendingWrites }
+
+    /// Appends an event to the durable log in the open batch; it changes no pack document.
+    public func logEvent(_ event: StoredEvent, failed: @escaping @Sendable (any Error) -> Void) {
+        writer.inBatch(WriterThread.BatchOperation(changesPacks: false, apply: { database in
+            do {
+                try database.database.transaction {
+                    _ = try database.appendEvent(id: event.id, packID: event.packID, type: event.type, json: event.json,
+                                                 now: event.createdAt)
+                }
+            } catch {
+                failed(error)
+            }
+        }, finish: { batchError in
+            if let batchError { failed(batchError) }
+        }))
+    }
+}
+
+/// The writer's commit callback is made before the store exists; this lets it reach the store.
+private final class CommitRelay: @unchecked Sendable {
+    weak var store: SQLiteStore?
+}
+
+/// An in-batch operation's result, set on the writer thread before its batch commits and read
+/// after, on the same thread, then handed to the caller's completion on the loop.
+private final class OperationResult<T: Sendable>: @unchecked Sendable {
+    var result: Result<T, any Error>?
+    private let then: (@Sendable (Result<T, any Error>) -> Void)?
+
+    init(then: (@Sendable (Result<T, any Error>) -> Void)?) {
+        self.then = then
+    }
+
+    /// The operation's result once its batch committed, or the batch's error.
+    func deliver(_ batchError: StoreError?, on loop: EventLoop) {
+        guard let then else { return }
+        let outcome: Result<T, any Error>
+        if let batchError {
+            outcome = .failure(batchError)
+        } else {
+            outcome = result ?? .failure(StoreError(.other, "the operation did not run"))
+        }
+        loop.execute { then(outcome) }
+    }
+}
