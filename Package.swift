@@ -96,7 +96,7 @@ let package = Package(
         .target(name: "WorkSharing", dependencies: ["Plan", "Geo"]),
         .testTarget(name: "WorkSharingTests", dependencies: ["WorkSharing", "Plan", "Geo"]),
         // The cluster-mode store on PostgreSQL.
-        .target(name: "PostgresStore", dependencies: ["Packs", "Postgres", "WorkSharing", "Plan", "Geo"]),
+        .target(name: "PostgresStore", dependencies: ["Packs", "Postgres", "WorkSharing", "Plan", "Geo", "Loop", "Store"]),
         .testTarget(
             name: "PostgresStoreTests",
             dependencies: [

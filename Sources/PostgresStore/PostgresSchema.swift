@@ -257,6 +257,12 @@ public enum EventChannel {
     public static let name = "packd_events"
 }
 
+/// The channel every batch that changed packs notifies (payload: the node id), so every node's
+/// cache of rendered packs learns that another node committed.
+public enum CommitChannel {
+    public static let name = "packd_commits"
+}
+
 /// packd's advisory locks: `pg_advisory_lock(namespace, key)`, the namespace keeping them apart
 /// from other applications' on a shared database.
 enum AdvisoryLock: Int32 {
@@ -268,4 +274,7 @@ enum AdvisoryLock: Int32 {
     case events = 2
     /// Transaction lock while choosing which queued packs become active cluster-wide.
     case activation = 3
+    /// Transaction lock while a batch may add distinct tiles under a global tile limit, so the
+    /// limit holds exactly across nodes.
+    case tileLimit = 4
 }

@@ -136,7 +136,7 @@ public struct WorkUnitLeases: Sendable {
 
     /// Adds tiles stored for a unit (in the transaction that stored them, so the unit's count
     /// and the pack's progress move together).
-    public func addStoredTiles(_ count: Int64, to key: Key, on connection: PostgresConnection) throws {
+    public static func addStoredTiles(_ count: Int64, to key: Key, on connection: PostgresConnection) throws {
         guard count != 0 else { return }
         try connection.query(
             "UPDATE packd_work_units SET stored_tiles = stored_tiles + $3 WHERE pack_id = $1 AND ordinal = $2",

@@ -160,8 +160,8 @@ import WorkSharing
         let leases = WorkUnitLeases(node: try database.registerNode("writer", on: connection))
         let unit = try #require(try leases.claim(packs: [pack], limit: 1, on: connection).first)
         let key = WorkUnitLeases.Key(pack: pack, ordinal: unit.unit.ordinal)
-        try leases.addStoredTiles(5, to: key, on: connection)
-        try leases.addStoredTiles(3, to: key, on: connection)
+        try WorkUnitLeases.addStoredTiles(5, to: key, on: connection)
+        try WorkUnitLeases.addStoredTiles(3, to: key, on: connection)
         #expect(try connection.scalarInt("SELECT stored_tiles FROM packd_work_units WHERE pack_id = $1 AND ordinal = $2",
                                          [.int8(pack), .int8(Int64(key.ordinal))]) == 8)
     }
