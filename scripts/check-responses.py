@@ -6,7 +6,8 @@ named by PACKD_RECORD_RESPONSES. For each, this finds the operation (method + pa
 and fails when the status is not documented for it (and no `default` covers it), when the
 Content-Type is not one the response documents, or when a JSON body does not validate against
 the documented schema (JSON Schema 2020-12 as OpenAPI 3.1 uses it, formats checked). A recorded
-`text/event-stream` body is checked event by event against its `x-event-schema`.
+`text/event-stream` body is checked event by event against its `schema`, which describes one
+event (`data` against its `contentSchema`); ids must increase.
 
 usage: scripts/check-responses.py [openapi.yaml] recorded.jsonl
 """
@@ -14,62 +15,7 @@ import json
 import sys
 from urllib.parse import urlsplit
 
-import yaml
-from jsonschema import FormatChecker
-from openapi_schema_validator import OAS31Validator
-
-
-def load(path):
-    with open(path, encoding="utf-8") as handle:
-        return yaml.safe_load(handle)
-
-
-def lookup(spec, ref):
-    node = spec
-    for part in ref.lstrip("#/").split("/"):
-        node = node[part.replace("~1", "/").replace("~0", "~")]
-    return node
-
-
-def follow(spec, node):
-    for _ in range(16):
-        if isinstance(node, dict) and set(node) == {"$ref"}:
-            node = lookup(spec, node["$ref"])
-        elif isinstance(node, dict) and "$ref" in node and "description" in node and len(node) == 2:
-            node = lookup(spec, node["$ref"])
-        else:
-            return node
-    return node
-
-
-def match_operation(spec, method, path):
-    """The path template and operation for a concrete path; literal segments beat parameters."""
-    parts = [p for p in path.split("/") if p]
-    best = None
-    for template, item in spec["paths"].items():
-        segments = [s for s in template.split("/") if s]
-        if len(segments) != len(parts):
-            continue
-        score = 0
-        for segment, part in zip(segments, parts):
-            if segment.startswith("{") and segment.endswith("}"):
-                continue
-            if segment.startswith("{") and "}" in segment:
-                # `{source}.json`, `{range}.pbf`: a parameter with a literal suffix.
-                if not part.endswith(segment[segment.index("}") + 1:]):
-                    break
-                continue
-            if segment != part:
-                break
-            score += 1
-        else:
-            if best is None or score > best[0]:
-                best = (score, template, item)
-    if best is None:
-        return None, None
-    item = best[2]
-    operation = item.get(method.lower()) or (item.get("get") if method == "HEAD" else None)
-    return best[1], operation
+from openapi_document import errors_of, event_stream_problems, follow, load, match_operation
 
 
 def check(spec, record):
@@ -94,48 +40,18 @@ def check(spec, record):
     if media not in documented and "*/*" not in content:
         return [f"{method} {template} {status}: Content-Type {media!r} not in {sorted(content)}"]
     media_object = (content.get(documented[media]) or {}) if media in documented else {}
-    if media == "text/event-stream" and "x-event-schema" in media_object:
-        return check_events(spec, f"{method} {target} {status}", media_object["x-event-schema"], body)
-    # A `*/*` body (a stored resource) is opaque bytes: only documented JSON types are parsed.
     schema = media_object.get("schema")
+    if media == "text/event-stream" and schema is not None:
+        # The schema describes one event (`{id, event, data}`, see openapi.yaml's EventStream).
+        return event_stream_problems(spec, schema, body, f"{method} {target} {status}")
+    # A `*/*` body (a stored resource) is opaque bytes: only documented JSON types are parsed.
     if schema is None or not media.endswith("json") or not body:
         return []
     try:
         instance = json.loads(body)
     except ValueError:
         return [f"{method} {template} {status}: body is not JSON"]
-    root = {"components": spec["components"], "allOf": [schema]}
-    validator = OAS31Validator(root, format_checker=FormatChecker())
-    errors = sorted(validator.iter_errors(instance), key=lambda e: list(e.absolute_path))
-    return [f"{method} {target} {status}: {'/'.join(map(str, e.absolute_path)) or '(root)'}: {e.message}" for e in errors[:5]]
-
-
-def check_events(spec, where, schema, body):
-    """Each event of a recorded `text/event-stream` (comments skipped) as `{id, event, data}`
-    against the stream's `x-event-schema`; ids must increase."""
-    root = {"components": spec["components"], "allOf": [schema]}
-    validator = OAS31Validator(root, format_checker=FormatChecker())
-    problems, last_id = [], None
-    for block in body.split("\n\n"):
-        fields = {}
-        for line in block.split("\n"):
-            if not line or line.startswith(":"):
-                continue
-            name, _, value = line.partition(":")
-            fields[name] = value[1:] if value.startswith(" ") else value
-        if not fields:
-            continue
-        try:
-            event = {"id": int(fields.get("id", "")), "event": fields.get("event"), "data": json.loads(fields.get("data", ""))}
-        except ValueError:
-            problems.append(f"{where}: event is not id/event/JSON data: {block[:200]!r}")
-            continue
-        if last_id is not None and event["id"] <= last_id:
-            problems.append(f"{where}: event id {event['id']} after {last_id}")
-        last_id = event["id"]
-        for error in sorted(validator.iter_errors(event), key=lambda e: list(e.absolute_path))[:3]:
-            problems.append(f"{where}: event {event['id']} {'/'.join(map(str, error.absolute_path)) or '(root)'}: {error.message}")
-    return problems
+    return [f"{method} {target} {status}: {error}" for error in errors_of(spec, schema, instance)]
 
 
 def main(argv):

@@ -7,8 +7,9 @@
 #   - pmtiles: the `pmtiles` Python package reads every tile identical to the stored one;
 #   - maplibre: its SQL shape is exactly MapLibre's schema 6, and `packd import` into a second
 #     packd stores every resource and tile byte for byte.
-# Installs nginx, gdal-bin and the pmtiles package when missing; a tool still missing after that
-# is a failure, never a skipped check. Usage: scripts/verify-exports.sh
+# Installs nginx and gdal-bin when missing; a tool still missing after that is a failure, never a
+# skipped check. The pmtiles package comes from `make verify`'s virtual environment (.build/venv).
+# Usage: make verify
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -23,11 +24,10 @@ command -v ogrinfo >/dev/null && command -v gdalinfo >/dev/null || missing_packa
 if [ -n "$missing_packages" ]; then
   $SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq $missing_packages >/dev/null || true
 fi
-python3 -c "import pmtiles.reader" 2>/dev/null || python3 -m pip install --quiet pmtiles || true
 for tool in nginx ogrinfo gdalinfo curl python3; do
   command -v "$tool" >/dev/null || fail "$tool is not installed and could not be installed"
 done
-python3 -c "import pmtiles.reader" 2>/dev/null || fail "the pmtiles Python package is not installed and could not be installed"
+python3 -c "import pmtiles.reader" 2>/dev/null || fail "the pmtiles Python package is missing: run this through make verify (.build/venv)"
 [ -x "$FIXTURES/serve-ne.sh" ] || fail "the fixture upstream $FIXTURES/serve-ne.sh is missing"
 
 swift build --product packd >/dev/null

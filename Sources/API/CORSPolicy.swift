@@ -2,7 +2,7 @@ import Server
 
 /// Cross-origin access for browser dashboards: which origins may call the API, the preflight
 /// answer, and the fields a cross-origin response carries (`ETag`, `Location` and `Last-Event-ID`
-/// exposed, as api.md requires).
+/// exposed, as api.md requires, and `X-Request-Id` so a page can quote it).
 ///
 /// Keys travel in `Authorization` (or `access_token`), never in cookies, so credentials mode is
 /// not offered and `*` is safe to configure. A request without `Origin`, or from an origin not
@@ -21,8 +21,8 @@ public struct CORSPolicy: Sendable {
 
     public let allowedOrigins: AllowedOrigins
     public var allowedMethods: [HTTPMethod] = [.get, .head, .post, .put, .patch, .delete]
-    public var allowedHeaders: [String] = ["Authorization", "Content-Type", "Idempotency-Key", "If-None-Match", "Last-Event-ID", "Accept-Encoding"]
-    public var exposedHeaders: [String] = ["ETag", "Location", "Last-Event-ID"]
+    public var allowedHeaders: [String] = ["Authorization", "Content-Type", "Idempotency-Key", "If-None-Match", "Last-Event-ID", "Accept-Encoding", "X-Request-Id"]
+    public var exposedHeaders: [String] = ["ETag", "Location", "Last-Event-ID", "X-Request-Id"]
     /// Seconds a browser may cache a preflight answer.
     public var maxAge = 600
 
@@ -73,11 +73,13 @@ public struct CORSPolicy: Sendable {
         return headers
     }
 
-    /// The answer to an `OPTIONS` request: 204, with the allow fields when it is a preflight from
-    /// an allowed origin asking for an allowed method.
+    /// The answer to an `OPTIONS` request: 204 with `Allow` (the methods of the target resource,
+    /// as the server routes them), and the allow fields when it is a preflight from an allowed
+    /// origin asking for an allowed method.
     public func preflightResponse(for request: HTTPRequest) -> HTTPResponse {
         var headers: HTTPHeaders = ["Vary": "Origin, Access-Control-Request-Method, Access-Control-Request-Headers"]
-        headers.add("Allow", (allowedMethods + [.options]).map(\.rawValue).joined(separator: ", "))
+        let resource = request.allowedMethods.isEmpty ? allowedMethods + [.options] : request.allowedMethods
+        headers.add("Allow", resource.map(\.rawValue).joined(separator: ", "))
         if let allowed = allowedOriginValue(request.headers["Origin"]),
            let method = request.headers["Access-Control-Request-Method"],
            allowedMethods.contains(HTTPMethod(rawValue: method.trimmingCharacters(in: .whitespaces))) {

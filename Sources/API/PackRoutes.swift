@@ -408,6 +408,10 @@ public final class PackRoutes {
         published[packID, default: PublishedPack()].state = state
         documents.invalidate()
         events.publish(.state(StateEvent(packID: packID, state: state, previousState: previous, error: error)))
+        var fields: Logger.Metadata = ["pack_id": "\(packID)", "to": "\(state.rawValue)"]
+        if let previous { fields["from"] = "\(previous.rawValue)" }
+        if let error { fields["error_code"] = "\(error.code.rawValue)" }
+        logger.info("pack state changed", metadata: fields)
     }
 
     /// What an import added (a `state` event, as for a created pack) or changed, each with a

@@ -34,6 +34,7 @@ public final class PackdMetrics: Sendable {
     public let activeTransfers: Prometheus.Gauge
     public let sseSubscribers: Prometheus.Gauge
     public let writerBatchLatency: DurationHistogram
+    private let process = ProcessMetrics()
 
     public init(registry: PrometheusCollectorRegistry = PrometheusCollectorRegistry()) {
         self.registry = registry
@@ -58,6 +59,11 @@ public final class PackdMetrics: Sendable {
         activeTransfers = registry.makeGauge(descriptor: Self.name("active_transfers", "", "Upstream transfers in flight."))
         sseSubscribers = registry.makeGauge(descriptor: Self.name("sse_subscribers", "", "Open server-sent event streams."))
         writerBatchLatency = registry.makeDurationHistogram(descriptor: Self.name("writer_batch_duration", "seconds", "Time to commit one batch on the SQLite writer thread."), labels: [], buckets: Self.latencyBuckets)
+        // Prometheus' `*_build_info` convention: the facts are labels, the value is always 1.
+        var buildLabels = [("version", BuildInfo.version)]
+        if let commit = BuildInfo.commit { buildLabels.append(("commit", commit)) }
+        registry.makeGauge(descriptor: Self.name("build_info", "", "packd's version and the commit it was built from (when known); always 1."),
+                           labels: buildLabels).set(Int64(1))
         // The families' usual members exist from the start, so dashboards see zeros, not gaps.
         for state in PackState.allCases { setPacks(state: state, count: 0) }
         for kind in ["timeout", "connection", "http", "invalid", "too_large"] { _ = upstreamErrors.child(kind) }
@@ -95,11 +101,12 @@ public final class PackdMetrics: Sendable {
         upstreamErrors.child(kind).increment()
     }
 
-    /// The exposition for `GET /metrics`.
+    /// The exposition for `GET /metrics`: packd's instruments, then the process' own figures.
     public func exposition() -> [UInt8] {
         var buffer: [UInt8] = []
         buffer.reserveCapacity(16 * 1024)
         registry.emit(into: &buffer)
+        buffer.append(contentsOf: process.exposition().utf8)
         return buffer
     }
 

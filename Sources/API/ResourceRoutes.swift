@@ -49,16 +49,25 @@ public struct ResourceRoutes {
         guard url.utf8.count <= maximumURLLength else {
             throw Problem(.malformedRequest, detail: "query parameter url is longer than \(maximumURLLength) bytes")
         }
-        let lower = url.lowercased()
-        let rest: Substring
-        if lower.hasPrefix("https://") { rest = url.dropFirst(8) } else if lower.hasPrefix("http://") { rest = url.dropFirst(7) } else {
+        // Scalars, not Characters: a combining mark after "//" would merge with the slash.
+        let scalars = url.unicodeScalars
+        let rest: Substring.UnicodeScalarView
+        if Self.hasPrefix(scalars, "https://") { rest = scalars.dropFirst(8) } else if Self.hasPrefix(scalars, "http://") { rest = scalars.dropFirst(7) } else {
             throw Problem(.malformedRequest, detail: "query parameter url must be an http or https URL")
         }
         let authority = rest.prefix { $0 != "/" && $0 != "?" && $0 != "#" }
-        guard !authority.isEmpty, !authority.contains("@"), !url.unicodeScalars.contains(where: { $0.value < 0x21 }) else {
+        guard !authority.isEmpty, !authority.contains("@"), !scalars.contains(where: { $0.value < 0x21 }) else {
             throw Problem(.malformedRequest, detail: "query parameter url needs a host and no user info or spaces")
         }
         return url
+    }
+
+    /// `prefix` (ASCII, lowercase) at the start of `scalars`, ignoring ASCII case.
+    private static func hasPrefix(_ scalars: String.UnicodeScalarView, _ prefix: String) -> Bool {
+        scalars.count >= prefix.unicodeScalars.count
+            && zip(scalars, prefix.unicodeScalars).allSatisfy { scalar, expected in
+                ((0x41...0x5A).contains(scalar.value) ? scalar.value + 0x20 : scalar.value) == expected.value
+            }
     }
 
     private func get(_ request: HTTPRequest, _ responder: APIResponder) {

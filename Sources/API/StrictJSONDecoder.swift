@@ -8,8 +8,10 @@ import Server
 ///
 /// Unknown fields are found by round trip: the decoded value is encoded again and every key of
 /// the input that did not survive is one the type ignored. That needs `Codable` types whose
-/// `encode(to:)` mirrors `init(from:)` (synthesised conformances do). A key whose value is `null`
-/// is treated as absent, since an optional field encodes nil by omission.
+/// `encode(to:)` mirrors `init(from:)` (synthesised conformances do). An optional field sent as
+/// `null` is left out of the round trip too, so a key missing there whose value is `null` is
+/// probed: decoded again with `{}` in its place, a field of the type fails or comes back, an
+/// unknown key is ignored again (`nullProbeLimit` probes a body at most).
 public struct StrictJSONDecoder {
     /// Deeper nesting is refused before parsing, so a hostile body cannot exhaust the stack.
     public var maxDepth = 64
@@ -19,6 +21,9 @@ public struct StrictJSONDecoder {
     public var encoder = JSONEncoder()
     /// At most this many unknown fields are listed; the rest are summarised.
     public var maxErrors = 20
+    /// Null-valued keys probed per body (no request type has more optional fields than this);
+    /// any further one counts as unknown, so a body of many nulls costs no more than this.
+    public var nullProbeLimit = 16
 
     public init() {}
 
@@ -65,7 +70,11 @@ public struct StrictJSONDecoder {
             throw Problem(.internalError, detail: "the decoded body could not be re-encoded")
         }
         var unknown: [String] = []
-        Self.collectUnknown(input, echoed, path: "", into: &unknown, limit: maxErrors + 1)
+        var nullKeys: [[String]] = []
+        Self.collectUnknown(input, echoed, path: [], into: &unknown, nullKeys: &nullKeys, limit: maxErrors + 1)
+        for (index, key) in nullKeys.enumerated() where unknown.count <= maxErrors {
+            if index >= nullProbeLimit || !isField(key, of: type, in: input) { unknown.append(Self.pointer(key)) }
+        }
         guard unknown.isEmpty else {
             var errors = unknown.prefix(maxErrors).map { Problem.FieldError(pointer: $0, detail: "unknown field") }
             if unknown.count > maxErrors {
@@ -104,25 +113,79 @@ public struct StrictJSONDecoder {
         }
     }
 
-    /// Pointers of input keys missing from the re-encoded value.
-    private static func collectUnknown(_ input: Any, _ echoed: Any?, path: String, into result: inout [String], limit: Int) {
+    /// Pointers of input keys missing from the re-encoded value; those whose value is `null` go to
+    /// `nullKeys` (as key paths) instead, for `isField` to decide.
+    private static func collectUnknown(_ input: Any, _ echoed: Any?, path: [String], into result: inout [String],
+                                       nullKeys: inout [[String]], limit: Int) {
         guard result.count < limit else { return }
         if let object = input as? [String: Any] {
             let known = echoed as? [String: Any]
             for (key, value) in object.sorted(by: { $0.key < $1.key }) {
-                let pointer = path + "/" + key.replacingOccurrences(of: "~", with: "~0").replacingOccurrences(of: "/", with: "~1")
                 guard let echoedValue = known?[key] else {
-                    if !(value is NSNull) { result.append(pointer) }
+                    if value is NSNull { nullKeys.append(path + [key]) } else { result.append(pointer(path + [key])) }
                     if result.count >= limit { return }
                     continue
                 }
-                collectUnknown(value, echoedValue, path: pointer, into: &result, limit: limit)
+                collectUnknown(value, echoedValue, path: path + [key], into: &result, nullKeys: &nullKeys, limit: limit)
             }
         } else if let array = input as? [Any], let echoedArray = echoed as? [Any] {
             for (index, element) in array.enumerated() where index < echoedArray.count {
-                collectUnknown(element, echoedArray[index], path: "\(path)/\(index)", into: &result, limit: limit)
+                collectUnknown(element, echoedArray[index], path: path + [String(index)], into: &result, nullKeys: &nullKeys, limit: limit)
             }
         }
+    }
+
+    /// Whether the `null`-valued key at `path` is a field of `type`: decoded with `{}` there
+    /// instead, a field fails at that key (a scalar, an array, a struct with required fields) or
+    /// comes back in the round trip (a struct of optionals, a dictionary); an unknown key is
+    /// ignored again.
+    private func isField<T: Codable>(_ path: [String], of type: T.Type, in input: Any) -> Bool {
+        guard let probe = try? JSONSerialization.data(withJSONObject: Self.replacing(path[...], in: input, with: [String: Any]())) else {
+            return false
+        }
+        do {
+            let value = try decoder.decode(type, from: probe)
+            let echoed = try JSONSerialization.jsonObject(with: encoder.encode(value), options: [.fragmentsAllowed])
+            return Self.value(at: path[...], in: echoed) != nil
+        } catch let error as DecodingError {
+            let codingPath: [any CodingKey]
+            switch error {
+            case .keyNotFound(_, let context), .typeMismatch(_, let context), .valueNotFound(_, let context), .dataCorrupted(let context):
+                codingPath = context.codingPath
+            @unknown default:
+                return true
+            }
+            let keys = codingPath.map { $0.intValue.map(String.init) ?? $0.stringValue }
+            return keys.starts(with: path)
+        } catch {
+            return false
+        }
+    }
+
+    private static func replacing(_ path: ArraySlice<String>, in node: Any, with replacement: Any) -> Any {
+        guard let key = path.first else { return replacement }
+        if var object = node as? [String: Any], let child = object[key] {
+            object[key] = replacing(path.dropFirst(), in: child, with: replacement)
+            return object
+        }
+        if var array = node as? [Any], let index = Int(key), array.indices.contains(index) {
+            array[index] = replacing(path.dropFirst(), in: array[index], with: replacement)
+            return array
+        }
+        return node
+    }
+
+    private static func value(at path: ArraySlice<String>, in node: Any) -> Any? {
+        guard let key = path.first else { return node }
+        if let object = node as? [String: Any], let child = object[key] { return value(at: path.dropFirst(), in: child) }
+        if let array = node as? [Any], let index = Int(key), array.indices.contains(index) {
+            return value(at: path.dropFirst(), in: array[index])
+        }
+        return nil
+    }
+
+    private static func pointer(_ path: [String]) -> String {
+        path.map { "/" + $0.replacingOccurrences(of: "~", with: "~0").replacingOccurrences(of: "/", with: "~1") }.joined()
     }
 
     /// The deepest bracket nesting outside strings, counting stops just past `limit`.

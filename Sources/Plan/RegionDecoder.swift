@@ -85,6 +85,7 @@ struct RegionDecoder {
             }
             do {
                 try ResourceURL.checkHTTP(url, pointer: "/style_url")
+                if format == .api { try ResourceURL.checkClientURL(url, pointer: "/style_url") }
             } catch {
                 report("/style_url", error.detail)
                 return nil
@@ -131,6 +132,7 @@ struct RegionDecoder {
             let pointer = JSONPointer.appending("/tiles", index)
             do {
                 try ResourceURL.checkHTTP(template, pointer: pointer)
+                if format == .api { try ResourceURL.checkClientURL(template, pointer: pointer) }
                 parsed.append(try TileURLTemplate(template, scheme: scheme, subdomains: subdomains))
             } catch {
                 report(pointer, error.detail)

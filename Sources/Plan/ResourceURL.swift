@@ -44,12 +44,26 @@ enum ResourceURL {
         guard let scheme = scheme(of: url), scheme == "http" || scheme == "https" else {
             throw PlanError(.unsupportedURL, "only http and https URLs can be downloaded: \(url)", pointer: pointer)
         }
-        let afterScheme = url.dropFirst(scheme.count + 1)
-        guard afterScheme.hasPrefix("//"), let host = afterScheme.dropFirst(2).split(
+        // Scalars, not Characters: a combining mark after "//" would merge with the slash.
+        let afterScheme = url.unicodeScalars.dropFirst(scheme.unicodeScalars.count + 1)
+        guard afterScheme.starts(with: "//".unicodeScalars), let host = afterScheme.dropFirst(2).split(
             separator: "/", maxSplits: 1, omittingEmptySubsequences: false).first, !host.isEmpty,
-            !host.hasPrefix("?"), !host.hasPrefix("#")
+            host.first != "?", host.first != "#"
         else {
             throw PlanError(.unsupportedURL, "URL has no host: \(url)", pointer: pointer)
+        }
+    }
+
+    /// Throws when `url` (from an API client) carries user info — credentials belong in the
+    /// server's upstream rules, never in stored URLs — or a space or control character.
+    static func checkClientURL(_ url: String, pointer: String) throws(PlanError) {
+        if url.unicodeScalars.contains(where: { $0.value < 0x21 || $0.value == 0x7F }) {
+            throw PlanError(.unsupportedURL, "URL contains a space or a control character", pointer: pointer)
+        }
+        // Scalars, not Characters: a combining mark after "//" would merge with the slash.
+        let afterScheme = url.unicodeScalars.drop { $0 != ":" }.dropFirst(3)
+        if afterScheme.prefix(while: { $0 != "/" && $0 != "?" && $0 != "#" }).contains("@") {
+            throw PlanError(.unsupportedURL, "URL has user info; credentials belong in the server's upstream rules", pointer: pointer)
         }
     }
 

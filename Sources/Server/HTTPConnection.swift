@@ -215,7 +215,9 @@ final class HTTPConnection: LoopHandleOwner {
     func parserCompletedHead(_ head: RequestHead) -> Bool {
         guard acceptingRequests else { return false }
         var request = HTTPRequest(method: head.method, target: head.target, headers: head.headers, version: head.version)
-        let responder = Responder(connection: self, head: head, path: request.path, keepAlive: head.keepAlive && !server.isShuttingDown)
+        request.requestID = server.requestIDs.id(offered: head.headers[RequestIDs.headerName])
+        let responder = Responder(connection: self, head: head, path: request.path, requestID: request.requestID,
+                                  keepAlive: head.keepAlive && !server.isShuttingDown)
         slots.append(responder)
         lastBodyAt = now
         if let expectation = head.unsupportedExpectation {
@@ -240,6 +242,7 @@ final class HTTPConnection: LoopHandleOwner {
                 return false
             }
             request.parameters = parameters
+            if head.method == .options { request.allowedMethods = server.router.methods(path: request.path) }
             responder.handlerTimeout = route.options.handlerTimeout ?? limits.handlerTimeout
             if head.expectsContinue && head.hasBody && head.version.minor >= 1 {
                 appendOutput(for: responder) { $0.append(contentsOf: ResponseEncoder.continueLine) }
@@ -358,7 +361,7 @@ final class HTTPConnection: LoopHandleOwner {
                 method: HTTPMethod(rawValue: "-"), target: "-", headers: HTTPHeaders(), version: .http1_1,
                 keepAlive: false, contentLength: nil, chunked: false, expectsContinue: false
             )
-            responder = Responder(connection: self, head: head, path: "-", keepAlive: false)
+            responder = Responder(connection: self, head: head, path: "-", requestID: server.requestIDs.id(offered: nil), keepAlive: false)
             slots.append(responder)
         }
         inbound?.bodyStream?.fail(kind == .requestTimeout ? .timedOut : .malformed)
@@ -377,7 +380,7 @@ final class HTTPConnection: LoopHandleOwner {
         appendOutput(for: slot) { out in
             ResponseEncoder.writeHead(
                 status: response.status, headers: response.headers, framing: .length(response.body.count),
-                keepAlive: slot.keepAlive, version: slot.version, date: date, into: &out
+                keepAlive: slot.keepAlive, version: slot.version, date: date, requestID: slot.requestID, into: &out
             )
             if withBody { out.append(contentsOf: response.body) }
         }
@@ -390,7 +393,7 @@ final class HTTPConnection: LoopHandleOwner {
         appendOutput(for: slot) { out in
             ResponseEncoder.writeHead(
                 status: status, headers: headers, framing: framing,
-                keepAlive: slot.keepAlive, version: slot.version, date: date, into: &out
+                keepAlive: slot.keepAlive, version: slot.version, date: date, requestID: slot.requestID, into: &out
             )
         }
     }
@@ -736,14 +739,28 @@ final class HTTPConnection: LoopHandleOwner {
 
     // MARK: access log
 
+    /// One line per answered request, as fields (a JSON log collector indexes them): never the
+    /// query, which may carry a key (`access_token`), and a path cut to `maximumLoggedPath` bytes.
     private func logAccess(_ slot: Responder) {
-        server.logger.info("\(slot.method.rawValue) \(slot.path) \(slot.status) \(slot.bodyBytes)B \(Self.milliseconds(since: slot.startedAt))ms")
+        server.logger.info("access", metadata: [
+            "method": .string(slot.method.rawValue),
+            "path": .string(Self.loggedPath(slot.path)),
+            "status": .stringConvertible(slot.status),
+            "bytes": .stringConvertible(slot.bodyBytes),
+            "duration_ms": .stringConvertible(Self.milliseconds(since: slot.startedAt)),
+            "request_id": .string(slot.requestID),
+        ])
     }
 
-    private static func milliseconds(since start: UInt64) -> String {
-        let micros = (uv_hrtime() &- start) / 1000
-        let fraction = micros % 1000
-        let padded = fraction < 10 ? "00\(fraction)" : fraction < 100 ? "0\(fraction)" : "\(fraction)"
-        return "\(micros / 1000).\(padded)"
+    static let maximumLoggedPath = 1024
+
+    private static func loggedPath(_ path: String) -> String {
+        guard path.utf8.count > maximumLoggedPath else { return path }
+        return String(decoding: path.utf8.prefix(maximumLoggedPath), as: UTF8.self) + "…"
+    }
+
+    /// Milliseconds with microsecond resolution (`0.123`).
+    private static func milliseconds(since start: UInt64) -> Double {
+        Double((uv_hrtime() &- start) / 1000) / 1000
     }
 }

@@ -17,6 +17,11 @@ public struct HTTPRequest: Sendable {
     public var parameters: [String: String]
     /// Set for routes whose body is streamed to the handler chunk by chunk.
     public internal(set) var bodyStream: RequestBodyStream?
+    /// For an `OPTIONS` request: the methods the target resource supports (its `Allow`), set by
+    /// the server from its routes.
+    public internal(set) var allowedMethods: [HTTPMethod] = []
+    /// The `X-Request-Id` the response carries (the client's if acceptable, else the server's).
+    public internal(set) var requestID = ""
 
     public init(
         method: HTTPMethod, target: String, headers: HTTPHeaders = HTTPHeaders(),

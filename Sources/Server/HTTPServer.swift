@@ -29,6 +29,8 @@ public final class HTTPServer: LoopHandleOwner {
     private var shutdownCompletion: (() -> Void)?
     private var graceTimer: LoopTimer?
     private var acceptFailures = AcceptFailureLog()
+    /// The `X-Request-Id` of every request this server reads.
+    var requestIDs = RequestIDs()
     /// One read buffer for every connection: reads are consumed synchronously on the loop thread.
     let readBuffer: uv_buf_t
 

@@ -19,6 +19,9 @@ public final class Responder: @unchecked Sendable {
     public let loop: EventLoop
     public let method: HTTPMethod
     public let path: String
+    /// The request's `X-Request-Id` (the client's, or one the server made): echoed on the
+    /// response and logged with the access line.
+    public let requestID: String
     let version: HTTPVersion
     /// False when the connection ends after this response (client asked, error, shutdown).
     var keepAlive: Bool
@@ -41,11 +44,12 @@ public final class Responder: @unchecked Sendable {
     /// shutdown deadline, handler timeout). Long-running work can stop when it fires.
     public var onClose: (() -> Void)?
 
-    init(connection: HTTPConnection, head: RequestHead, path: String, keepAlive: Bool) {
+    init(connection: HTTPConnection, head: RequestHead, path: String, requestID: String, keepAlive: Bool) {
         self.connection = connection
         loop = connection.loop
         method = head.method
         self.path = path
+        self.requestID = requestID
         version = head.version
         self.keepAlive = keepAlive
         startedAt = uv_hrtime()

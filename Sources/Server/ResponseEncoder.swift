@@ -13,11 +13,12 @@ enum BodyFraming {
 /// strings, so a small response costs one buffer append and one `uv_write`.
 enum ResponseEncoder {
     /// Header fields the server owns; a handler's copies are dropped so framing cannot disagree.
-    private static let reserved = ["content-length", "transfer-encoding", "connection", "date"]
+    private static let reserved = ["content-length", "transfer-encoding", "connection", "date", "x-request-id"]
 
+    /// `requestID` (already validated by `RequestIDs`) goes out as `X-Request-Id`; empty: none.
     static func writeHead(
         status: HTTPStatus, headers: HTTPHeaders, framing: BodyFraming, keepAlive: Bool,
-        version: HTTPVersion, date: [UInt8], into out: inout [UInt8]
+        version: HTTPVersion, date: [UInt8], requestID: String = "", into out: inout [UInt8]
     ) {
         out.append(contentsOf: version.minor == 0 ? "HTTP/1.0 ".utf8 : "HTTP/1.1 ".utf8)
         appendDecimal(status.code, to: &out)
@@ -26,6 +27,11 @@ enum ResponseEncoder {
         out.append(contentsOf: "\r\nDate: ".utf8)
         out.append(contentsOf: date)
         out.append(contentsOf: "\r\n".utf8)
+        if !requestID.isEmpty {
+            out.append(contentsOf: "X-Request-Id: ".utf8)
+            appendFieldText(requestID, to: &out)
+            out.append(contentsOf: "\r\n".utf8)
+        }
         for field in headers.fields where !isReserved(field.name) {
             appendFieldText(field.name, to: &out)
             out.append(contentsOf: ": ".utf8)
@@ -78,7 +84,7 @@ enum ResponseEncoder {
 
     private static func isReserved(_ name: String) -> Bool {
         let count = name.utf8.count
-        guard count == 4 || count == 10 || count == 14 || count == 17 else { return false }
+        guard count == 4 || count == 10 || count == 12 || count == 14 || count == 17 else { return false }
         return reserved.contains { name.caseInsensitiveEquals($0) }
     }
 

@@ -99,9 +99,7 @@ public struct Router {
             }
         }
         let parts = path.utf8.split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: true)
-        var allowed: [HTTPMethod] = []
-        for route in routes where route.segments.count == parts.count {
-            guard Self.matches(route.segments, parts) else { continue }
+        for route in routes where route.segments.count == parts.count && Self.matches(route.segments, parts) {
             if route.method == method || (method == .head && route.method == .get) {
                 var parameters: [String: String] = [:]
                 for (segment, part) in zip(route.segments, parts) {
@@ -111,12 +109,22 @@ public struct Router {
                 }
                 return .found(route, parameters: parameters)
             }
+        }
+        let allowed = methods(path: path)
+        return allowed.isEmpty ? .notFound : .methodNotAllowed(allow: allowed)
+    }
+
+    /// The methods routed for `path` in registration order, `HEAD` after `GET` (an `Allow` value).
+    public func methods(path: String) -> [HTTPMethod] {
+        let parts = path.utf8.split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: true)
+        var allowed: [HTTPMethod] = []
+        for route in routes where route.segments.count == parts.count && Self.matches(route.segments, parts) {
             if !allowed.contains(route.method) {
                 allowed.append(route.method)
                 if route.method == .get { allowed.append(.head) }
             }
         }
-        return allowed.isEmpty ? .notFound : .methodNotAllowed(allow: allowed)
+        return allowed
     }
 
     private static func matches(_ segments: [Segment], _ parts: [Substring.UTF8View]) -> Bool {

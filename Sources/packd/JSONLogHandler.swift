@@ -2,7 +2,7 @@ import Logging
 
 /// A swift-log handler writing one JSON object per line to standard error (`--log-format json`),
 /// for log collectors that parse structured lines. Keys: `time` (RFC 3339, UTC, milliseconds),
-/// `level`, `label`, `message`, then metadata.
+/// `level`, `label`, `message`, then metadata (numbers and booleans unquoted).
 struct JSONLogHandler: LogHandler {
     let label: String
     var logLevel: Logger.Level = .info
@@ -44,7 +44,11 @@ struct JSONLogHandler: LogHandler {
         case .string(let text):
             appendQuoted(text, to: &out)
         case .stringConvertible(let convertible):
-            appendQuoted(convertible.description, to: &out)
+            if let number = jsonNumber(convertible) {
+                out += number
+            } else {
+                appendQuoted(convertible.description, to: &out)
+            }
         case .array(let values):
             out += "["
             for (index, element) in values.enumerated() {
@@ -61,6 +65,21 @@ struct JSONLogHandler: LogHandler {
                 appendValue(dictionary[key]!, to: &out)
             }
             out += "}"
+        }
+    }
+
+    /// Integers, finite doubles and booleans stay numbers and booleans (`"status":200`), so a log
+    /// collector can compare and sum them; anything else is a string.
+    private static func jsonNumber(_ value: any CustomStringConvertible) -> String? {
+        switch value {
+        case let value as Int: String(value)
+        case let value as Int64: String(value)
+        case let value as Int32: String(value)
+        case let value as UInt64: String(value)
+        case let value as UInt32: String(value)
+        case let value as Double where value.isFinite: "\(value)"
+        case let value as Bool: value ? "true" : "false"
+        default: nil
         }
     }
 

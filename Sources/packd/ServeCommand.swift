@@ -84,6 +84,12 @@ struct ServeCommand: ParsableCommand {
         var upstreamRulesFile: String?
         @Option(help: "Interval of the heartbeat comment on event streams, e.g. 15s (PACKD_EVENT_HEARTBEAT; default 15s).")
         var eventHeartbeat: String?
+        @Option(help: "Serve the dashboard at / and /dashboard/: true or false (PACKD_DASHBOARD; default true).")
+        var dashboard: String?
+        @Option(help: "Directory of the dashboard page, index.html and its modules (PACKD_DASHBOARD_DIR; default: dashboard/ in the working directory, the repository or <prefix>/share/packd).")
+        var dashboardDir: String?
+        @Option(help: "Directory holding maplibre-gl.js and maplibre-gl.css for the dashboard's maps (PACKD_MAP_LIBRARY_DIR; default: maplibre-gl/ found as the dashboard is, filled by `make dashboard-assets`; without it the dashboard has no maps).")
+        var mapLibraryDir: String?
         @Flag(help: .hidden)
         var debugRoutes = false
     }

@@ -37,6 +37,8 @@ struct ServerConfiguration {
     var downloads: DownloadConfiguration
     /// Server-sent events: the heartbeat comment interval (tests shorten it).
     var events = EventBroadcaster.Configuration()
+    /// Where the dashboard's files are; nil: `--dashboard=false`.
+    var dashboard: DashboardFiles?
 
     private static let defaultListen = ListenAddress.loopback(port: 8080)
 
@@ -113,6 +115,15 @@ struct ServerConfiguration {
             }
             upstreamPolicy = policy
         }
+        var dashboardOn = true
+        if let (text, setting) = source.value(options.dashboard, "DASHBOARD") {
+            guard let value = Self.parseSwitch(text) else { throw Invalid(setting: setting, problem: "'\(text.prefix(20))' is not true or false") }
+            dashboardOn = value
+        }
+        if dashboardOn {
+            dashboard = try DashboardFiles.checked(pageDirectory: source.value(options.dashboardDir, "DASHBOARD_DIR"),
+                                                   mapLibraryDirectory: source.value(options.mapLibraryDir, "MAP_LIBRARY_DIR"))
+        }
         debugRoutes = options.debugRoutes || ["1", "true", "yes"].contains(environment["PACKD_DEBUG_ROUTES"]?.lowercased() ?? "")
 
         var limits = ServerLimits()
@@ -153,6 +164,15 @@ struct ServerConfiguration {
             }
         }
         return policy
+    }
+
+    /// `true`/`false` and their usual spellings (`1`/`0`, `yes`/`no`, `on`/`off`).
+    static func parseSwitch(_ text: String) -> Bool? {
+        switch text.trimmingCharacters(in: .whitespaces).lowercased() {
+        case "true", "1", "yes", "on": true
+        case "false", "0", "no", "off": false
+        default: nil
+        }
     }
 
     /// `500ms`, `10s`, `2m`, `1h`, or a bare number of seconds (`2.5`); positive, at most a day.

@@ -62,6 +62,9 @@ struct ServerProcess {
                           metadata: ["directory": "\(api.sharing.scratchDirectory)"])
         }
         api.register(in: &router)
+        if let assets = configuration.dashboard?.load(logger: logger) {
+            DashboardRoutes(assets: assets, publicURL: configuration.publicURL).register(in: &router, using: api.routes)
+        }
         let fetcher = try Fetcher(loop: loop, configuration: configuration.downloads.fetch)
         api.upstream = FetcherUpstream(fetcher: fetcher)
         api.maintenance.updateChecker = PackUpdateChecker(loop: loop, fetcher: fetcher, store: store)

@@ -29,10 +29,16 @@ struct TextLogHandler: LogHandler {
         line.append(contentsOf: ": ".utf8)
         line.append(contentsOf: event.message.description.utf8)
         let extra = event.metadata ?? [:]
-        if !metadata.isEmpty || !extra.isEmpty {
-            let merged = metadata.merging(extra) { $1 }
-            for key in merged.keys.sorted() {
-                line.append(contentsOf: " \(key)=\(merged[key]!)".utf8)
+        // The access line's fields come as event metadata with none on the handler: no merge.
+        let fields = metadata.isEmpty ? extra : metadata.merging(extra) { $1 }
+        for key in fields.keys.sorted() {
+            line.append(UInt8(ascii: " "))
+            line.append(contentsOf: key.utf8)
+            line.append(UInt8(ascii: "="))
+            switch fields[key]! {
+            case .string(let text): line.append(contentsOf: text.utf8)
+            case .stringConvertible(let value): line.append(contentsOf: value.description.utf8)
+            case let other: line.append(contentsOf: other.description.utf8)
             }
         }
         line.append(UInt8(ascii: "\n"))

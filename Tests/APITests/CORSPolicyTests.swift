@@ -21,7 +21,7 @@ import Testing
         let allowed = policy.responseHeaders(for: request([("Origin", "https://DASH.example")]))
         #expect(allowed["Access-Control-Allow-Origin"] == "https://DASH.example")
         #expect(allowed["Vary"] == "Origin")
-        #expect(allowed["Access-Control-Expose-Headers"] == "ETag, Location, Last-Event-ID")
+        #expect(allowed["Access-Control-Expose-Headers"] == "ETag, Location, Last-Event-ID, X-Request-Id")
         let other = policy.responseHeaders(for: request([("Origin", "https://evil.example")]))
         #expect(other["Access-Control-Allow-Origin"] == nil)
         #expect(other["Vary"] == "Origin")
@@ -63,7 +63,7 @@ import Testing
         try ok.get("/v1/packs/7", headers: ["Origin": "https://dash.example", "Authorization": "Bearer read-key-0123456789"])
         #expect(ok.status == 200)
         #expect(ok.header("Access-Control-Allow-Origin") == "https://dash.example")
-        #expect(ok.header("Access-Control-Expose-Headers") == "ETag, Location, Last-Event-ID")
+        #expect(ok.header("Access-Control-Expose-Headers") == "ETag, Location, Last-Event-ID, X-Request-Id")
         #expect(try ok.readBody() == "7")
 
         // The 401 from the auth wrapper inside is readable by the page too.
@@ -72,5 +72,32 @@ import Testing
         #expect(denied.status == 401)
         #expect(denied.header("Access-Control-Allow-Origin") == "https://dash.example")
         #expect(denied.header("WWW-Authenticate") != nil)
+    }
+
+    /// `Allow` on an `OPTIONS` answer lists what the target resource supports (RFC 9110 §10.2.1),
+    /// not every method the API has.
+    @Test func optionsAllowListsTheResourcesOwnMethods() throws {
+        let fixture = try APIFixture { router, _ in
+            let cors = CORSPolicy(allowedOrigins: .none)
+            let answer: APIHandler = { _, responder in responder.respond(HTTPResponse(status: .noContent)) }
+            cors.add(.get, "/v1/packs/{id}", to: &router, answer)
+            cors.add(.delete, "/v1/packs/{id}", to: &router, answer)
+            cors.add(.put, "/v1/storage/tile-limit", to: &router, answer)
+        }
+        defer { fixture.stop() }
+        let pack = try StreamClient(port: fixture.port)
+        try pack.send("OPTIONS /v1/packs/7 HTTP/1.1\r\nHost: x\r\n\r\n")
+        try pack.readHead()
+        #expect(pack.status == 204)
+        #expect(pack.header("Allow") == "GET, HEAD, OPTIONS, DELETE")
+        let limit = try StreamClient(port: fixture.port)
+        try limit.send("OPTIONS /v1/storage/tile-limit HTTP/1.1\r\nHost: x\r\n\r\n")
+        try limit.readHead()
+        #expect(limit.header("Allow") == "PUT, OPTIONS")
+        let wrongMethod = try StreamClient(port: fixture.port)
+        try wrongMethod.send("POST /v1/storage/tile-limit HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n")
+        try wrongMethod.readHead()
+        #expect(wrongMethod.status == 405)
+        #expect(wrongMethod.header("Allow") == "PUT, OPTIONS")
     }
 }

@@ -1,3 +1,5 @@
+import Foundation
+import Glibc
 import PackdTestSupport
 import Server
 import Testing
@@ -84,5 +86,61 @@ import Testing
         #expect(client.status == 200)
         #expect(client.header("Content-Type")?.hasPrefix("text/plain; version=0.0.4") == true)
         #expect(try client.readBody().contains("packd_upstream_retries_total 1"))
+    }
+
+    /// The one unlabelled sample of `name`.
+    private func sample(_ text: [String], _ name: String) -> Double? {
+        text.first { $0.hasPrefix(name + " ") }.flatMap { Double($0.split(separator: " ")[1]) }
+    }
+
+    @Test func exportsTheBuildAsAGaugeOfOne() {
+        let text = lines(PackdMetrics())
+        #expect(text.contains("# TYPE packd_build_info gauge"))
+        let line = text.first { $0.hasPrefix("packd_build_info{") }
+        #expect(line?.contains(#"version="\#(BuildInfo.version)""#) == true)
+        #expect(line?.hasSuffix(" 1.0") == true)
+    }
+
+    @Test func processMetricsFollowTheProcess() throws {
+        let metrics = PackdMetrics()
+        let before = lines(metrics)
+        for family in ["process_cpu_seconds_total counter", "process_resident_memory_bytes gauge", "process_virtual_memory_bytes gauge",
+                       "process_open_fds gauge", "process_max_fds gauge", "process_start_time_seconds gauge"] {
+            #expect(before.contains("# TYPE \(family)"), "missing \(family)")
+        }
+        let resident = try #require(sample(before, "process_resident_memory_bytes"))
+        let virtual = try #require(sample(before, "process_virtual_memory_bytes"))
+        #expect(resident > 1_000_000 && resident <= virtual)
+        let started = try #require(sample(before, "process_start_time_seconds"))
+        let now = Date().timeIntervalSince1970
+        #expect(started <= now + 1 && started > now - 86_400)
+
+        // Descriptors opened here are counted, and uncounted once closed. Tests running in
+        // parallel open and close their own meanwhile: 200 here, and a margin of 50 for theirs.
+        let openBefore = try #require(sample(before, "process_open_fds"))
+        var pipes: [[Int32]] = []
+        for _ in 0..<100 {
+            var ends: [Int32] = [0, 0]
+            #expect(pipe(&ends) == 0)
+            pipes.append(ends)
+        }
+        let openDuring = try #require(sample(lines(metrics), "process_open_fds"))
+        for ends in pipes { close(ends[0]); close(ends[1]) }
+        #expect(openDuring - openBefore >= 150)
+        #expect(try #require(sample(lines(metrics), "process_open_fds")) <= openDuring - 150)
+        #expect(try #require(sample(before, "process_max_fds")) >= openDuring)
+
+        // CPU time spent here shows up (a busy loop measured by the CPU clock, not a sleep).
+        let cpuBefore = try #require(sample(lines(metrics), "process_cpu_seconds_total"))
+        var clock = timespec()
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &clock)
+        let start = Double(clock.tv_sec) + Double(clock.tv_nsec) / 1e9
+        var spin = 0.0
+        repeat {
+            for index in 0..<10_000 { spin += Double(index).squareRoot() }
+            clock_gettime(CLOCK_THREAD_CPUTIME_ID, &clock)
+        } while Double(clock.tv_sec) + Double(clock.tv_nsec) / 1e9 - start < 0.2
+        #expect(spin > 0)
+        #expect(try #require(sample(lines(metrics), "process_cpu_seconds_total")) - cpuBefore >= 0.15)
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import Packs
+import Server
 import Store
 import Testing
 @testable import API
@@ -9,6 +10,21 @@ import Testing
 @Suite struct ResourceReadThroughTests {
     static let url = "https://maps.example/sprite.json"
     static let target = "/v1/resources?url=https%3A%2F%2Fmaps.example%2Fsprite.json"
+
+    /// The url parameter is read scalar by scalar: a combining mark right after `//` (it merges
+    /// with the slash into one Character) is a host like any other, and user info behind it is
+    /// still found.
+    @Test func urlParameterIsCheckedByScalarsNotCharacters() throws {
+        func check(_ url: String) -> Result<String, Problem> {
+            let query = url.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? ""
+            let request = HTTPRequest(method: .get, target: "/v1/resources?url=" + query)
+            return Result { () throws(Problem) in try ResourceRoutes.resourceURL(request) }
+        }
+        #expect(try check("hTtp://\u{1F3FB}/tile").get() == "hTtp://\u{1F3FB}/tile")
+        #expect(try check("https://\u{301}maps.example/a").get() == "https://\u{301}maps.example/a")
+        if case .success = check("http://\u{301}user:pw@maps.example/a") { Issue.record("user info behind a combining mark was accepted") }
+        if case .success = check("ftp://maps.example/a") { Issue.record("ftp was accepted") }
+    }
 
     @Test func aMissIsFetchedStoredWithItsCacheHeadersAndServed() throws {
         try RoutesFixture.using { server throws in

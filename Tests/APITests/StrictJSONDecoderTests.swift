@@ -54,6 +54,20 @@ import Testing
         #expect(found?.errors?.map(\.pointer) == ["/colour", "/region/max~0zoom~1x"])
     }
 
+    /// `null` is how a client leaves an optional field out; a key the type does not have stays
+    /// unknown whatever its value, at any depth, and a body of many nulls is not probed forever.
+    @Test func nullForAnOptionalFieldIsAcceptedAndForAnUnknownKeyIsNot() throws {
+        let optionals = #"{"name":"a","region":{"min_zoom":0,"max_zoom":3,"bounds":[]},"context":null,"tags":null}"#
+        #expect(try StrictJSONDecoder().decode(CreatePack.self, from: request(optionals)).context == nil)
+        #expect(problem(#"{"name":"a","region":{"min_zoom":0,"max_zoom":3,"bounds":[]},"":null}"#)?.errors?.map(\.pointer) == ["/"])
+        #expect(problem(#"{"name":"a","region":{"min_zoom":0,"max_zoom":3,"bounds":[],"extra":null},"colour":null}"#)?.errors?.map(\.pointer)
+            == ["/colour", "/region/extra"])
+        let manyNulls = (0..<200).map { "\"k\($0)\":null" }.joined(separator: ",")
+        let flood = problem(#"{"name":"a","region":{"min_zoom":0,"max_zoom":3,"bounds":[]},"# + manyNulls + "}")
+        #expect(flood?.status == 422)
+        #expect(flood?.errors?.count == 21) // 20 listed, then "more unknown fields"
+    }
+
     @Test func reportsSchemaViolationsAsValidationFailures() {
         let missing = problem(#"{"name":"a","region":{"min_zoom":0,"bounds":[]}}"#)
         #expect(missing?.status == 422)

@@ -22,20 +22,25 @@ final class JobsHarness: @unchecked Sendable {
     private var progress: [Int64: StoredProgress] = [:]
     private var errors: [Int64: String] = [:]
     private var expected: [Int64: ExpectedCounts] = [:]
+    private var batchSizes: [Int] = []
 
     init(path: String, settings: DownloadSettings = JobsHarness.fastRetries, maxActive: Int = 2,
-         fetch: FetchConfiguration = FetchConfiguration(addressPolicy: .loopbackForTests)) throws {
+         fetch: FetchConfiguration = FetchConfiguration(addressPolicy: .loopbackForTests),
+         writer: WriterThread.Configuration = WriterThread.Configuration()) throws {
         self.path = path
         let thread = try LoopThread(name: "jobs-test")
         self.thread = thread
-        store = try SQLiteStore(path: path, loop: thread.loop)
+        store = try SQLiteStore(path: path, loop: thread.loop, configuration: writer)
         listener.harness = self
         try thread.sync {
             self.fetcher = try Fetcher(loop: thread.loop, configuration: fetch)
             let scheduler = PackScheduler(loop: thread.loop, fetcher: self.fetcher, store: self.store, maxActive: maxActive,
                                           settings: settings)
             scheduler.listener = self.listener
-            self.store.onCommit = { [unowned scheduler] in scheduler.committed($0) }
+            self.store.onCommit = { [unowned scheduler, self] outcome in
+                scheduler.committed(outcome)
+                record { batchSizes.append(outcome.committedWrites) }
+            }
             self.scheduler = scheduler
         }
     }
@@ -111,6 +116,8 @@ final class JobsHarness: @unchecked Sendable {
     func publishedProgress(_ packID: Int64) -> StoredProgress? { condition.withLock { progress[packID] } }
     func publishedExpected(_ packID: Int64) -> ExpectedCounts? { condition.withLock { expected[packID] } }
     func publishedError(_ packID: Int64) -> String? { condition.withLock { errors[packID] } }
+    /// The rows of each batch the writer committed, in order.
+    var committedBatchSizes: [Int] { condition.withLock { batchSizes } }
 
     private var closed = false
 
@@ -147,8 +154,6 @@ final class JobsHarness: @unchecked Sendable {
         condition.unlock()
     }
 }
-
-/// Lets the writer's commit callback reach the scheduler created after the writer.
 
 /// One value handed from another thread, awaited with a deadline.
 final class Box<T>: @unchecked Sendable {

@@ -301,3 +301,36 @@ final class RevalidationUnderWay {
         database.remove()
     }
 }
+
+/// Every path of a revalidation resolves without the watchdog: a transfer cancelled by someone
+/// else (not by the revalidation's own stop) is retried, not dropped. (It was dropped, and the
+/// pack stayed `active` with nothing under way, for good: a revalidation had no watchdog.)
+@Suite struct RevalidationCancelTests {
+    @Test func aTransferCancelledFromOutsideIsRetriedAndTheRevalidationEnds() throws {
+        let upstream = try RevisedUpstream()
+        let database = try TemporaryDatabase()
+        defer { upstream.stop(); database.remove() }
+        let packID = try PackRevalidationTests.downloadedPack(upstream, database)
+        // Slow tiles keep transfers in flight long enough to cancel them; a watchdog far away
+        // proves the end comes from the revalidation itself.
+        upstream.delayTiles(.milliseconds(300))
+        var settings = JobsHarness.fastRetries
+        settings.watchdogInterval = .seconds(600)
+        let harness = try JobsHarness(path: database.path, settings: settings)
+        defer { harness.close() }
+        try PackRevalidationTests.invalidate(harness, packID)
+        let owner = UInt64(bitPattern: packID)
+        #expect(eventually { ((try? harness.onLoop { harness.fetcher.transferCount(owner: owner) }) ?? 0) > 0 },
+                "tile transfers were under way")
+        let cancelled = try harness.onLoop { () -> Int in
+            let running = harness.fetcher.transferCount(owner: owner)
+            harness.fetcher.cancelAll(owner: owner)
+            return running
+        }
+        #expect(cancelled > 0)
+        upstream.delayTiles(nil)
+        let states = harness.waitForState(packID, ["complete", "failed"], deadline: .seconds(60))
+        #expect(states.last == "complete", "\(harness.publishedError(packID) ?? "the revalidation never ended")")
+        #expect(try harness.onLoop { harness.scheduler.activePackIDs }.isEmpty)
+    }
+}

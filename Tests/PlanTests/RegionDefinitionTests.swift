@@ -74,6 +74,23 @@ import Testing
         #expect(found.allSatisfy { !$0.detail.isEmpty })
     }
 
+    /// Credentials belong in the upstream rules, never in a stored URL; a space or control
+    /// character would make a request line no upstream can read.
+    @Test func clientURLsCarryNoUserInfoNorSpaces() throws {
+        let style = try problems(#"{"style_url": "https://user:secret@example.com/s.json", "bounds": [1, 2, 3, 4]}"#)
+        #expect(style.map(\.pointer) == ["/style_url"])
+        #expect(style.first?.detail.contains("secret") == false)
+        let templates = try problems(#"{"tiles": ["https://a.example/{z}/{x}/{y}", "https://k@b.example/{z}/{x}/{y}"], "bounds": [1, 2, 3, 4], "max_zoom": 3}"#)
+        #expect(templates.map(\.pointer) == ["/tiles/1"])
+        #expect(try problems(#"{"style_url": "https://example.com/a b.json", "bounds": [1, 2, 3, 4]}"#).map(\.pointer) == ["/style_url"])
+        #expect(try problems(#"{"tiles": ["https://example.com/{z}/{x}/{y}\u0001"], "bounds": [1, 2, 3, 4], "max_zoom": 3}"#).map(\.pointer) == ["/tiles/0"])
+        // A combining mark right after "//" merges with the slash into one Character: scalars decide.
+        #expect(try problems(#"{"style_url": "https://\u0301u:p@example.com/s.json", "bounds": [1, 2, 3, 4]}"#).map(\.pointer) == ["/style_url"])
+        #expect(try problems(#"{"style_url": "https://\u0301example.com/s.json", "bounds": [1, 2, 3, 4]}"#).isEmpty)
+        // An @ after the host is part of the path or query, not user info.
+        #expect(try problems(#"{"style_url": "https://example.com/styles/@v2/s.json?by=me@example.com", "bounds": [1, 2, 3, 4]}"#).isEmpty)
+    }
+
     @Test func minAboveMaxIsAProblem() throws {
         let found = try problems("""
             {"style_url": "https://example.com/s.json", "bounds": [1, 2, 3, 4], "min_zoom": 9, "max_zoom": 4}

@@ -88,7 +88,8 @@ import Testing
         let log = String(decoding: packd.stderr.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         let lines = log.split(separator: "\n").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
         #expect(lines.contains { ($0["message"] as? String) == "listening on 127.0.0.1:\(port)" })
-        #expect(lines.contains { ($0["message"] as? String)?.hasPrefix("GET /healthz 200") == true && ($0["level"] as? String) == "info" })
+        #expect(lines.contains { $0["message"] as? String == "access" && $0["path"] as? String == "/healthz"
+            && ($0["status"] as? NSNumber)?.intValue == 200 && ($0["level"] as? String) == "info" })
     }
 
     /// `make run` starts packd in the repository root: ./openapi.yaml is found without a flag,

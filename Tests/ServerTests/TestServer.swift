@@ -70,9 +70,10 @@ final class Shared<Value>: @unchecked Sendable {
 
 /// Collects what a server logs (every level), so tests can assert on log lines.
 final class CapturedLog: @unchecked Sendable {
-    private let lines = Shared<[(level: Logger.Level, message: String)]>([])
+    typealias Entry = (level: Logger.Level, message: String, metadata: Logger.Metadata)
+    private let lines = Shared<[Entry]>([])
 
-    var entries: [(level: Logger.Level, message: String)] { lines.current }
+    var entries: [Entry] { lines.current }
 
     func handler() -> some LogHandler { Handler(log: self) }
 
@@ -87,7 +88,7 @@ final class CapturedLog: @unchecked Sendable {
         }
 
         func log(event: LogEvent) {
-            let entry = (level: event.level, message: "\(event.message)")
+            let entry = (level: event.level, message: "\(event.message)", metadata: metadata.merging(event.metadata ?? [:]) { $1 })
             log.lines.update { $0.append(entry) }
         }
     }

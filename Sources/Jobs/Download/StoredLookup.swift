@@ -44,6 +44,10 @@ final class StoredLookup {
             guard !stopped else { return }
             let stored = (try? result.get()) ?? []
             let candidates = resources.map(\.url).filter { !refetch.contains($0) && !stored.contains($0) }
+            guard !candidates.isEmpty else {
+                lookingUp = false
+                return then(resources.filter { refetch.contains($0.url) || !stored.contains($0.url) })
+            }
             link({ database in try database.linkFreshResources(packID: packID, urls: candidates, now: clock.now) }) { [self] linked in
                 lookingUp = false
                 then(resources.filter { refetch.contains($0.url) || !(stored.contains($0.url) || linked?.contains($0.url) == true) })

@@ -1,0 +1,363 @@
+#!/usr/bin/python3
+"""The dashboard driven in headless Chromium by Selenium (Debian's chromium, chromium-driver and
+python3-selenium; run with /usr/bin/python3 so Debian's selenium is found).
+
+usage:
+  verify_dashboard.py main URL STYLE_URL UPSTREAM_PID_FILE SHOTS_DIR
+      packd without keys and with MapLibre GL JS: `/` redirects to the page; a validation error
+      shows at its field; the estimate shows; a pack created through the form (its rectangle
+      drawn on the map) reaches 100 % from server-sent events; a second pack is suspended and
+      resumed, then deleted after a confirmation (cancelled once); with the upstream stopped the
+      first pack's preview draws from packd's offline style.json (canvas pixels read back).
+  verify_dashboard.py keyed URL READ_KEY SHOTS_DIR
+      packd with API keys and without MapLibre GL JS: the page asks for a key (a wrong one is
+      refused), keeps it in sessionStorage only, lists and listens with it, and says maps are off.
+
+Any browser console error fails the run, except the HTTP errors a step provokes on purpose (the
+422 of the invalid zooms, the 401 that tells the page to ask for a key), each matched exactly.
+Screenshots go to SHOTS_DIR. Prints one line per step; exits non-zero on the first failure.
+"""
+import json
+import os
+import re
+import signal
+import sys
+import time
+
+from selenium import webdriver
+from selenium.common.exceptions import TimeoutException
+from selenium.webdriver.chrome.options import Options
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.action_chains import ActionChains
+from selenium.webdriver.common.by import By
+from selenium.webdriver.support.ui import WebDriverWait
+
+
+class Failed(Exception):
+    pass
+
+
+def browser():
+    options = Options()
+    for argument in ["--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--use-angle=swiftshader",
+                     "--enable-unsafe-swiftshader", "--window-size=1400,1500", "--disable-gpu-sandbox",
+                     "--no-first-run", "--disable-extensions", "--disable-background-networking"]:
+        options.add_argument(argument)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    driver = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=options)
+    driver.set_page_load_timeout(60)
+    return driver
+
+
+class Run:
+    def __init__(self, driver, shots):
+        self.driver = driver
+        self.shots = shots
+        self.started = time.monotonic()
+        self.allowed = []  # (pattern, reason): console errors a step provoked on purpose
+        self.seen_allowed = set()
+
+    def step(self, text):
+        print(f"[{time.monotonic() - self.started:6.1f} s] {text}", flush=True)
+
+    def shot(self, name, what):
+        path = os.path.join(self.shots, name)
+        self.driver.save_screenshot(path)
+        self.step(f"screenshot {path}: {what}")
+
+    def wait(self, condition, seconds, what):
+        try:
+            return WebDriverWait(self.driver, seconds, poll_frequency=0.1).until(lambda _: condition())
+        except TimeoutException:
+            self.shot("failure.png", f"the page when waiting for: {what}")
+            raise Failed(f"timed out after {seconds} s waiting for {what}")
+
+    def js(self, script, *args):
+        return self.driver.execute_script(script, *args)
+
+    def find(self, selector, within=None):
+        return (within or self.driver).find_element(By.CSS_SELECTOR, selector)
+
+    def finds(self, selector, within=None):
+        return (within or self.driver).find_elements(By.CSS_SELECTOR, selector)
+
+    def visible(self, selector):
+        return [element for element in self.finds(selector) if element.is_displayed()]
+
+    def type(self, selector, text):
+        element = self.find(selector)
+        element.clear()
+        element.send_keys(text)
+
+    def allow(self, pattern, reason):
+        self.allowed.append((re.compile(pattern), reason))
+
+    def check_console(self):
+        """Fails on any SEVERE console entry that no step provoked on purpose."""
+        unexpected = []
+        for entry in self.driver.get_log("browser"):
+            if entry["level"] != "SEVERE":
+                continue
+            for pattern, reason in self.allowed:
+                if pattern.search(entry["message"]):
+                    self.seen_allowed.add(reason)
+                    break
+            else:
+                unexpected.append(entry["message"])
+        if unexpected:
+            raise Failed("browser console errors:\n  " + "\n  ".join(unexpected))
+
+    def pack_item(self, name):
+        """The list item of the pack called `name`, looked up in one step (the list changes live)."""
+        return self.js("""return [...document.querySelectorAll('#packs > li.pack')]
+                           .find((li) => li.querySelector('.pack-name').textContent === arguments[0]) || null""", name)
+
+    def pack_state(self, name):
+        return self.js("""const li = [...document.querySelectorAll('#packs > li.pack')]
+                           .find((li) => li.querySelector('.pack-name').textContent === arguments[0]);
+                         return li ? li.dataset.state : null""", name)
+
+
+def wait_live(run):
+    run.wait(lambda: run.find("#live").get_attribute("data-state") == "live", 30, "the event stream to be live")
+
+
+def main(url, style_url, upstream_pid_file, shots):
+    driver = browser()
+    run = Run(driver, shots)
+    try:
+        driver.get(url)
+        if not driver.current_url.endswith("/dashboard/"):
+            raise Failed(f"GET / did not lead to /dashboard/ but to {driver.current_url}")
+        run.step(f"GET / redirected to {driver.current_url}")
+        wait_live(run)
+        run.wait(lambda: run.find("#region-map").get_attribute("data-state") == "ready", 30, "the region map to load")
+        run.step("the event stream is live and the region map is loaded")
+
+        # The rectangle is drawn on the map: a drag on the canvas fills the bounds fields.
+        run.type("#style-url", style_url)
+        run.find("#draw").click()
+        canvas = run.find("#region-map canvas")
+        ActionChains(driver).move_to_element_with_offset(canvas, -60, -40).click_and_hold() \
+            .move_by_offset(40, 20).move_by_offset(60, 40).release().perform()
+        drawn = [float(run.find(f"#{side}").get_attribute("value")) for side in ["west", "south", "east", "north"]]
+        if not (drawn[0] < drawn[2] and drawn[1] < drawn[3]):
+            raise Failed(f"drawing did not fill the bounds: {drawn}")
+        run.step(f"drew the rectangle {drawn} on the map")
+        # A fixed region from here on, so the download's size does not depend on the drag.
+        for side, value in zip(["west", "south", "east", "north"], ["-20", "25", "40", "65"]):
+            run.type(f"#{side}", value)
+
+        # A validation error first, shown at the field the problem's pointer names.
+        run.allow(r"/v1/estimates - Failed to load resource: the server responded with a status of 422",
+                  "422 from POST /v1/estimates for min_zoom above max_zoom")
+        run.type("#min-zoom", "6")
+        run.type("#max-zoom", "2")
+        error = run.wait(lambda: (run.visible('.field-error[data-pointer="/region/min_zoom"]') or [None])[0], 20,
+                         "the min_zoom error at its field")
+        if "above max_zoom" not in error.text:
+            raise Failed(f"unexpected field error text: {error.text!r}")
+        if run.find("#min-zoom").get_attribute("aria-invalid") != "true" or run.find("#create-button").is_enabled():
+            raise Failed("the invalid field is not marked, or Create is enabled")
+        run.shot("01-validation-error.png", "min zoom 6 above max zoom 2: the error under Min zoom, Create disabled")
+
+        run.type("#min-zoom", "0")
+        run.type("#max-zoom", "4")
+        run.type("#name", "verify-dashboard")
+        run.wait(lambda: run.find("#estimate").get_attribute("data-state") == "ready", 20, "the estimate")
+        estimate = run.find("#estimate").text
+        if "tiles" not in estimate or not run.find("#create-button").is_enabled():
+            raise Failed(f"no estimate before Create: {estimate!r}")
+        if run.visible(".field-error"):
+            raise Failed("a field error is still shown after fixing the zooms")
+        run.shot("02-estimate.png", "the estimate (tiles per zoom and source) before pressing Create")
+        run.step("estimate: " + estimate.splitlines()[0])
+
+        # Create; the bar moves with progress events and reaches 100 %.
+        run.find("#create-button").click()
+        item = run.wait(lambda: run.pack_item("verify-dashboard"), 20, "the new pack in the list")
+        percents = set()
+        screenshot_taken = False
+        deadline = time.monotonic() + 240
+        while time.monotonic() < deadline:
+            item = run.pack_item("verify-dashboard")
+            percent = int(item.get_attribute("data-percent") or 0)
+            percents.add(percent)
+            if 20 <= percent <= 90 and not screenshot_taken:
+                run.shot("03-downloading.png", f"the first pack downloading at {percent} %, rate and ETA from progress events")
+                screenshot_taken = True
+            if item.get_attribute("data-state") == "complete" and percent == 100:
+                break
+            if item.get_attribute("data-state") == "failed":
+                raise Failed("the pack failed: " + item.text)
+            time.sleep(0.05)
+        else:
+            raise Failed(f"the pack did not complete: {item.text}")
+        bar = run.find(".bar", item)
+        if bar.get_attribute("value") != bar.get_attribute("max"):
+            raise Failed(f"bar at {bar.get_attribute('value')} of {bar.get_attribute('max')}")
+        # Progress came from the stream: many values seen, while the page fetched the pack
+        # documents only on state changes (no polling).
+        requests = run.js("""return performance.getEntriesByType('resource').map((e) => e.name)
+                             .filter((n) => /\\/v1\\/packs(\\/\\d+)?(\\?|$)/.test(n)).length""")
+        in_between = sorted(p for p in percents if 0 < p < 100)
+        if len(in_between) < 3 or requests > 12:
+            raise Failed(f"progress did not come from events: values {sorted(percents)}, {requests} pack requests")
+        run.step(f"the bar reached 100 % through {len(in_between)} intermediate values {in_between[:12]}… "
+                 f"with {requests} pack document requests in all")
+        run.shot("04-complete.png", "the first pack complete: 100 %, exports offered, its region outlined on the map")
+
+        # Exports are linked in the three formats (archives per tile source) and answer.
+        run.wait(lambda: len(run.finds(".exports a[data-format]", item)) == 5, 10, "the export links")
+        for link in run.finds(".exports a[data-format]", item):
+            status = run.js("return fetch(arguments[0], {method: 'HEAD'}).then((r) => r.status)", link.get_attribute("href"))
+            if status != 200:
+                raise Failed(f"export link {link.text} answered {status}")
+        run.step("export links answer 200: " + ", ".join(link.text for link in run.finds(".exports a[data-format]", item)))
+        run.find('button[data-action="check-update"]', item).click()
+        run.wait(lambda: "upstream is unchanged" in run.find(".action-result", item).text, 30, "check-update's answer")
+        run.step("check-update: " + run.find(".action-result", item).text)
+
+        # Suspend and resume a second, larger pack while it downloads; delete it after a confirmation.
+        run.type("#name", "suspend-me")
+        run.type("#west", "-180")
+        run.type("#south", "-85")
+        run.type("#east", "180")
+        run.type("#north", "85")
+        run.type("#max-zoom", "6")
+        run.wait(lambda: run.find("#estimate").get_attribute("data-state") == "ready"
+                 and run.find("#create-button").is_enabled(), 20, "the second estimate")
+        run.find("#create-button").click()
+        run.wait(lambda: run.pack_state("suspend-me") in ("active", "queued"), 20, "the second pack downloading")
+        second = run.pack_item("suspend-me")
+        run.find('button[data-action="suspend"]', second).click()
+        run.wait(lambda: run.pack_state("suspend-me") == "inactive", 20, "the second pack suspended")
+        second = run.pack_item("suspend-me")
+        if run.find('button[data-action="suspend"]', second).is_displayed() or not run.find('button[data-action="resume"]', second).is_displayed():
+            raise Failed("a suspended pack must offer Resume, not Suspend")
+        run.shot("05-suspended.png", "the second pack suspended part-way: Resume offered")
+        run.find('button[data-action="resume"]', second).click()
+        run.wait(lambda: run.pack_state("suspend-me") in ("queued", "active", "complete"), 20, "the second pack resumed")
+        run.step(f"suspended, then resumed: {run.pack_state('suspend-me')}")
+
+        second = run.pack_item("suspend-me")
+        run.find('button[data-action="delete"]', second).click()
+        run.wait(lambda: run.find("#confirm-dialog").get_attribute("open") is not None, 10, "the delete confirmation")
+        run.shot("06-confirm-delete.png", "the confirmation asked before deleting")
+        run.find('#confirm-dialog button[value="cancel"]').click()
+        run.wait(lambda: run.find("#confirm-dialog").get_attribute("open") is None
+                 and run.find('button[data-action="delete"]', run.pack_item("suspend-me")).is_enabled(), 10,
+                 "the cancelled confirmation to close")
+        if run.pack_item("suspend-me") is None:
+            raise Failed("cancelling the confirmation deleted the pack")
+        run.find('button[data-action="delete"]', run.pack_item("suspend-me")).click()
+        run.wait(lambda: run.find("#confirm-dialog").get_attribute("open") is not None, 10, "the delete confirmation")
+        run.find("#confirm-button").click()
+        run.wait(lambda: run.pack_item("suspend-me") is None, 20, "the deleted pack to leave the list")
+        run.step("delete: cancelled once (pack kept), confirmed once (pack gone)")
+
+        # A pack whose tiles fail (HTTP 500, retried): its error and the failed resources are shown.
+        run.find('input[name="source-kind"][value="tiles"]').click()
+        run.type("#tiles", style_url.replace("/style.json", "/status/500?z={z}&x={x}&y={y}"))
+        run.type("#max-zoom", "1")
+        run.type("#name", "failing")
+        run.wait(lambda: run.find("#estimate").get_attribute("data-state") == "ready"
+                 and run.find("#create-button").is_enabled(), 20, "the tile template's estimate")
+        run.find("#create-button").click()
+        run.wait(lambda: run.pack_state("failing") == "failed", 90, "the failing pack to fail")
+        failing = run.pack_item("failing")
+        error_text = run.find(".pack-error", failing).text
+        if "resources_failed" not in error_text:
+            raise Failed(f"the pack's error is not shown: {error_text!r}")
+        run.find(".failures summary", failing).click()
+        run.wait(lambda: any("HTTP 500" in entry.text for entry in run.finds(".failure-list li", run.pack_item("failing"))),
+                 20, "the failed resources list")
+        run.step(f"failed pack shows: {error_text!r}; failed resources: "
+                 f"{run.finds('.failure-list li', run.pack_item('failing'))[0].text!r}")
+        run.shot("07-failed.png", "a pack whose tiles the upstream fails (500): its error and the failed resources")
+
+        # Preview the complete pack with the upstream stopped: packd's offline style.json only.
+        with open(upstream_pid_file) as handle:
+            os.kill(int(handle.read().strip()), signal.SIGTERM)
+        run.step("stopped the upstream")
+        run.find('button[data-action="preview"]', run.pack_item("verify-dashboard")).click()
+        run.wait(lambda: run.find("#preview-map").get_attribute("data-state") in ("drawn", "failed"), 120, "the preview to draw")
+        if run.find("#preview-map").get_attribute("data-state") != "drawn":
+            raise Failed("the preview failed: " + run.find("#preview-status").text)
+        colours = run.js("""
+            const canvas = document.querySelector('#preview-map canvas');
+            const copy = document.createElement('canvas');
+            copy.width = canvas.width; copy.height = canvas.height;
+            const context = copy.getContext('2d');
+            context.drawImage(canvas, 0, 0);
+            const pixels = context.getImageData(0, 0, copy.width, copy.height).data;
+            const counts = new Map();
+            for (let i = 0; i < pixels.length; i += 4 * 7) {
+              const key = (pixels[i] << 16) | (pixels[i + 1] << 8) | pixels[i + 2];
+              counts.set(key, (counts.get(key) || 0) + 1);
+            }
+            const samples = pixels.length / 28;
+            const top = Math.max(...counts.values());
+            return {colours: counts.size, dominant: top / samples, width: copy.width, height: copy.height};""")
+        if colours["colours"] < 50 or colours["dominant"] > 0.9:
+            raise Failed(f"the preview looks blank: {colours}")
+        run.step(f"preview drew {colours['width']}x{colours['height']} px with {colours['colours']} colours "
+                 f"(most common {colours['dominant']:.0%} of the samples)")
+        run.shot("08-preview.png", "the complete pack rendered by MapLibre GL JS from packd's offline style.json, upstream stopped")
+        run.find("#preview-close").click()
+
+        run.check_console()
+        expected = {"422 from POST /v1/estimates for min_zoom above max_zoom"}
+        if run.seen_allowed != expected:
+            raise Failed(f"the provoked console errors were not seen as expected: {run.seen_allowed}")
+        run.step("no console errors besides the provoked 422")
+    finally:
+        driver.quit()
+
+
+def keyed(url, key, shots):
+    driver = browser()
+    run = Run(driver, shots)
+    try:
+        run.allow(r"/v1/storage - Failed to load resource: the server responded with a status of 401",
+                  "401 from GET /v1/storage without or with a wrong key")
+        driver.get(url)
+        run.wait(lambda: run.find("#key-dialog").get_attribute("open") is not None, 20, "the API key dialog")
+        run.shot("09-key-dialog.png", "packd has keys: the page asks for one")
+        run.type("#api-key", "wrong-key-0123456789abcdef")
+        run.find('#key-form button[type="submit"]').click()
+        run.wait(lambda: run.find("#key-dialog").get_attribute("open") is not None and run.find("#key-error").is_displayed(),
+                 20, "the wrong key refused")
+        run.step("a wrong key is refused: " + run.find("#key-error").text)
+        run.type("#api-key", key)
+        run.find('#key-form button[type="submit"]').click()
+        wait_live(run)
+        stored = run.js("return [sessionStorage.getItem('packd.api-key'), localStorage.length, document.cookie]")
+        if stored != [key, 0, ""]:
+            raise Failed(f"the key must live in sessionStorage only: {stored}")
+        run.wait(lambda: run.find("#storage [data-figure=packs]").is_displayed(), 10, "the storage figures")
+        note = run.find("#map-note").text
+        if "Maps are off" not in note or run.find("#region-map").is_displayed():
+            raise Failed(f"without MapLibre GL JS the page must say maps are off: {note!r}")
+        run.shot("10-keyed-no-maps.png", "signed in with a read key, live events via access_token, no map library installed")
+        run.step("the key is kept in sessionStorage only; events are live with it; maps are off")
+        run.check_console()
+        if run.seen_allowed != {"401 from GET /v1/storage without or with a wrong key"}:
+            raise Failed(f"expected the 401 that asks for a key: {run.seen_allowed}")
+        run.step("no console errors besides the 401s that asked for the key")
+    finally:
+        driver.quit()
+
+
+if __name__ == "__main__":
+    try:
+        if len(sys.argv) == 6 and sys.argv[1] == "main":
+            main(*sys.argv[2:])
+        elif len(sys.argv) == 5 and sys.argv[1] == "keyed":
+            keyed(*sys.argv[2:])
+        else:
+            print(__doc__, file=sys.stderr)
+            sys.exit(2)
+    except Failed as failure:
+        print(f"verify-dashboard: FAIL: {failure}", file=sys.stderr)
+        sys.exit(1)
