@@ -36,12 +36,17 @@ public final class PostgresStore: PackStore, @unchecked Sendable {
     /// Loop thread only.
     public var onCommit: ((BatchOutcome) -> Void)?
 
-    /// Connects (blocking: call before the loop runs), migrates the schema, and starts the
-    /// writer. `node` is the id `ClusterNodes.register` gave this process.
-    public init(url: PostgresURL, node: Int64, loop: EventLoop, configuration: Configuration = .init(),
-                clock: WallClock = .system, onCommitOnWriter: (@Sendable (BatchOutcome) -> Void)? = nil) throws {
+    /// Connects (blocking: call before the loop runs), migrates the schema, joins the cluster
+    /// (registers this process in the node table, as `nodeName`; see `ClusterNodes`) and starts
+    /// the writer.
+    public init(url: PostgresURL, loop: EventLoop, nodeName: String = "packd-\(getpid())", version: String = "",
+                configuration: Configuration = .init(), clock: WallClock = .system,
+                onCommitOnWriter: (@Sendable (BatchOutcome) -> Void)? = nil) throws {
         self.url = url
         self.loop = loop
+        let migration = try PostgresConnection(url: url, applicationName: "packd-migration")
+        try PostgresSchemaMigrator().migrate(migration)
+        let node = try ClusterNodes().register(name: nodeName, listenAddress: "", version: version, on: migration)
         self.node = node
         let units = units
         let relay = CommitRelay()
@@ -49,7 +54,6 @@ public final class PostgresStore: PackStore, @unchecked Sendable {
             try PostgresStoreConnection(url: url, node: node, applicationName: "packd-writer", units: units)
         }
         let first = try connectWriter()
-        try PostgresSchemaMigrator().migrate(first.connection)
         writer = PostgresWriterThread(
             connection: first, connect: connectWriter,
             configuration: .init(maximumBatchCount: configuration.maximumBatchCount,
