@@ -53,7 +53,7 @@ let package = Package(
         .target(name: "Plan", dependencies: ["Packs", "Geo"]),
         .target(name: "Fetch", dependencies: ["Packs", "Loop", "CCurl", "CUV"]),
         // The download engine: one pack's state machine and the scheduler of packs.
-        .target(name: "Jobs", dependencies: ["Packs", "Loop", "Fetch", "Plan", "Geo"]),
+        .target(name: "Jobs", dependencies: ["Packs", "Loop", "Fetch", "Plan", "Geo", "WorkSharing"]),
 
         .executableTarget(
             name: "packd",
@@ -65,6 +65,10 @@ let package = Package(
                 "Store",
                 "Fetch",
                 "Jobs",
+                "Cluster",
+                "Postgres",
+                "PostgresStore",
+                "WorkSharing",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -95,6 +99,9 @@ let package = Package(
         // each node's share of cluster-wide caps.
         .target(name: "WorkSharing", dependencies: ["Plan", "Geo"]),
         .testTarget(name: "WorkSharingTests", dependencies: ["WorkSharing", "Plan", "Geo"]),
+        // Cluster mode's scheduler: packs activated cluster-wide, plans cut into units claimed
+        // under leases, Jobs' download engine run per unit, the node's heartbeat and shares.
+        .target(name: "Cluster", dependencies: ["Packs", "Jobs", "Fetch", "Loop", "Plan", "Postgres", "PostgresStore", "WorkSharing"]),
         // The cluster-mode store on PostgreSQL.
         .target(name: "PostgresStore", dependencies: ["Packs", "Postgres", "WorkSharing", "Plan", "Geo", "Loop", "Store"]),
         .testTarget(

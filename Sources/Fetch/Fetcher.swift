@@ -52,6 +52,45 @@ public final class Fetcher {
         multi.onDone = { [unowned self] easy, result in self.transferDone(easy, result) }
     }
 
+    /// This process's part of per-host allowances shared with other processes (cluster mode:
+    /// the cluster's per-host cap and request rate divided between the live nodes). Each field
+    /// further limits the configured one; 0 transfers starts nothing more. Loop thread.
+    public struct HostShare: Sendable, Equatable {
+        public var transfersPerHost: Int
+        public var requestsPerSecondPerHost: Double?
+
+        public init(transfersPerHost: Int, requestsPerSecondPerHost: Double? = nil) {
+            self.transfersPerHost = max(0, transfersPerHost)
+            self.requestsPerSecondPerHost = requestsPerSecondPerHost
+        }
+    }
+
+    /// The share in force; nil: the configuration alone.
+    public private(set) var hostShare: HostShare?
+
+    /// Changes this process's share (transfers above a smaller one finish; no new one starts
+    /// until the host is under it). Loop thread.
+    public func setHostShare(_ share: HostShare?) {
+        guard share != hostShare else { return }
+        let rateChanged = share?.requestsPerSecondPerHost != hostShare?.requestsPerSecondPerHost
+        hostShare = share
+        if rateChanged {
+            for key in Array(hosts.keys) { hosts[key]?.bucket = requestRate.map { TokenBucket(rate: $0, now: .now) } }
+        }
+        scheduleDispatch(after: .zero)
+    }
+
+    /// Transfers one host may have in flight now.
+    private var transfersPerHost: Int {
+        min(configuration.maxTransfersPerHost, hostShare?.transfersPerHost ?? .max)
+    }
+
+    /// New requests per second to one host, nil: unlimited.
+    private var requestRate: Double? {
+        guard let shared = hostShare?.requestsPerSecondPerHost else { return configuration.requestsPerSecondPerHost }
+        return min(shared, configuration.requestsPerSecondPerHost ?? .infinity)
+    }
+
     /// Transfers started and not finished.
     public var runningCount: Int { running.count }
     /// Transfers waiting for a slot, a rate token or the end of a host pause.
@@ -145,7 +184,7 @@ public final class Fetcher {
 
     private func newHostQueue() -> HostQueue {
         var host = HostQueue()
-        if let rate = configuration.requestsPerSecondPerHost {
+        if let rate = requestRate {
             host.bucket = TokenBucket(rate: rate, now: .now)
         }
         return host
@@ -188,7 +227,7 @@ public final class Fetcher {
         for key in keys {
             guard var host = hosts[key] else { continue }
             while running.count + admitted.count < configuration.maxTransfers,
-                  host.active < configuration.maxTransfersPerHost, let id = host.next() {
+                  host.active < transfersPerHost, let id = host.next() {
                 guard let transfer = waiting[id] else { continue }
                 if let delay = host.admissionDelay(now: now) {
                     host.prepend(id)

@@ -39,6 +39,12 @@ public struct ClusterNodes: Sendable {
         return try row.int64(0)
     }
 
+    /// Sets the address the node serves on (known once it listens).
+    public func setListenAddress(_ address: String, node: Int64, on connection: PostgresConnection) throws {
+        try connection.query("UPDATE packd_nodes SET listen_address = $2 WHERE id = $1",
+                             [.int8(node), .text(String(address.prefix(200)))])
+    }
+
     /// Records that `node` is alive with what it holds; the live nodes afterwards (itself
     /// included). False in `stillRegistered` when the row is gone or marked stopped (a node must
     /// then register again).

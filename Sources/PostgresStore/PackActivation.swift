@@ -22,7 +22,12 @@ public enum PackActivation {
                 RETURNING region_id
                 """, [.text(PackState.queued.rawValue), .text(started.rawValue), .int8(Int64(limit)), .int8(now),
                       .text(PackState.active.rawValue)])
-            return try rows.map { try $0.int64(0) }.sorted()
+            let started = try rows.map { try $0.int64(0) }.sorted()
+            // This run retries every missing resource: failures an earlier run recorded no longer
+            // hold (a resumed pack's were cleared by `resume` already).
+            try connection.query("DELETE FROM packd_errors WHERE pack_id = ANY($1)", [.int8Array(started)])
+            try connection.query("UPDATE packd_progress SET failed_resources = 0 WHERE pack_id = ANY($1)", [.int8Array(started)])
+            return started
         }
     }
 }

@@ -92,6 +92,16 @@ public final class PostgresStore: PackStore, @unchecked Sendable {
         }
     }
 
+    /// `write` with cluster mode's own operations (work units) at hand.
+    public func writeCluster<T: Sendable>(_ operation: @escaping @Sendable (PostgresStoreConnection) throws -> T,
+                                          then: @escaping (Result<T, any Error>) -> Void) {
+        let loop = loop
+        let completion = LoopBound(then)
+        writer.perform({ connection in try operation(connection) }, changesPacks: true) { result in
+            loop.execute { completion.value(result) }
+        }
+    }
+
     public func readNow<T>(_ query: (any StoreReading) throws -> T) throws -> T {
         try readers.withReader(query)
     }

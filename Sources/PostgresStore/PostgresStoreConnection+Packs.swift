@@ -192,6 +192,9 @@ extension PostgresStoreConnection {
                 }
                 if let next = transition.to, transition.changesState {
                     try setPackState(packID, state: next, error: transition.error, now: now)
+                    // Work units belong to one stretch of being active: a pack that continues
+                    // later is planned and cut anew (its units skip what is stored).
+                    if next != .active { try forgetWorkUnits(packID) }
                 }
                 return .applied(transition)
             }

@@ -1,3 +1,4 @@
+import Packs
 import Postgres
 import WorkSharing
 
@@ -178,6 +179,26 @@ public struct WorkUnitLeases: Sendable {
             counts[state] = Int(try row.int64(1))
         }
         return counts
+    }
+
+    /// The units of every active pack by state, expired leases counted as pending.
+    public static func counts(on connection: PostgresConnection) throws -> ClusterStatus.Units {
+        var units = ClusterStatus.Units()
+        for row in try connection.query("""
+            SELECT CASE WHEN u.state = '\(WorkUnitState.leased.rawValue)' AND u.lease_expires_at < now()
+                        THEN '\(WorkUnitState.pending.rawValue)' ELSE u.state END AS effective, count(*)::int8
+            FROM packd_work_units u JOIN packd_packs p ON p.region_id = u.pack_id
+            WHERE p.state = $1 GROUP BY effective
+            """, [.text(PackState.active.rawValue)]) {
+            let count = Int(try row.int64(1))
+            switch WorkUnitState(rawValue: try row.string(0)) {
+            case .pending: units.pending = count
+            case .leased: units.leased = count
+            case .done: units.done = count
+            case nil: break
+            }
+        }
+        return units
     }
 
     // MARK: Columns
