@@ -111,6 +111,11 @@ let package = Package(
             ]
         ),
 
+        // Real `packd serve` processes in cluster mode on a real PostgreSQL.
+        .testTarget(
+            name: "ClusterTests",
+            dependencies: ["Packs", "Store", "Postgres", "PostgresTestSupport", "PackdTestSupport", "packd"]
+        ),
         .testTarget(name: "PacksTests", dependencies: ["Packs", "CZlib", "PackdTestSupport"]),
         // One suite of store tests, run against every store implementation (`StoreFactory.all`).
         .testTarget(name: "StoreContractTests", dependencies: ["Packs", "Store", "Loop", "Postgres", "PostgresStore", "PostgresTestSupport"]),

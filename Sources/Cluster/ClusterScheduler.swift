@@ -54,6 +54,8 @@ public final class ClusterScheduler: PackScheduling {
     public weak var listener: (any PackActivityListener)?
     /// A coordination step failed (a claim, a heartbeat, …); it is tried again on the next one.
     public var onError: ((String, any Error) -> Void)?
+    /// Something an operator may want to know: a unit lost to another node, the node fenced.
+    public var onNotice: ((String) -> Void)?
     /// The live nodes, as of the last heartbeat (`GET /v1/cluster`).
     public private(set) var liveNodes: [ClusterNodes.Node] = []
     /// This node's share of the per-host transfer cap, as last computed.
@@ -219,7 +221,10 @@ public final class ClusterScheduler: PackScheduling {
                 fenced = false
                 liveNodes = beat.live
                 applyShares()
-                for key in beat.lost { lose(key) }
+                for key in beat.lost {
+                    onNotice?("unit \(key.ordinal) of pack \(key.pack) was taken over by another node")
+                    lose(key)
+                }
                 refresh()
             }
         })
@@ -234,6 +239,7 @@ public final class ClusterScheduler: PackScheduling {
     }
 
     private func fence() {
+        onNotice?("no lease renewal for \(settings.timing.fencingDelay)s: this node stops its units until it renews again")
         fenced = true
         transfersPerHostShare = 0
         fetcher.setHostShare(Fetcher.HostShare(transfersPerHost: 0))

@@ -1,3 +1,4 @@
+import Foundation
 import Packs
 import Postgres
 
@@ -303,10 +304,20 @@ extension PostgresStoreConnection {
     }
 
     /// Appends events with ids in commit order (see `packd_append_events`); their ids.
+    ///
+    /// A `progress` event carries the pack's counts and state as they are when it is appended,
+    /// not as its node saw them: nodes commit progress at once and their events get ids in commit
+    /// order later, so the counts a node saw could be older than those of an event appended before
+    /// it. Under the event lock every earlier event's transaction has committed, so the counts read
+    /// here never go backwards along the log — and a stream on any node shows the pack's state,
+    /// whichever node published the event.
     func appendEvents(_ events: [StoredEvent]) throws -> [Int64] {
         guard !events.isEmpty else { return [] }
+        try query("SELECT pg_advisory_xact_lock($1::int4, $2::int4)",
+                  [.int8(Int64(AdvisoryLock.namespace)), .int8(Int64(AdvisoryLock.events.rawValue))])
+        let payloads = try currentProgressPayloads(events)
         let rows = try query("SELECT packd_append_events($1, $2, $3, $4)", [
-            .int8Array(events.map(\.packID)), .textArray(events.map(\.type)), .textArray(events.map(\.json)),
+            .int8Array(events.map(\.packID)), .textArray(events.map(\.type)), .textArray(payloads),
             .int8(events.map(\.createdAt).max() ?? 0),
         ])
         let ids = try rows.map { try $0.int64(0) }
@@ -314,6 +325,34 @@ extension PostgresStoreConnection {
             try query("DELETE FROM packd_events WHERE id <= $1", [.int8(last - Self.maximumEvents)])
         }
         return ids
+    }
+
+    /// Each event's JSON, a `progress` event's counts and state replaced by the stored ones.
+    private func currentProgressPayloads(_ events: [StoredEvent]) throws -> [String?] {
+        let packs = Set(events.compactMap { $0.type == PackEvent.Kind.progress.rawValue ? $0.packID : nil })
+        guard !packs.isEmpty else { return events.map(\.json) }
+        var current: [Int64: (state: PackState, progress: StoredProgress)] = [:]
+        for row in try query("""
+            SELECT p.region_id, p.state, g.completed_resources, g.completed_bytes, g.completed_tiles, g.completed_tile_bytes,
+                   g.failed_resources
+            FROM packd_packs p JOIN packd_progress g ON g.pack_id = p.region_id WHERE p.region_id = ANY($1)
+            """, [.int8Array(packs.sorted())]) {
+            guard let state = PackState(rawValue: try row.string(1)) else { continue }
+            current[try row.int64(0)] = (state, StoredProgress(
+                completedResources: try row.int64(2), completedBytes: try row.int64(3), completedTiles: try row.int64(4),
+                completedTileBytes: try row.int64(5), failedResources: try row.int64(6)))
+        }
+        return events.map { event in
+            guard event.type == PackEvent.Kind.progress.rawValue, let pack = event.packID, let stored = current[pack],
+                  var decoded = try? JSONDecoder().decode(ProgressEvent.self, from: Data(event.json.utf8)) else { return event.json }
+            decoded.state = stored.state
+            decoded.progress.completedResources = stored.progress.completedResources
+            decoded.progress.completedBytes = stored.progress.completedBytes
+            decoded.progress.completedTiles = stored.progress.completedTiles
+            decoded.progress.completedTileBytes = stored.progress.completedTileBytes
+            decoded.progress.failedResources = stored.progress.failedResources
+            return (try? SortedJSONEncoder.encode(decoded)).map { String(decoding: $0, as: UTF8.self) } ?? event.json
+        }
     }
 
     public func storeIdempotencyKey(_ key: String, requestHash: String, packID: Int64?, status: Int64, body: [UInt8],

@@ -5,9 +5,11 @@
 public struct LeaseTiming: Hashable, Sendable {
     /// How long a claim or renewal holds a unit.
     public let lease: Double
-    /// How often a node heartbeats and renews: a third of the lease, so two renewals may fail
-    /// (a slow database, a dropped connection) before the lease runs out.
-    public var heartbeatInterval: Double { lease / 3 }
+    /// How often a node heartbeats and renews: a quarter of the lease, so a renewal can be late
+    /// or fail once (a slow database, a loaded node, a dropped connection) and the next still
+    /// comes before the node must fence itself (`fencingDelay`), and three before the lease runs
+    /// out. (A third left a renewal half an interval: under load, nodes fenced themselves.)
+    public var heartbeatInterval: Double { lease / 4 }
 
     public init(lease: Double) {
         precondition(lease > 0, "a lease must last")

@@ -39,11 +39,16 @@ enum PackRunner {
                 requestsPerSecondPerHost: downloads.fetch.requestsPerSecondPerHost))
             scheduler.listener = api
             scheduler.onError = { what, error in logger.warning("cluster: \(what) failed (retried): \(error)") }
+            scheduler.onNotice = { logger.warning("cluster: \($0)") }
             api.packs.scheduling = scheduler
             store.onCommit = { [unowned scheduler] in scheduler.committed($0) }
             let notifications = ClusterNotifications(store: store, loop: loop, lastEventID: api.events.lastEventID)
-            let events = api.events
-            notifications.onEvents = { events.deliverStored(EventLog.packEvents($0)) }
+            let (events, packs) = (api.events, api.packs)
+            notifications.onEvents = { stored in
+                let delivered = EventLog.packEvents(stored)
+                packs.learn(from: delivered)
+                events.deliverStored(delivered)
+            }
             notifications.onActivity = { [unowned scheduler] in scheduler.otherNodeActed() }
             return .cluster(scheduler, notifications)
         }
