@@ -108,6 +108,7 @@ let package = Package(
             name: "PostgresStoreTests",
             dependencies: [
                 "PostgresStore", "Packs", "Postgres", "PostgresTestSupport", "PackdTestSupport", "WorkSharing", "Plan", "Geo",
+                "Store", "Jobs", "Fetch", "Loop",
             ]
         ),
 

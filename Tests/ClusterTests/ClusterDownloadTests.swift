@@ -8,7 +8,7 @@ import Testing
 /// Three real `packd serve` processes on one real PostgreSQL share one pack's download.
 @Suite(.serialized) struct ClusterDownloadTests {
     /// About 20,000 tiles: z0–9 over a box of 97.5° × 60°.
-    static func region(_ upstream: ClusterUpstream) -> [String: Any] {
+    static func region(_ upstream: TileServerUpstream) -> [String: Any] {
         ["style_url": upstream.styleURL, "bounds": [0, 0, 97.5, 60], "min_zoom": 0, "max_zoom": 9]
     }
 
@@ -17,7 +17,7 @@ import Testing
     /// event any node committed, in the log's order, the state changes within a second; a
     /// stream resumed on node C with `Last-Event-ID` replays exactly what was missed.
     @Test func threeNodesShareOnePack() throws {
-        let upstream = try ClusterUpstream()
+        let upstream = try TileServerUpstream()
         let cluster = try ClusterProcesses(count: 3, arguments: ["--cluster-unit-tiles", "1000"])
         let (a, b, c) = (cluster.nodes[0], cluster.nodes[1], cluster.nodes[2])
         let lastToRead = LastEventID()
@@ -84,7 +84,7 @@ import Testing
         try export.makeStatement("SELECT z, x, y, data, compressed FROM tiles").forEachRow { row in
             let target = "/tiles/\(row.int64(at: 0))/\(row.int64(at: 1))/\(row.int64(at: 2)).pbf"
             let stored = StoredBody(data: row.blob(at: 3) ?? [], compressed: row.int64(at: 4) != 0)
-            if try stored.decoded() != ClusterUpstream.tileBody(target) { mismatched.append(target) }
+            if try stored.decoded() != TileServerUpstream.tileBody(target) { mismatched.append(target) }
             checked += 1
         }
         #expect(checked == expected && mismatched.isEmpty, "\(mismatched.prefix(5))")

@@ -7,7 +7,7 @@ import Testing
 /// Nodes die mid-pack (SIGKILL: no shutdown, no release): their leases expire, the others finish.
 @Suite(.serialized) struct ClusterFailoverTests {
     @Test func killedNodesUnitsAreFinishedByTheOthers() throws {
-        let upstream = try ClusterUpstream()
+        let upstream = try TileServerUpstream()
         let unitTiles = 1000
         let cluster = try ClusterProcesses(count: 3, arguments: ["--cluster-unit-tiles", String(unitTiles)])
         let database = try cluster.connect()

@@ -6,7 +6,7 @@ import Testing
 @Suite(.serialized) struct ClusterPolitenessTests {
     @Test func threeNodesNeverExceedTheClusterPerHostCap() throws {
         // Slow answers, so transfers pile up to whatever the nodes allow.
-        let upstream = try ClusterUpstream(tileDelay: .milliseconds(25))
+        let upstream = try TileServerUpstream(tileDelay: .milliseconds(25))
         let cluster = try ClusterProcesses(count: 3, arguments: ["--cluster-unit-tiles", "256", "--max-transfers-per-host", "12"])
         // z0–7 over the test box: about 1,400 tiles.
         let region: [String: Any] = ["style_url": upstream.styleURL, "bounds": [0, 0, 97.5, 60], "min_zoom": 0, "max_zoom": 7]

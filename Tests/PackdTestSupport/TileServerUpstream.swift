@@ -1,49 +1,48 @@
 import Foundation
-import PackdTestSupport
 
-/// The map server three cluster nodes download from, on 127.0.0.1: a style with one vector source,
-/// its TileJSON, and tiles whose bodies derive from their path (every third sent gzip-encoded, as
-/// tile servers do), so a test checks every stored body against what was served. It counts what
-/// it was asked — per path (duplicates), and at most at once (the cluster-wide per-host cap).
-final class ClusterUpstream: @unchecked Sendable {
+/// A map server on 127.0.0.1 for downloads a test checks body by body: a style with one vector
+/// source, its TileJSON, and tiles whose bodies derive from their path (every third sent
+/// gzip-encoded, as tile servers do). It counts what it was asked — per path (a tile fetched
+/// twice), and at most at once (a per-host cap).
+public final class TileServerUpstream: @unchecked Sendable {
     private var upstream: TestUpstream!
     private let tileDelay: Duration?
 
     /// `tileDelay` holds each tile answer that long (concurrency builds up; a download lasts).
-    init(tileDelay: Duration? = nil) throws {
+    public init(tileDelay: Duration? = nil) throws {
         self.tileDelay = tileDelay
         upstream = try TestUpstream { [unowned self] request in self.reply(to: request) }
     }
 
     deinit { upstream.stop() }
 
-    var base: String { upstream.url("") }
-    var styleURL: String { base + "/style.json" }
-    var tileTemplate: String { base + "/tiles/{z}/{x}/{y}.pbf" }
+    public var base: String { upstream.url("") }
+    public var styleURL: String { base + "/style.json" }
+    public var tileTemplate: String { base + "/tiles/{z}/{x}/{y}.pbf" }
 
     /// Most requests the upstream was serving at once.
-    var maxConcurrentRequests: Int { upstream.maxConcurrentRequests }
+    public var maxConcurrentRequests: Int { upstream.maxConcurrentRequests }
 
     /// How often each tile path was requested.
-    var tileRequests: [String: Int] {
+    public var tileRequests: [String: Int] {
         var counts: [String: Int] = [:]
         for request in upstream.requests where request.target.hasPrefix("/tiles/") { counts[request.target, default: 0] += 1 }
         return counts
     }
 
-    var style: String {
+    public var style: String {
         """
         {"version": 8, "sources": {"v": {"type": "vector", "url": "\(base)/tiles.json"}},
          "layers": [{"id": "water", "type": "fill", "source": "v", "source-layer": "water"}]}
         """
     }
 
-    var tileJSON: String {
+    public var tileJSON: String {
         #"{"tilejson": "3.0.0", "tiles": [""# + tileTemplate + #""], "minzoom": 0, "maxzoom": 14}"#
     }
 
     /// The body served for a tile (decoded): 64 to 700 bytes derived from the path.
-    static func tileBody(_ path: String) -> [UInt8] {
+    public static func tileBody(_ path: String) -> [UInt8] {
         var hash: UInt64 = 0xcbf2_9ce4_8422_2325
         for byte in path.utf8 { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
         return testBody(seed: Int(hash % 1_000_000), size: 64 + Int(hash % 637))
