@@ -145,7 +145,7 @@ let package = Package(
         .target(name: "PackdTestSupport", dependencies: ["Packs", "Fetch", "Loop", "CZlib"], path: "Tests/PackdTestSupport"),
         .testTarget(name: "FetchTests", dependencies: ["Fetch", "Packs", "Loop", "CZlib", "PackdTestSupport"]),
         // Depends on `packd` so the end-to-end test finds the built server next to the test bundle.
-        .testTarget(name: "JobsTests", dependencies: ["Jobs", "Packs", "Fetch", "Loop", "Store", "Plan", "Geo", "PackdTestSupport", "packd"]),
+        .testTarget(name: "JobsTests", dependencies: ["Jobs", "Packs", "Fetch", "Loop", "Store", "Plan", "Geo", "PackdTestSupport", "packd", "WorkSharing"]),
     ],
     swiftLanguageModes: [.v6]
 )
