@@ -86,7 +86,10 @@ let package = Package(
                 "Fetch",
                 "Postgres",
                 "PostgresTestSupport",
+                // cluster: its delaying tile server.
+                "Server",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
             ]
         ),
 

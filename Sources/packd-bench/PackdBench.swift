@@ -19,6 +19,7 @@ struct PackdBench: ParsableCommand {
             FixtureDownloadBenchmark.self,
             APIBenchmark.self,
             PostgresClientBenchmark.self,
+            ClusterBenchmark.self,
         ]
     )
 }
