@@ -8,12 +8,17 @@ struct DownloadConfiguration {
     /// Packs downloading at once (the scheduler's slots); the rest wait `queued`.
     var maxActivePacks = 2
     var fetch = FetchConfiguration()
+    /// The per-host transfer cap as set. `fetch` holds it at most `maxTransfers` (one node cannot
+    /// run more); in cluster mode this is the whole cluster's cap, which the nodes share out.
+    var transfersPerHost = FetchConfiguration().maxTransfersPerHost
     var settings = DownloadSettings()
 
     init() {}
 
+    /// `clustered`: `--max-transfers-per-host` is then the whole cluster's cap, shared out between
+    /// the live nodes (`ClusterShare`), so it may exceed one node's `--max-transfers`.
     init(options: ServeCommand.Options, source: ServerConfiguration.Source,
-         upstreamPolicy: AddressPolicy) throws(ServerConfiguration.Invalid) {
+         upstreamPolicy: AddressPolicy, clustered: Bool = false) throws(ServerConfiguration.Invalid) {
         typealias Invalid = ServerConfiguration.Invalid
         maxActivePacks = try source.count(options.maxActivePacks, "MAX_ACTIVE_PACKS", 1...256) ?? maxActivePacks
 
@@ -22,7 +27,7 @@ struct DownloadConfiguration {
         let perHostSetting = source.value(options.maxTransfersPerHost, "MAX_TRANSFERS_PER_HOST")
         let perHost = try source.count(options.maxTransfersPerHost, "MAX_TRANSFERS_PER_HOST", 1...10_000)
             ?? min(defaults.maxTransfersPerHost, maxTransfers)
-        if let perHostSetting, perHost > maxTransfers {
+        if let perHostSetting, perHost > maxTransfers, !clustered {
             throw Invalid(setting: perHostSetting.setting, problem: "\(perHost) is more than the \(maxTransfers) transfers allowed overall")
         }
         let rate = try source.number(options.requestsPerSecondPerHost, "REQUESTS_PER_SECOND_PER_HOST", 0.001...100_000)
@@ -36,6 +41,7 @@ struct DownloadConfiguration {
         }
         fetch = FetchConfiguration(maxTransfers: maxTransfers, maxTransfersPerHost: perHost, requestsPerSecondPerHost: rate,
                                    addressPolicy: upstreamPolicy, rules: rules)
+        transfersPerHost = perHost
 
         var settings = DownloadSettings()
         settings.maxInFlight = try source.count(options.maxTransfersPerPack, "MAX_TRANSFERS_PER_PACK", 1...10_000)

@@ -62,7 +62,7 @@ struct ServeCommand: ParsableCommand {
         var maxActivePacks: String?
         @Option(help: "Upstream transfers in flight at once, over all hosts (PACKD_MAX_TRANSFERS; default 64).")
         var maxTransfers: String?
-        @Option(help: "Upstream transfers in flight at once to one host (PACKD_MAX_TRANSFERS_PER_HOST; default 16).")
+        @Option(help: "Upstream transfers in flight at once to one host; in cluster mode the whole cluster's, shared between the live nodes (PACKD_MAX_TRANSFERS_PER_HOST; default 16).")
         var maxTransfersPerHost: String?
         @Option(help: "Upstream transfers one pack keeps in flight (PACKD_MAX_TRANSFERS_PER_PACK; default 32).")
         var maxTransfersPerPack: String?

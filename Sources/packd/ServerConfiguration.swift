@@ -151,7 +151,8 @@ struct ServerConfiguration {
         limits.handlerTimeout = try duration(options.handlerTimeout, "HANDLER_TIMEOUT") ?? limits.handlerTimeout
         limits.shutdownGracePeriod = try duration(options.shutdownGrace, "SHUTDOWN_GRACE") ?? limits.shutdownGracePeriod
         self.limits = limits
-        downloads = try DownloadConfiguration(options: options, source: source, upstreamPolicy: upstreamPolicy)
+        downloads = try DownloadConfiguration(options: options, source: source, upstreamPolicy: upstreamPolicy,
+                                              clustered: cluster != nil)
         if let heartbeat = try duration(options.eventHeartbeat, "EVENT_HEARTBEAT") {
             events.heartbeatInterval = UInt64(max(1, (heartbeat / .milliseconds(1)).rounded()))
         }
