@@ -4,7 +4,7 @@
 SWIFT        ?= swift
 PACKD_LISTEN ?= 127.0.0.1:8080
 PACKD_DB     ?= ./packd.sqlite
-SYSTEM_PACKAGES := libuv1-dev libcurl4-openssl-dev libsqlite3-dev libhttp-parser-dev zlib1g-dev libpq-dev postgresql
+SYSTEM_PACKAGES := libuv1-dev libcurl4-openssl-dev libsqlite3-dev libhttp-parser-dev zlib1g-dev libssl-dev openssl libpq-dev postgresql
 BENCH_PACKAGES  := nginx wrk curl
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
@@ -19,7 +19,7 @@ if [ -n "$$missing" ]; then \
 fi
 endef
 
-.PHONY: deps bench-deps build release run test check-openapi bench bench-server soak verify verify-clients verify-api verify-render clean
+.PHONY: deps bench-deps build release run test check-openapi bench bench-server soak verify verify-clients verify-api verify-render bench-wan sanitize fuzz clean
 .PHONY: dashboard-assets verify-dashboard install lint-docker
 
 ## Python tools come from PyPI into a virtual environment under .build/ (a distribution's own
@@ -76,6 +76,14 @@ bench: bench-deps
 	$(SWIFT) build -c release
 	@bin=$$($(SWIFT) build -c release --show-bin-path); \
 	for b in $(BENCHMARKS); do echo "== packd-bench $$b"; "$$bin/packd-bench" $$b || exit 1; done
+
+## packd, curl --parallel and mapproxy-seed against an HTTPS tile server that answers after
+## 20, 40 and 100 ms (HTTP/2 and HTTP/1.1). MapProxy comes from PyPI into .build/mapproxy.
+bench-wan: bench-deps
+	$(call install-missing,python3-venv)
+	@test -x .build/mapproxy/bin/mapproxy-seed || { python3 -m venv .build/mapproxy && .build/mapproxy/bin/pip install -q MapProxy; }
+	$(SWIFT) build -c release
+	$$($(SWIFT) build -c release --show-bin-path)/packd-bench download-wan
 
 bench-server: bench-deps
 	$(SWIFT) build -c release
@@ -147,5 +155,33 @@ lint-docker: $(VENV)/lint.installed
 soak: deps
 	PACKD_SOAK=1 $(SWIFT) test
 
+## The whole suite under ThreadSanitizer, then AddressSanitizer + LeakSanitizer, each from a clean
+## build (.build-tsan, .build-asan); any sanitizer report or failed test fails. SANITIZERS="thread"
+## runs one. See scripts/sanitize.sh.
+sanitize: deps
+	SWIFT=$(SWIFT) scripts/sanitize.sh
+
+## libFuzzer (with AddressSanitizer) on each target for FUZZ_SECONDS, starting from Fuzz/seeds
+## (rewritten by scripts/fuzz-seeds.py); new inputs collect in .build-fuzz/corpus, a crash, hang
+## or leak stops the run with its input in .build-fuzz/artifacts. Targets: Sources/packd-fuzz.
+FUZZ_SECONDS ?= 60
+FUZZ_TARGETS ?= http-request region style import tile-readers upstream-response
+fuzz: deps
+	$(SWIFT) build --product packd-fuzz --scratch-path .build-fuzz --sanitize=fuzzer \
+	  -Xswiftc -sanitize=fuzzer,address -Xswiftc -DPACKD_FUZZ_ENGINE
+	@bin=$$($(SWIFT) build --scratch-path .build-fuzz --show-bin-path)/packd-fuzz; \
+	mkdir -p .build-fuzz/artifacts; \
+	for t in $(FUZZ_TARGETS); do \
+	  case $$t in import) extra="-max_len=65536";; http-request|upstream-response) extra="-max_len=16384 -detect_leaks=0";; \
+	    *) extra="-max_len=16384";; esac; \
+	  mkdir -p .build-fuzz/corpus/$$t; \
+	  echo "== fuzz $$t for $(FUZZ_SECONDS) s"; \
+	  SWIFT_BACKTRACE=enable=no PACKD_FUZZ_TARGET=$$t "$$bin" .build-fuzz/corpus/$$t Fuzz/seeds/$$t -max_total_time=$(FUZZ_SECONDS) \
+	    -timeout=60 -rss_limit_mb=4096 -print_final_stats=1 -artifact_prefix=.build-fuzz/artifacts/$$t- $$extra \
+	    > .build-fuzz/$$t.log 2>&1; rc=$$?; \
+	  grep -E "^#[0-9]+ +DONE|ERROR|SUMMARY|stat::number_of_executed_units|stat::average_exec_per_sec" .build-fuzz/$$t.log; \
+	  [ $$rc -eq 0 ] || { echo "== fuzz $$t: failure (exit $$rc), see .build-fuzz/$$t.log"; exit 1; }; \
+	done
+
 clean:
-	rm -rf .build
+	rm -rf .build .build-tsan .build-asan .build-fuzz .build-sanitize

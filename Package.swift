@@ -22,6 +22,7 @@ let package = Package(
         .systemLibrary(name: "CHTTPParser", providers: [.apt(["libhttp-parser-dev"])]),
         .systemLibrary(name: "CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
         .systemLibrary(name: "CLibPQ", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
+        .systemLibrary(name: "CCrypto", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
 
         // The domain: pack states and their pure lifecycle, the wire types every client decodes,
         // stored records and the store protocols. Imports no other packd module.
@@ -43,7 +44,7 @@ let package = Package(
         .target(
             name: "API",
             dependencies: [
-                "Packs", "Jobs", "Server", "Loop", "Plan", "Geo",
+                "Packs", "Jobs", "Server", "Loop", "Plan", "Geo", "CCrypto",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
@@ -86,8 +87,9 @@ let package = Package(
                 "Fetch",
                 "Postgres",
                 "PostgresTestSupport",
-                // cluster: its delaying tile server.
+                // download-wan and cluster: the delaying tile server; download-wan: the test CA it makes.
                 "Server",
+                "PackdTestSupport",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -120,6 +122,13 @@ let package = Package(
             name: "ClusterTests",
             dependencies: ["Packs", "Store", "Postgres", "PostgresTestSupport", "PackdTestSupport", "packd"]
         ),
+
+        // libFuzzer targets (`make fuzz`); a plain build makes `packd-fuzz TARGET FILE…`, a replay tool.
+        .executableTarget(
+            name: "packd-fuzz",
+            dependencies: ["Server", "Loop", "Packs", "Plan", "Geo", "Store", "Fetch", .product(name: "Logging", package: "swift-log")]
+        ),
+
         .testTarget(name: "PacksTests", dependencies: ["Packs", "CZlib", "PackdTestSupport"]),
         // One suite of store tests, run against every store implementation (`StoreFactory.all`).
         .testTarget(name: "StoreContractTests", dependencies: ["Packs", "Store", "Loop", "Postgres", "PostgresStore", "PostgresTestSupport"]),
@@ -141,11 +150,11 @@ let package = Package(
             ]
         ),
         .testTarget(name: "StoreTests", dependencies: ["Store", "Packs", "PackdTestSupport", "packd-store-crash-writer"]),
-        .testTarget(name: "StoreIOTests", dependencies: ["Store", "Packs", "CZlib"]),
+        .testTarget(name: "StoreIOTests", dependencies: ["Store", "Packs", "CZlib", "PackdTestSupport"]),
         .testTarget(name: "GeoTests", dependencies: ["Geo"]),
         .testTarget(name: "PlanTests", dependencies: ["Plan", "Packs", "Geo"]),
         // The in-process upstream and fetch harness shared by the network tests.
-        .target(name: "PackdTestSupport", dependencies: ["Packs", "Fetch", "Loop", "CZlib"], path: "Tests/PackdTestSupport"),
+        .target(name: "PackdTestSupport", dependencies: ["Packs", "Fetch", "Loop", "CZlib", "Store"], path: "Tests/PackdTestSupport"),
         .testTarget(name: "FetchTests", dependencies: ["Fetch", "Packs", "Loop", "CZlib", "PackdTestSupport"]),
         // Depends on `packd` so the end-to-end test finds the built server next to the test bundle.
         .testTarget(name: "JobsTests", dependencies: ["Jobs", "Packs", "Fetch", "Loop", "Store", "Plan", "Geo", "PackdTestSupport", "packd", "WorkSharing"]),

@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import Packs
 import Server
 
 extension APIResponder {
@@ -17,9 +18,14 @@ extension APIResponder {
                              body: JSONBody.encode(object)))
     }
 
-    /// A store failure: logged with its detail, answered as a bare 500 (no internals leak).
+    /// A store failure: logged with its detail, answered as a bare 500 (no internals leak) — or,
+    /// when the database's disk is full, as 503 saying so: the server is up, the write can be
+    /// retried once space is freed.
     func respondInternalError(_ error: any Error, logger: Logger, _ what: String) {
         logger.error("\(what) failed: \(error)")
+        if (error as? StoreError)?.isStorageFull == true {
+            return respond(Problem(.unavailable, detail: "\(what) failed: the database's disk is full; free space, then retry"))
+        }
         respond(Problem(.internalError, detail: "\(what) failed; the server log has the details"))
     }
 }

@@ -7,10 +7,10 @@ import Packs
 /// across restarts, and a client's `Last-Event-ID` older than the ring replays from the log.
 public enum EventLog {
     /// Installs the broadcaster's `onEmit` hook. Loop thread.
-    public static func attach(_ broadcaster: EventBroadcaster, to store: any PackStore, logger: Logger) {
+    public static func attach(_ broadcaster: EventBroadcaster, to store: any PackStore, clock: WallClock, logger: Logger) {
         broadcaster.onEmit = { event in
             let stored = StoredEvent(id: event.id, packID: event.packID, type: event.kind.rawValue,
-                                     json: String(decoding: event.payload, as: UTF8.self), createdAt: PackRoutes.now())
+                                     json: String(decoding: event.payload, as: UTF8.self), createdAt: clock.now)
             store.logEvent(stored) { error in
                 logger.error("event \(stored.id) was not logged: \(error)")
             }

@@ -30,7 +30,8 @@ public final class PackMaintenanceRoutes {
 
     private func invalidate(_ request: HTTPRequest, _ responder: APIResponder) {
         guard let packID = PackRoutes.packID(request, responder) else { return }
-        store.write({ database in try database.transition(packID, .invalidate, now: PackRoutes.now()) }) { [self] result in
+        let clock = packs.clock
+        store.write({ database in try database.transition(packID, .invalidate, now: clock.now) }) { [self] result in
             switch result {
             case .failure(let error):
                 responder.respondInternalError(error, logger: logger, "starting the revalidation")
@@ -61,7 +62,8 @@ public final class PackMaintenanceRoutes {
             updateChecker.check(packID) { [self] outcome in
                 switch outcome {
                 case .checked(let available):
-                    store.write({ database in try database.setUpdateAvailable(packID, available, now: PackRoutes.now()) }) { [self] result in
+                    let clock = packs.clock
+                    store.write({ database in try database.setUpdateAvailable(packID, available, now: clock.now) }) { [self] result in
                         if case .failure(let error) = result {
                             return responder.respondInternalError(error, logger: logger, "storing the update check")
                         }

@@ -48,8 +48,12 @@ public final class PackRoutes {
     static let idempotencyRetention: Int64 = 86_400
     static let pageLimit = 500
 
-    public init(store: any PackStore, events: EventBroadcaster, logger: Logger = Logger(label: "packd.api")) {
+    /// Stored times (creation, state changes, idempotency keys); tests inject their own.
+    public let clock: WallClock
+
+    public init(store: any PackStore, events: EventBroadcaster, clock: WallClock = .system, logger: Logger = Logger(label: "packd.api")) {
         self.store = store
+        self.clock = clock
         self.events = events
         self.logger = logger
     }
@@ -102,10 +106,11 @@ public final class PackRoutes {
         }
         let region = body.region
         let maxTiles = body.limits.maxTiles
+        let clock = clock
         store.read({ reader in
             var check = CreationCheck()
             if let scopedKey, let entry = try reader.idempotencyEntry(scopedKey),
-               entry.createdAt >= Self.now() - Self.idempotencyRetention {
+               entry.createdAt >= clock.now - Self.idempotencyRetention {
                 check.replay = entry
                 return check
             }
@@ -166,8 +171,9 @@ public final class PackRoutes {
             name: body.name ?? "", state: body.start ? .queued : .inactive, context: body.context,
             definition: body.region.mapLibreJSON, limits: body.limits,
             expectedResources: Int64(tileCount ?? 0), expectedTiles: Int64(tileCount ?? 0), expectedIsPrecise: tileCount != nil)
+        let clock = clock
         store.write({ database in
-            let now = Self.now()
+            let now = clock.now
             var record = template
             record.id = try database.createPack(record, now: now)
             record.createdAt = now
@@ -322,8 +328,9 @@ public final class PackRoutes {
         }
         let name = change.name.map { $0 ?? "" }
         let context = change.context
+        let clock = clock
         store.write({ database in
-            try database.updatePack(packID, name: name, context: context, now: Self.now())
+            try database.updatePack(packID, name: name, context: context, now: clock.now)
         }) { [self] result in
             if case .failure(let error) = result {
                 return responder.respondInternalError(error, logger: logger, "updating the pack")
@@ -337,7 +344,8 @@ public final class PackRoutes {
         guard let packID = Self.packID(request, responder) else { return }
         // Transfers stop before the rows go, so no write of the pack lands after its removal.
         scheduling?.packSuspended(packID)
-        store.write({ database in try database.transition(packID, .delete, now: Self.now()) }) { [self] result in
+        let clock = clock
+        store.write({ database in try database.transition(packID, .delete, now: clock.now) }) { [self] result in
             switch result {
             case .failure(let error): responder.respondInternalError(error, logger: logger, "removing the pack")
             case .success(.noSuchPack), .success(.refused): responder.respond(Self.notFound(packID))
@@ -385,7 +393,8 @@ public final class PackRoutes {
     /// nothing and still answers with the pack).
     private func changeState(_ request: HTTPRequest, _ responder: APIResponder, to event: PackLifecycle.Event) {
         guard let packID = Self.packID(request, responder) else { return }
-        store.write({ database in try database.transition(packID, event, now: Self.now()) }) { [self] result in
+        let clock = clock
+        store.write({ database in try database.transition(packID, event, now: clock.now) }) { [self] result in
             switch result {
             case .failure(let error): responder.respondInternalError(error, logger: logger, "changing the pack's state")
             case .success(.noSuchPack): responder.respond(Self.notFound(packID))
@@ -521,7 +530,6 @@ public final class PackRoutes {
         Problem(.notFound, detail: "no pack has id \(packID)")
     }
 
-    static func now() -> Int64 { Int64(Date().timeIntervalSince1970) }
 
     static func monotonicSeconds() -> Double {
         let elapsed = clockOrigin.duration(to: .now).components

@@ -9,6 +9,8 @@ import Server
 public final class PackdAPI {
     public let store: any PackStore
     public let loop: EventLoop
+    /// Every time the API stores (creation, state changes, events, preloads); tests inject their own.
+    public let clock: WallClock
     public let events: EventBroadcaster
     public let packs: PackRoutes
     public let maintenance: PackMaintenanceRoutes
@@ -27,18 +29,19 @@ public final class PackdAPI {
 
     /// Loop thread only (the broadcaster is loop-owned). Event ids continue after the largest one
     /// the database ever handed out.
-    public init(store: any PackStore, loop: EventLoop, routes: APIRouteBuilder, eventConfiguration: EventBroadcaster.Configuration = .init(),
+    public init(store: any PackStore, loop: EventLoop, clock: WallClock = .system, routes: APIRouteBuilder, eventConfiguration: EventBroadcaster.Configuration = .init(),
                 logger: Logger = Logger(label: "packd.api")) throws {
         self.store = store
         self.loop = loop
+        self.clock = clock
         self.routes = routes
         self.logger = logger
         let lastEventID = try store.readNow { try $0.lastEventID() }
         events = EventBroadcaster(loop: loop, lastEventID: lastEventID, configuration: eventConfiguration)
-        EventLog.attach(events, to: store, logger: logger)
+        EventLog.attach(events, to: store, clock: clock, logger: logger)
         let metrics = routes.metrics
         events.onSubscriberCountChange = { metrics.sseSubscribers.set(Int64($0)) }
-        packs = PackRoutes(store: store, events: events, logger: logger)
+        packs = PackRoutes(store: store, events: events, clock: clock, logger: logger)
         maintenance = PackMaintenanceRoutes(store: store, packs: packs, logger: logger)
     }
 
@@ -50,7 +53,7 @@ public final class PackdAPI {
         maintenance.register(in: &router, using: routes)
         StorageRoutes(store: store, packs: packs, logger: logger).register(in: &router, using: routes)
         ResourceRoutes(store: store, authenticator: routes.authenticator, upstream: upstreamAccess, metrics: routes.metrics,
-                       logger: logger)
+                       clock: clock, logger: logger)
             .register(in: &router, using: routes)
         EstimateRoutes(store: store, loop: loop, upstream: upstreamAccess, logger: logger).register(in: &router, using: routes)
         EventRoutes(store: store, events: events, logger: logger).register(in: &router, using: routes)

@@ -28,6 +28,9 @@ public final class PackdMetrics: Sendable {
     private let httpLatency: LabelledFamily<DurationHistogram>
     private let packs: LabelledFamily<Prometheus.Gauge>
     private let upstreamErrors: LabelledFamily<Prometheus.Counter>
+    private let upstreamHostLimit: LabelledFamily<Prometheus.Gauge>
+    private let upstreamHostLatency: LabelledFamily<DurationHistogram>
+    private let upstreamHostThrottled: LabelledFamily<Prometheus.Counter>
     public let downloadedBytes: Prometheus.Counter
     public let downloadedResources: Prometheus.Counter
     public let upstreamRetries: Prometheus.Counter
@@ -52,6 +55,15 @@ public final class PackdMetrics: Sendable {
         }
         upstreamErrors = LabelledFamily(names: ["kind"]) { labels in
             registry.makeCounter(descriptor: Self.name("upstream_errors", "total", "Failed upstream requests, by kind of failure."), labels: labels)
+        }
+        upstreamHostLimit = LabelledFamily(names: ["host"]) { labels in
+            registry.makeGauge(descriptor: Self.name("upstream_host_transfer_limit", "", "Transfers one upstream host may have in flight now (its adaptive or fixed limit)."), labels: labels)
+        }
+        upstreamHostLatency = LabelledFamily(names: ["host"]) { labels in
+            registry.makeDurationHistogram(descriptor: Self.name("upstream_host_latency", "seconds", "Time from request sent to last byte of upstream transfers, by host."), labels: labels, buckets: Self.latencyBuckets)
+        }
+        upstreamHostThrottled = LabelledFamily(names: ["host", "status"]) { labels in
+            registry.makeCounter(descriptor: Self.name("upstream_host_throttled_responses", "total", "429 and 503 answers (slow down), by upstream host."), labels: labels)
         }
         downloadedBytes = registry.makeCounter(descriptor: Self.name("downloaded_bytes", "total", "Bytes received from upstreams."))
         downloadedResources = registry.makeCounter(descriptor: Self.name("downloaded_resources", "total", "Resources downloaded and stored."))
@@ -99,6 +111,14 @@ public final class PackdMetrics: Sendable {
 
     public func recordUpstreamError(kind: String) {
         upstreamErrors.child(kind).increment()
+    }
+
+    /// One finished transfer to `host` (`host[:port]`): its latency, its status if it was a
+    /// 429/503, and the host's limit after it.
+    public func recordUpstreamHost(_ host: String, latency: Duration, status: Int?, limit: Int) {
+        upstreamHostLatency.child(host).record(latency)
+        upstreamHostLimit.child(host).set(Int64(limit))
+        if let status, status == 429 || status == 503 { upstreamHostThrottled.child(host, String(status)).increment() }
     }
 
     /// The exposition for `GET /metrics`: packd's instruments, then the process' own figures.

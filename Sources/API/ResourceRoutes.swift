@@ -19,6 +19,8 @@ public struct ResourceRoutes {
     let upstream: UpstreamAccess
     /// A read-through that stores what it fetched counts as a downloaded resource.
     let metrics: PackdMetrics?
+    /// Freshness and stored times.
+    let clock: WallClock
     let logger: Logger
     /// The largest preloaded or fetched body.
     public static let maximumBodyBytes = 16 << 20
@@ -26,8 +28,9 @@ public struct ResourceRoutes {
     static let fetchLimits = UpstreamLimits(maxBodyBytes: maximumBodyBytes, timeout: .seconds(30))
 
     init(store: any PackStore, authenticator: APIKeyAuthenticator, upstream: UpstreamAccess, metrics: PackdMetrics? = nil,
-         logger: Logger = Logger(label: "packd.api")) {
+         clock: WallClock = .system, logger: Logger = Logger(label: "packd.api")) {
         self.store = store
+        self.clock = clock
         self.authenticator = authenticator
         self.upstream = upstream
         self.metrics = metrics
@@ -93,7 +96,7 @@ public struct ResourceRoutes {
             switch result {
             case .failure(let error): responder.respondInternalError(error, logger: logger, "reading the resource")
             case .success(let found):
-                if fetch, found.map({ !$0.resource.isFresh(now: PackRoutes.now()) }) ?? true {
+                if fetch, found.map({ !$0.resource.isFresh(now: clock.now) }) ?? true {
                     return readThrough(url, stale: found, request, responder)
                 }
                 guard let found else { return responder.respond(Problem(.notFound, detail: "nothing is stored for this url")) }
@@ -182,8 +185,9 @@ public struct ResourceRoutes {
     private func storeInAmbientCache(_ url: String, _ stored: StoredBody, cache: HTTPCacheHeaders,
                                      then: @escaping (Result<Bool, any Error>) -> Void) {
         let key = ResourceKey.resource(url: url, kind: ResourceMediaType.kind(of: url))
+        let clock = clock
         store.write({ database -> Bool in
-            try database.storeInAmbientCache(ResourceWrite(key: key, content: .body(stored), cache: cache), now: PackRoutes.now())
+            try database.storeInAmbientCache(ResourceWrite(key: key, content: .body(stored), cache: cache), now: clock.now)
         }, then: then)
     }
 

@@ -12,6 +12,10 @@ final class CurlMulti {
     struct Limits {
         var maxTotalConnections: Int
         var maxHostConnections: Int
+        /// Our side's cap on HTTP/2 streams per connection; curl uses the smaller of it and the
+        /// server's SETTINGS_MAX_CONCURRENT_STREAMS (libcurl 7.67+), so set above every host
+        /// limit it leaves the server's number in charge.
+        var maxStreamsPerConnection: Int
     }
 
     let handle: UnsafeMutableRawPointer
@@ -46,6 +50,7 @@ final class CurlMulti {
         packd_multi_setopt_long(multi, CURLMOPT_MAX_TOTAL_CONNECTIONS, limits.maxTotalConnections)
         packd_multi_setopt_long(multi, CURLMOPT_MAX_HOST_CONNECTIONS, limits.maxHostConnections)
         packd_multi_setopt_long(multi, CURLMOPT_MAXCONNECTS, limits.maxTotalConnections)
+        packd_multi_setopt_long(multi, CURLMOPT_MAX_CONCURRENT_STREAMS, limits.maxStreamsPerConnection)
     }
 
     func add(_ easy: UnsafeMutableRawPointer) -> Bool {

@@ -10,6 +10,15 @@ public struct TransferID: Hashable, Sendable {
 /// the loop, applies upstream rules and the address policy, follows redirects itself so each hop
 /// is re-checked and re-credentialed, and hands back canonical results.
 ///
+/// How many transfers a host gets is learnt per host (`HostConcurrencyLimiter`), under the
+/// explicit caps (a rule's `max_transfers`, `--max-transfers-per-host`), which always win. HTTP/2
+/// is used fully: curl multiplexes as many streams on a connection as the server announces
+/// (`SETTINGS_MAX_CONCURRENT_STREAMS`; our own stream cap is set at or above every host limit),
+/// and HTTPS transfers wait for a connection that may multiplex (`CURLOPT_PIPEWAIT`) instead of
+/// each opening their own, so an HTTP/2 host gets one connection (its adaptive ceiling fits one
+/// connection's streams: see `HostConcurrencyLimiter`). HTTP/1.1 hosts get a connection per
+/// transfer, which the per-host connection cap allows up to the host's limit.
+///
 /// Loop thread only. Completions always run on the loop thread from a loop callback — never
 /// from inside `submit`, `cancel` or `pauseHost`, so callers may call those while holding state.
 public final class Fetcher {
@@ -24,6 +33,11 @@ public final class Fetcher {
     private var dispatchDue: ContinuousClock.Instant?
 
     private var hosts: [String: HostQueue] = [:]
+    /// Hosts with transfers waiting: what `dispatch` visits.
+    private var queuedHosts: Set<String> = []
+    /// Transfers running per owner, and the hosts each owner has sent to (for its progress).
+    private var runningByOwner: [UInt64: Int] = [:]
+    private var ownerHosts: [UInt64: Set<String>] = [:]
     private var waiting: [UInt64: Transfer] = [:]
     private var running: [UInt64: Transfer] = [:]
     private var finished: [(Transfer, Result<FetchResponse, FetchError>)] = []
@@ -37,6 +51,18 @@ public final class Fetcher {
     public var onFinished: ((Result<FetchResponse, FetchError>) -> Void)?
     /// The number of running transfers, whenever it changes. Loop thread.
     public var onRunningCountChange: ((Int) -> Void)?
+    /// Every finished transfer's host, status or failure, latency, and the host's limit after it
+    /// (per-host metrics). Loop thread.
+    public var onHostSample: ((HostSample) -> Void)?
+
+    /// Hosts remembered with nothing to do (their learnt limit kept) before the least recently
+    /// used are forgotten.
+    static let maxRememberedHosts = 256
+    /// Owners whose hosts are remembered for `throttle(owner:)`, and hosts per owner.
+    static let maxOwnersTracked = 4096
+    static let maxHostsPerOwner = 16
+    /// How long after a cut of its limit a host still reports as backing off.
+    public static let backingOffReported: Duration = .seconds(5)
 
     private static let globalInit: Bool = curl_global_init(Int(CURL_GLOBAL_DEFAULT)) == CURLE_OK
 
@@ -46,7 +72,8 @@ public final class Fetcher {
         self.loop = loop
         self.rules = UpstreamRules(configuration.rules)
         multi = try CurlMulti(loop: loop, limits: .init(maxTotalConnections: configuration.maxTransfers,
-                                                        maxHostConnections: configuration.maxTransfersPerHost))
+                                                        maxHostConnections: configuration.largestHostLimit,
+                                                        maxStreamsPerConnection: max(100, configuration.largestHostLimit)))
         dispatchTimer = LoopTimer(loop: loop)
         dispatchSoon = NextTurn(loop: loop)
         multi.onDone = { [unowned self] easy, result in self.transferDone(easy, result) }
@@ -54,7 +81,7 @@ public final class Fetcher {
 
     /// This process's part of per-host allowances shared with other processes (cluster mode:
     /// the cluster's per-host cap and request rate divided between the live nodes). Each field
-    /// further limits the configured one; 0 transfers starts nothing more. Loop thread.
+    /// further limits what the host's own limit and rate allow; 0 transfers starts nothing more.
     public struct HostShare: Sendable, Equatable {
         public var transfersPerHost: Int
         public var requestsPerSecondPerHost: Double?
@@ -65,7 +92,7 @@ public final class Fetcher {
         }
     }
 
-    /// The share in force; nil: the configuration alone.
+    /// The share in force; nil: the configuration and the rules alone.
     public private(set) var hostShare: HostShare?
 
     /// Changes this process's share (transfers above a smaller one finish; no new one starts
@@ -75,20 +102,9 @@ public final class Fetcher {
         let rateChanged = share?.requestsPerSecondPerHost != hostShare?.requestsPerSecondPerHost
         hostShare = share
         if rateChanged {
-            for key in Array(hosts.keys) { hosts[key]?.bucket = requestRate.map { TokenBucket(rate: $0, now: .now) } }
+            for key in Array(hosts.keys) { applyPolicy(to: &hosts[key]!) }
         }
         scheduleDispatch(after: .zero)
-    }
-
-    /// Transfers one host may have in flight now.
-    private var transfersPerHost: Int {
-        min(configuration.maxTransfersPerHost, hostShare?.transfersPerHost ?? .max)
-    }
-
-    /// New requests per second to one host, nil: unlimited.
-    private var requestRate: Double? {
-        guard let shared = hostShare?.requestsPerSecondPerHost else { return configuration.requestsPerSecondPerHost }
-        return min(shared, configuration.requestsPerSecondPerHost ?? .infinity)
     }
 
     /// Transfers started and not finished.
@@ -103,6 +119,49 @@ public final class Fetcher {
             + finished.count { $0.0.request.owner == owner }
     }
 
+    /// Transfers of `owner` on the wire now (a pack's `transfers_in_flight`).
+    public func transfersInFlight(owner: UInt64) -> Int {
+        runningByOwner[owner] ?? 0
+    }
+
+    /// What holds `owner` back, if anything, among the hosts it has sent to since its last
+    /// `cancelAll`: a `Retry-After` pause first (the latest-ending), else the host whose limit
+    /// was cut most recently (within `backingOffReported`). A pack's `throttled`.
+    public func throttle(owner: UInt64) -> HostThrottle? {
+        guard let keys = ownerHosts[owner] else { return nil }
+        let now = ContinuousClock.now
+        var paused: HostThrottle?
+        var backingOff: (HostThrottle, ContinuousClock.Instant)?
+        for key in keys {
+            guard let host = hosts[key], let throttle = host.throttle(now: now, recentCut: Self.backingOffReported) else {
+                continue
+            }
+            if let until = throttle.until {
+                if until > paused?.until ?? now { paused = throttle }
+            } else if let cut = host.limiter.lastCut?.at, cut > backingOff?.1 ?? .now - .seconds(86_400) {
+                backingOff = (throttle, cut)
+            }
+        }
+        return paused ?? backingOff?.0
+    }
+
+    /// Every remembered host's limit, load and latency (metrics, tests).
+    public func hostStatuses() -> [HostStatus] {
+        hosts.values.map(Self.status).sorted { $0.host < $1.host }
+    }
+
+    /// The status of the host serving `url` (after the rules), nil if it was never used.
+    public func hostStatus(of url: String) -> HostStatus? {
+        guard let target = try? WireTarget(rules.wire(for: url).url) else { return nil }
+        return hosts[target.hostKey].map(Self.status)
+    }
+
+    private static func status(_ host: HostQueue) -> HostStatus {
+        HostStatus(host: host.name, limit: host.limiter.limit, inFlight: host.active, waiting: host.waitingCount,
+                   adaptive: host.limiter.adaptive, httpVersion: host.httpVersion,
+                   latency: host.limiter.lastRoundLatency, baseline: host.limiter.baseline)
+    }
+
     /// Queues `request`; `completion` runs once, on the loop thread, with a response (any HTTP
     /// status) or a `FetchError`.
     @discardableResult
@@ -111,9 +170,10 @@ public final class Fetcher {
         let id = nextID
         nextID += 1
         let transfer: Transfer
+        let target: WireTarget
         do throws(FetchError) {
             try request.validate()
-            let target = try WireTarget(rules.wire(for: request.url).url)
+            target = try WireTarget(rules.wire(for: request.url).url)
             transfer = Transfer(id: id, request: request, target: target, policy: configuration.addressPolicy,
                                 completion: completion)
         } catch {
@@ -127,7 +187,7 @@ public final class Fetcher {
             finished.append((transfer, .failure(.shutdown)))
         } else {
             waiting[id] = transfer
-            hosts[transfer.hostKey, default: newHostQueue()].append(id)
+            enqueue(id, on: target, canonical: request.url, owner: request.owner)
         }
         scheduleDispatch(after: .zero)
         return TransferID(rawValue: id)
@@ -145,8 +205,10 @@ public final class Fetcher {
         scheduleDispatch(after: .zero)
     }
 
-    /// Cancels every transfer submitted with `owner` (a pack being suspended or deleted).
+    /// Cancels every transfer submitted with `owner` (a pack being suspended or deleted), and
+    /// forgets the hosts it used.
     public func cancelAll(owner: UInt64) {
+        ownerHosts[owner] = nil
         for transfer in waiting.values where transfer.request.owner == owner {
             waiting[transfer.id] = nil
             finished.append((transfer, .failure(.cancelled)))
@@ -161,9 +223,9 @@ public final class Fetcher {
     /// Transfers already running continue. A later pause never shortens an earlier one.
     public func pauseHost(of url: String, until: ContinuousClock.Instant) {
         guard !closed, let target = try? WireTarget(rules.wire(for: url).url) else { return }
-        var host = hosts[target.hostKey] ?? newHostQueue()
-        host.pausedUntil = max(host.pausedUntil ?? until, until)
-        hosts[target.hostKey] = host
+        let key = hostQueue(for: target, canonical: url)
+        let paused = hosts[key]?.pausedUntil ?? until
+        hosts[key]?.pausedUntil = max(paused, until)
     }
 
     /// Fails everything with `.shutdown` (completions run now) and frees curl and uv resources.
@@ -175,6 +237,7 @@ public final class Fetcher {
         for transfer in running.values { abort(transfer, with: .shutdown) }
         deliverFinished()
         hosts.removeAll()
+        queuedHosts.removeAll()
         for easy in idleHandles { curl_easy_cleanup(easy) }
         idleHandles.removeAll()
         multi.close()
@@ -182,12 +245,84 @@ public final class Fetcher {
         dispatchSoon.close()
     }
 
-    private func newHostQueue() -> HostQueue {
-        var host = HostQueue()
-        if let rate = requestRate {
-            host.bucket = TokenBucket(rate: rate, now: .now)
+    // MARK: Hosts
+
+    /// Queues a waiting transfer on its host and remembers the host for its owner.
+    private func enqueue(_ id: UInt64, on target: WireTarget, canonical: String, owner: UInt64, first: Bool = false) {
+        let key = hostQueue(for: target, canonical: canonical)
+        if first { hosts[key]?.prepend(id) } else { hosts[key]?.append(id) }
+        queuedHosts.insert(key)
+        if ownerHosts[owner]?.contains(key) != true {
+            if ownerHosts[owner] == nil, ownerHosts.count >= Self.maxOwnersTracked, let any = ownerHosts.keys.first {
+                ownerHosts[any] = nil
+            }
+            if ownerHosts[owner, default: []].count < Self.maxHostsPerOwner { ownerHosts[owner, default: []].insert(key) }
         }
-        return host
+    }
+
+    /// The key of `target`'s host entry, made if new, with the policy of the rules matching
+    /// `canonical` applied (the stricter of what earlier requests brought).
+    private func hostQueue(for target: WireTarget, canonical: String) -> String {
+        let key = target.hostKey
+        let policy = rules.policy(for: canonical)
+        if var host = hosts[key] {
+            if !policy.isEmpty {
+                let tightened = host.policy.tightened(by: policy)
+                if tightened != host.policy {
+                    host.policy = tightened
+                    applyPolicy(to: &host)
+                    hosts[key] = host
+                }
+            }
+            return key
+        }
+        if hosts.count >= Self.maxRememberedHosts { forgetIdleHosts() }
+        let now = ContinuousClock.now
+        let defaultPort = target.scheme == "https" ? 443 : 80
+        let name = target.port == defaultPort ? Self.bracketed(target.host) : "\(Self.bracketed(target.host)):\(target.port)"
+        let (maximum, adaptive) = ceiling(policy, httpVersion: 0)
+        var host = HostQueue(name: name, limiter: HostConcurrencyLimiter(settings: configuration.limiter, maximum: maximum,
+                                                                         adaptive: adaptive), now: now)
+        host.policy = policy
+        applyPolicy(to: &host)
+        hosts[key] = host
+        return key
+    }
+
+    private static func bracketed(_ host: String) -> String {
+        host.contains(":") ? "[\(host)]" : host
+    }
+
+    /// Sets the host's ceiling and rate from its policy, the server-wide settings and its protocol:
+    /// a rule's `max_transfers`, else `--max-transfers-per-host`, else the protocol's ceiling; a
+    /// rule's `adaptive: false` pins the limit to that cap (or `fixedTransfersPerHost`).
+    private func applyPolicy(to host: inout HostQueue) {
+        let (maximum, adaptive) = ceiling(host.policy, httpVersion: host.httpVersion)
+        host.limiter.setMaximum(maximum, adaptive: adaptive)
+        var rate = host.policy.requestsPerSecond ?? configuration.requestsPerSecondPerHost
+        if let shared = hostShare?.requestsPerSecondPerHost { rate = min(shared, rate ?? .infinity) }
+        if let rate, host.bucket?.rate != rate {
+            host.bucket = TokenBucket(rate: rate, now: .now)
+        } else if rate == nil {
+            host.bucket = nil
+        }
+    }
+
+    private func ceiling(_ policy: HostPolicy, httpVersion: Int) -> (maximum: Int, adaptive: Bool) {
+        let explicit = policy.maxTransfers ?? configuration.maxTransfersPerHost
+        if policy.adaptive == false { return (explicit ?? FetchConfiguration.fixedTransfersPerHost, false) }
+        let protocolCeiling = httpVersion >= Int(CURL_HTTP_VERSION_2_0)
+            ? configuration.limiter.http2Maximum : configuration.limiter.http1Maximum
+        return (explicit ?? protocolCeiling, true)
+    }
+
+    /// Drops the least recently used idle hosts, down to three quarters of the bound.
+    private func forgetIdleHosts() {
+        let now = ContinuousClock.now
+        let idle = hosts.filter { $0.value.isIdle(now: now) }.sorted { $0.value.lastUsed < $1.value.lastUsed }
+        for (key, _) in idle.prefix(max(0, hosts.count - Self.maxRememberedHosts * 3 / 4)) {
+            hosts[key] = nil
+        }
     }
 
     // MARK: Dispatch
@@ -219,15 +354,27 @@ public final class Fetcher {
         var admitted: [Transfer] = []
         // Start each pass at a different host so a host with a deep queue cannot keep every slot
         // the overall limit frees.
-        var keys = Array(hosts.keys)
+        var keys = Array(queuedHosts)
         if !keys.isEmpty {
             rotation = (rotation + 1) % keys.count
             keys = Array(keys[rotation...] + keys[..<rotation])
         }
         for key in keys {
-            guard var host = hosts[key] else { continue }
-            while running.count + admitted.count < configuration.maxTransfers,
-                  host.active < transfersPerHost, let id = host.next() {
+            guard var host = hosts[key] else {
+                queuedHosts.remove(key)
+                continue
+            }
+            let limit = host.limiter.limit
+            let share = hostShare?.transfersPerHost ?? .max
+            while running.count + admitted.count < configuration.maxTransfers, host.hasWaiting {
+                // This process's share of a cap shared with others holds it back (not the limiter's).
+                guard host.active < share else { break }
+                guard host.active < limit else {
+                    // The host's own limit holds a transfer back: what lets the limiter grow.
+                    host.limiter.noteLimited()
+                    break
+                }
+                guard let id = host.next() else { break }
                 guard let transfer = waiting[id] else { continue }
                 if let delay = host.admissionDelay(now: now) {
                     host.prepend(id)
@@ -236,9 +383,12 @@ public final class Fetcher {
                 }
                 waiting[id] = nil
                 host.active += 1
+                host.lastUsed = now
+                transfer.startedEpoch = host.limiter.epoch
                 admitted.append(transfer)
             }
-            hosts[key] = host.isIdle(now: now) && host.bucket == nil ? nil : host
+            if !host.hasWaiting { queuedHosts.remove(key) }
+            hosts[key] = host
         }
         // Started only once every host entry is written back: a failed start adjusts its host.
         for transfer in admitted { start(transfer) }
@@ -250,21 +400,24 @@ public final class Fetcher {
         transfer.resetForHop()
         // Running before anything can fail: `release` then gives the host's slot back.
         running[transfer.id] = transfer
+        runningByOwner[transfer.request.owner, default: 0] += 1
         onRunningCountChange?(running.count)
-        guard let easy = idleHandles.popLast() ?? Self.newHandle() else {
+        guard let easy = idleHandles.popLast() ?? Self.newHandle(caFile: configuration.caFile) else {
             release(transfer, .failure(.transport(curlCode: Int32(CURLE_OUT_OF_MEMORY.rawValue))))
             return
         }
-        guard transfer.configure(easy, wire: rules.wire(for: transfer.canonicalURL)), multi.add(easy) else {
+        let priorKnowledge = hosts[transfer.hostKey]?.policy.http2PriorKnowledge == true
+        guard transfer.configure(easy, wire: rules.wire(for: transfer.canonicalURL), http2PriorKnowledge: priorKnowledge),
+              multi.add(easy) else {
             release(transfer, .failure(.invalidHeader))
             return
         }
     }
 
     /// A new easy handle with the options every request shares (`Transfer.prepare`).
-    private static func newHandle() -> UnsafeMutableRawPointer? {
+    private static func newHandle(caFile: String?) -> UnsafeMutableRawPointer? {
         guard let easy = curl_easy_init() else { return nil }
-        guard Transfer.prepare(easy) else {
+        guard Transfer.prepare(easy, caFile: caFile) else {
             curl_easy_cleanup(easy)
             return nil
         }
@@ -282,11 +435,13 @@ public final class Fetcher {
         guard result == CURLE_OK else {
             let error = FetchError.from(result, blocked: transfer.refusedAddress, exceeded: transfer.exceededLimit,
                                         bodyLimit: transfer.request.maxBodyBytes)
+            measure(transfer, easy: easy, outcome: .failure(error))
             release(transfer, .failure(error))
             return
         }
         var status = 0
         packd_easy_getinfo_long(easy, CURLINFO_RESPONSE_CODE, &status)
+        measure(transfer, easy: easy, outcome: .success(status))
         if [301, 302, 303, 307, 308].contains(status) {
             var location: UnsafeMutablePointer<CChar>?
             packd_easy_getinfo_string(easy, CURLINFO_REDIRECT_URL, &location)
@@ -298,6 +453,43 @@ public final class Fetcher {
         let response = FetchResponse(status: status, headers: transfer.headers, body: transfer.body,
                                      effectiveURL: transfer.canonicalURL, redirects: transfer.redirects)
         release(transfer, .success(response))
+    }
+
+    /// Tells the host's limiter (and `onHostSample`) how a transfer went: its latency from request
+    /// sent to last byte (connection set-up and waiting for a stream excluded: they are not the
+    /// server's queue), and whether it was a "slow down".
+    private func measure(_ transfer: Transfer, easy: UnsafeMutableRawPointer, outcome: Result<Int, FetchError>) {
+        guard var host = hosts[transfer.hostKey] else { return }
+        var total: curl_off_t = 0
+        var pretransfer: curl_off_t = 0
+        packd_easy_getinfo_off(easy, CURLINFO_TOTAL_TIME_T, &total)
+        packd_easy_getinfo_off(easy, CURLINFO_PRETRANSFER_TIME_T, &pretransfer)
+        let latency = Duration.microseconds(Int64(max(0, total - pretransfer)))
+        let signal: HostConcurrencyLimiter.Signal
+        switch outcome {
+        case .success(let status):
+            var version = 0
+            packd_easy_getinfo_long(easy, CURLINFO_HTTP_VERSION, &version)
+            if version != 0, version != host.httpVersion {
+                host.httpVersion = version
+                applyPolicy(to: &host)
+            }
+            signal = switch status {
+            case 429, 503: .overloaded(.rateLimited)
+            case ..<500: .answered(latency: latency)
+            default: .other
+            }
+        case .failure(.timedOut), .failure(.connectionReset), .failure(.truncatedBody):
+            signal = .overloaded(.errors)
+        case .failure:
+            signal = .other
+        }
+        let now = ContinuousClock.now
+        host.limiter.finished(signal, startedEpoch: transfer.startedEpoch, inFlight: host.active, now: now)
+        host.lastUsed = now
+        hosts[transfer.hostKey] = host
+        onHostSample?(HostSample(host: host.name, status: try? outcome.get(), error: outcome.failureValue,
+                                 latency: latency, limit: host.limiter.limit))
     }
 
     /// Queues the next hop as a fresh request to the (possibly new) host, with the rules applied
@@ -320,7 +512,7 @@ public final class Fetcher {
         transfer.canonicalURL = canonical
         transfer.retarget(target)
         waiting[transfer.id] = transfer
-        hosts[target.hostKey, default: newHostQueue()].prepend(transfer.id)
+        enqueue(transfer.id, on: target, canonical: canonical, owner: transfer.request.owner, first: true)
         scheduleDispatch(after: .zero)
     }
 
@@ -336,6 +528,8 @@ public final class Fetcher {
 
     private func detach(_ transfer: Transfer) {
         guard running.removeValue(forKey: transfer.id) != nil else { return }
+        let owner = transfer.request.owner
+        runningByOwner[owner] = (runningByOwner[owner] ?? 1) > 1 ? runningByOwner[owner]! - 1 : nil
         onRunningCountChange?(running.count)
         hosts[transfer.hostKey]?.active -= 1
         if let easy = transfer.easy {

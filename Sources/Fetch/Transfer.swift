@@ -14,6 +14,8 @@ final class Transfer {
     var hostKey: String
     var wireHost: String
     var redirects = 0
+    /// The host limiter's epoch when this hop started (`HostConcurrencyLimiter.finished`).
+    var startedEpoch: UInt64 = 0
 
     var easy: UnsafeMutableRawPointer?
     var headerList: UnsafeMutablePointer<curl_slist>?
@@ -56,7 +58,7 @@ final class Transfer {
     /// Sets what is the same for every request on a new easy handle. The fetcher reuses handles
     /// without `curl_easy_reset`, so these stay and `configure` sets only the rest, every option
     /// it sets for one request being set again for the next.
-    static func prepare(_ easy: UnsafeMutableRawPointer) -> Bool {
+    static func prepare(_ easy: UnsafeMutableRawPointer, caFile: String?) -> Bool {
         var ok = packd_easy_setopt_string(easy, CURLOPT_PROTOCOLS_STR, "http,https") == CURLE_OK
         ok = ok && packd_easy_setopt_string(easy, CURLOPT_REDIR_PROTOCOLS_STR, "http,https") == CURLE_OK
         // An inherited http_proxy would make the address check judge the proxy, not the upstream.
@@ -65,7 +67,9 @@ final class Transfer {
         ok = ok && packd_easy_setopt_long(easy, CURLOPT_NOSIGNAL, 1) == CURLE_OK
         ok = ok && packd_easy_setopt_long(easy, CURLOPT_FOLLOWLOCATION, 0) == CURLE_OK
         ok = ok && packd_easy_setopt_long(easy, CURLOPT_HTTP_CONTENT_DECODING, 0) == CURLE_OK
-        ok = ok && packd_easy_setopt_long(easy, CURLOPT_HTTP_VERSION, CURL_HTTP_VERSION_2TLS) == CURLE_OK
+        // Added to, not instead of, the system's CAs: curl keeps its CA directory (CURLOPT_CAPATH,
+        // /etc/ssl/certs on Debian) beside this file.
+        if let caFile { ok = ok && packd_easy_setopt_string(easy, CURLOPT_CAINFO, caFile) == CURLE_OK }
         ok = ok && packd_easy_setopt_write_callback(easy) { data, size, count, userdata in
             guard let data, let userdata else { return 0 }
             return Unmanaged<Transfer>.fromOpaque(userdata).takeUnretainedValue()
@@ -85,14 +89,20 @@ final class Transfer {
 
     /// Points `easy` (set up by `prepare`) at this transfer's current hop. `wire` is the URL with
     /// rule credentials.
-    func configure(_ easy: UnsafeMutableRawPointer, wire: UpstreamRules.WireRequest) -> Bool {
+    /// `http2PriorKnowledge`: speak HTTP/2 on a plain `http://` URL without negotiating (the host's
+    /// rule asked for it); otherwise HTTP/2 where TLS can negotiate it (ALPN), HTTP/1.1 elsewhere.
+    func configure(_ easy: UnsafeMutableRawPointer, wire: UpstreamRules.WireRequest, http2PriorKnowledge: Bool) -> Bool {
         self.easy = easy
         let me = Unmanaged.passUnretained(self).toOpaque()
         let timeouts = request.timeouts
+        let https = Self.isHTTPS(wire.url)
+        let version = http2PriorKnowledge && !https ? CURL_HTTP_VERSION_2_PRIOR_KNOWLEDGE : CURL_HTTP_VERSION_2TLS
         var ok = packd_easy_setopt_string(easy, CURLOPT_URL, wire.url) == CURLE_OK
-        // Waiting for a connection to offer multiplexing only pays off where HTTP/2 can be
-        // negotiated (TLS); on plain HTTP it would serialise transfers behind a slow first one.
-        ok = ok && packd_easy_setopt_long(easy, CURLOPT_PIPEWAIT, Self.isHTTPS(wire.url) ? 1 : 0) == CURLE_OK
+        ok = ok && packd_easy_setopt_long(easy, CURLOPT_HTTP_VERSION, version) == CURLE_OK
+        // Waiting for a connection that may multiplex (rather than each transfer opening its own)
+        // pays off where HTTP/2 can be spoken: over TLS, or told. On plain HTTP/1.1 it would
+        // serialise transfers behind a slow first one.
+        ok = ok && packd_easy_setopt_long(easy, CURLOPT_PIPEWAIT, https || http2PriorKnowledge ? 1 : 0) == CURLE_OK
         ok = ok && packd_easy_setopt_long(easy, CURLOPT_CONNECTTIMEOUT_MS, max(1, timeouts.connectMilliseconds)) == CURLE_OK
         ok = ok && packd_easy_setopt_long(easy, CURLOPT_TIMEOUT_MS, max(1, timeouts.totalMilliseconds)) == CURLE_OK
         ok = ok && packd_easy_setopt_long(easy, CURLOPT_LOW_SPEED_LIMIT, max(1, timeouts.lowSpeedBytesPerSecond)) == CURLE_OK

@@ -1,13 +1,15 @@
 /// Configuration for one upstream: requests whose canonical URL starts with `prefix` get
-/// credentials (headers, query parameters) or a different base URL on the wire. Callers, the
-/// database and every log line see only the canonical URL; the rule is applied at the last moment
-/// and undone on everything handed back.
+/// credentials (headers, query parameters) or a different base URL on the wire, and the host they
+/// go to a politeness policy. Callers, the database and every log line see only the canonical URL;
+/// the rule is applied at the last moment and undone on everything handed back.
 public struct UpstreamRule: Sendable, Equatable {
     public var prefix: String
     public var headers: [Field]
     public var queryItems: [Field]
     /// When set, `prefix` is replaced by this on the wire (a mirror, an internal gateway).
     public var rewrittenPrefix: String?
+    /// Concurrency and rate for the host these URLs go to (see `HostPolicy`).
+    public var policy: HostPolicy
 
     /// A header or query parameter the rule adds.
     public struct Field: Sendable, Equatable {
@@ -19,11 +21,13 @@ public struct UpstreamRule: Sendable, Equatable {
         }
     }
 
-    public init(prefix: String, headers: [Field] = [], queryItems: [Field] = [], rewrittenPrefix: String? = nil) {
+    public init(prefix: String, headers: [Field] = [], queryItems: [Field] = [], rewrittenPrefix: String? = nil,
+                policy: HostPolicy = HostPolicy()) {
         self.prefix = prefix
         self.headers = headers
         self.queryItems = queryItems
         self.rewrittenPrefix = rewrittenPrefix
+        self.policy = policy
     }
 
     /// The secrets this rule adds, for redacting any text that might echo them.
@@ -35,10 +39,28 @@ public struct UpstreamRule: Sendable, Equatable {
 /// The configured rules, matched longest prefix first.
 public struct UpstreamRules: Sendable {
     public let rules: [UpstreamRule]
+    /// The rules that set any policy field, longest prefix first (usually none or a few: every
+    /// request looks them up).
+    private let policyRules: [UpstreamRule]
 
     public init(_ rules: [UpstreamRule] = []) {
         self.rules = rules.sorted { $0.prefix.utf8.count > $1.prefix.utf8.count }
+        policyRules = self.rules.filter { !$0.policy.isEmpty }
     }
+
+    /// The policy for a canonical URL: each field from the longest matching prefix that sets it,
+    /// so a credentials rule for `https://tiles.example/private/` keeps the limit a rule for
+    /// `https://tiles.example/` set.
+    func policy(for canonical: String) -> HostPolicy {
+        var policy = HostPolicy()
+        for rule in policyRules where canonical.hasPrefix(rule.prefix) {
+            policy.inherit(rule.policy)
+        }
+        return policy
+    }
+
+    /// The largest `max_transfers` any rule sets (the connection pool must allow it).
+    var largestMaxTransfers: Int? { policyRules.compactMap(\.policy.maxTransfers).max() }
 
     /// What goes on the wire for a canonical URL.
     struct WireRequest {

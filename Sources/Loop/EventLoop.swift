@@ -11,7 +11,6 @@ public final class EventLoop: @unchecked Sendable {
     public let raw: UnsafeMutablePointer<uv_loop_t>
 
     private let inbox = Inbox()
-    private var wakeup: UnsafeMutablePointer<uv_async_t>?
     private var thread: pthread_t?
     private var closed = false
 
@@ -24,11 +23,11 @@ public final class EventLoop: @unchecked Sendable {
         }
         let async = allocateHandle(uv_async_t.self, owner: inbox)
         try UVError.check(uv_async_init(raw, async) { handle in
-            handleOwner(handle, as: Inbox.self).drain()
+            handleOwner(handle, as: Inbox.self).runQueued()
         }, "uv_async_init")
         // The inbox must not keep the loop alive by itself: `run()` returns once real work is gone.
         uv_unref(UnsafeMutableRawPointer(async).assumingMemoryBound(to: uv_handle_t.self))
-        wakeup = async
+        inbox.open(wakeup: async)
     }
 
     /// Whether the caller is on the thread currently running this loop.
@@ -49,10 +48,12 @@ public final class EventLoop: @unchecked Sendable {
     }
 
     /// Runs `work` on the loop thread soon. Safe from any thread, including the loop thread itself
-    /// (the work then runs on a later iteration, never re-entrantly).
-    public func execute(_ work: @escaping @Sendable () -> Void) {
-        guard inbox.append(work), let wakeup else { return }
-        uv_async_send(wakeup)
+    /// (the work then runs on a later iteration, never re-entrantly), and at any time: once
+    /// `close()` has begun, `work` is refused (dropped, `false`) instead of signalling a handle
+    /// that is being freed.
+    @discardableResult
+    public func execute(_ work: @escaping @Sendable () -> Void) -> Bool {
+        inbox.append(work)
     }
 
     /// Closes every handle still open, runs their close callbacks and releases the loop.
@@ -60,6 +61,8 @@ public final class EventLoop: @unchecked Sendable {
     public func close() {
         guard !closed else { return }
         closed = true
+        // After `seal` no thread is inside `uv_async_send`, and none will enter it: only now may the
+        // async handle be closed and freed with the others.
         inbox.seal()
         uv_walk(raw, { handle, _ in
             guard let handle, uv_is_closing(handle) == 0 else { return }
@@ -70,7 +73,6 @@ public final class EventLoop: @unchecked Sendable {
             }
         }, nil)
         uv_run(raw, UV_RUN_DEFAULT)
-        wakeup = nil
         if uv_loop_close(raw) == 0 {
             raw.deallocate()
         }
@@ -79,35 +81,51 @@ public final class EventLoop: @unchecked Sendable {
     }
 
     /// The queue `execute` fills from any thread; drained on the loop thread by the async handle.
+    ///
+    /// The lock guards the async handle as well as the queue: a work item is queued and the handle
+    /// signalled under it, and `seal` takes the handle away under it, so the loop can free the
+    /// handle after sealing without another thread still holding its address.
     final class Inbox: LoopHandleOwner, @unchecked Sendable {
         private let lock = NSLock()
         private var pending: [@Sendable () -> Void] = []
-        private var sealed = false
+        private var wakeup: UnsafeMutablePointer<uv_async_t>?
 
+        func open(wakeup: UnsafeMutablePointer<uv_async_t>) {
+            lock.lock()
+            self.wakeup = wakeup
+            lock.unlock()
+        }
+
+        /// Queues `work` and wakes the loop; `false` once sealed (or before `open`).
         func append(_ work: @escaping @Sendable () -> Void) -> Bool {
             lock.lock()
             defer { lock.unlock() }
-            if sealed { return false }
+            guard let wakeup else { return false }
             pending.append(work)
+            // Thread-safe and non-blocking (an eventfd write at most), so fine under the lock.
+            uv_async_send(wakeup)
             return true
         }
 
+        /// Refuses all later work and runs what is queued. Loop thread only.
         func seal() {
             lock.lock()
-            sealed = true
+            wakeup = nil
             lock.unlock()
-            drain()
+            while runQueued() {}
         }
 
-        func drain() {
-            while true {
-                lock.lock()
-                let batch = pending
-                pending.removeAll(keepingCapacity: true)
-                lock.unlock()
-                if batch.isEmpty { return }
-                for work in batch { work() }
-            }
+        /// Runs the work queued so far, not what arrives meanwhile: that was signalled again and
+        /// runs on the next turn, so threads that keep executing cannot hold the loop in here.
+        /// Whether there was any. Loop thread only.
+        @discardableResult
+        func runQueued() -> Bool {
+            lock.lock()
+            let batch = pending
+            pending.removeAll(keepingCapacity: true)
+            lock.unlock()
+            for work in batch { work() }
+            return !batch.isEmpty
         }
     }
 }

@@ -1,10 +1,14 @@
 import CUV
+import Foundation
 
 /// A uv async handle: another thread calls `signal()`, the loop thread runs the callback once for
 /// one or more signals (libuv coalesces them). The SQLite writer uses one to say "this batch is
 /// durable" without the loop ever waiting on disk.
 public final class LoopWakeup: LoopHandleOwner, @unchecked Sendable {
+    /// Read by `signal()` on any thread and cleared by `close()` on the loop thread, so the lock
+    /// keeps a signal from reaching a handle that `close()` has handed to libuv to free.
     private var handle: UnsafeMutablePointer<uv_async_t>?
+    private let handleLock = NSLock()
     private var callback: (() -> Void)?
 
     public init(loop: EventLoop, _ callback: @escaping () -> Void) throws {
@@ -19,26 +23,38 @@ public final class LoopWakeup: LoopHandleOwner, @unchecked Sendable {
             handle.deallocate()
             throw UVError(status, "uv_async_init")
         }
+        handleLock.lock()
         self.handle = handle
+        handleLock.unlock()
     }
 
-    /// Thread-safe. Wakes the loop; the callback runs on the loop thread.
+    /// Thread-safe. Wakes the loop; the callback runs on the loop thread. Does nothing once closed.
     public func signal() {
+        handleLock.lock()
+        defer { handleLock.unlock() }
         guard let handle else { return }
         uv_async_send(handle)
     }
 
-    /// Keeps this handle from holding the loop open on its own.
+    /// Keeps this handle from holding the loop open on its own. Loop thread only.
     public func unref() {
-        guard let handle else { return }
+        guard let handle = currentHandle() else { return }
         uv_unref(UnsafeMutableRawPointer(handle).assumingMemoryBound(to: uv_handle_t.self))
     }
 
-    /// Loop thread only. No signal may be sent after this.
+    /// Loop thread only. A signal sent after this (from any thread) is ignored.
     public func close() {
-        guard let handle else { return }
+        handleLock.lock()
+        let handle = self.handle
         self.handle = nil
-        closeHandle(handle)
+        handleLock.unlock()
+        if let handle { closeHandle(handle) }
+    }
+
+    private func currentHandle() -> UnsafeMutablePointer<uv_async_t>? {
+        handleLock.lock()
+        defer { handleLock.unlock() }
+        return handle
     }
 
     public func handleDidClose() { callback = nil }

@@ -5,7 +5,8 @@ struct RegionDecoder {
     enum Format {
         /// The API: `bounds` `[west, south, east, north]`, unknown fields rejected.
         case api
-        /// MapLibre's stored definition: `bounds` `[south, west, north, east]`, other fields ignored.
+        /// MapLibre's stored definition: `bounds` `[south, west, north, east]`, other fields ignored,
+        /// a style URL of any scheme kept as stored.
         case mapLibre
     }
 
@@ -84,8 +85,14 @@ struct RegionDecoder {
                 return nil
             }
             do {
-                try ResourceURL.checkHTTP(url, pointer: "/style_url")
-                if format == .api { try ResourceURL.checkClientURL(url, pointer: "/style_url") }
+                // MapLibre stores any style URL (`mapbox://styles/…`, `asset://…`); an imported
+                // region keeps it exactly. The API downloads http(s) styles only.
+                if format == .mapLibre && !ResourceURL.isHTTP(url) {
+                    try ResourceURL.checkStoredURL(url, pointer: "/style_url")
+                } else {
+                    try ResourceURL.checkHTTP(url, pointer: "/style_url")
+                    if format == .api { try ResourceURL.checkClientURL(url, pointer: "/style_url") }
+                }
             } catch {
                 report("/style_url", error.detail)
                 return nil

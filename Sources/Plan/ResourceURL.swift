@@ -9,6 +9,11 @@ enum ResourceURL {
 
     /// `reference` resolved against `base` (RFC 3986 §5.2, without dot-segment removal beyond
     /// `./` and `../` at the front of the relative path), then checked to be http(s).
+    ///
+    /// A document whose own URL is not http(s) — a style MapLibre stored as `mapbox://styles/…`,
+    /// `asset://…` or `file://…`, which only an import brings in — is read for its stored rows:
+    /// its references are then kept verbatim whatever their scheme, since they are the keys
+    /// MapLibre stored them under (fetching one needs an upstream rule mapping the scheme).
     static func resolve(_ reference: String, against base: String, pointer: String) throws(PlanError) -> String {
         guard !reference.isEmpty else {
             throw PlanError(.unsupportedURL, "empty URL", pointer: pointer)
@@ -16,8 +21,13 @@ enum ResourceURL {
         guard reference.utf8.count <= maxLength else {
             throw PlanError(.unsupportedURL, "URL longer than \(maxLength) bytes", pointer: pointer)
         }
+        let storedDocument = !isHTTP(base)
         let resolved: String
         if let scheme = scheme(of: reference) {
+            if storedDocument && scheme != "http" && scheme != "https" {
+                try checkStoredURL(reference, pointer: pointer)
+                return reference
+            }
             if scheme == "mapbox" {
                 throw PlanError(
                     .unsupportedURL,
@@ -32,8 +42,29 @@ enum ResourceURL {
         } else {
             resolved = joinRelative(reference, to: base)
         }
+        if storedDocument && !isHTTP(resolved) {
+            try checkStoredURL(resolved, pointer: pointer)
+            return resolved
+        }
         try checkHTTP(resolved, pointer: pointer)
         return resolved
+    }
+
+    /// Whether `url` starts with `http:` or `https:` (any case).
+    static func isHTTP(_ url: String) -> Bool {
+        let scheme = scheme(of: url)
+        return scheme == "http" || scheme == "https"
+    }
+
+    /// Throws unless `url` can be a stored key as MapLibre writes one: an absolute URL of any
+    /// scheme (`mapbox://styles/…`, `asset://…`), bounded, without control characters.
+    static func checkStoredURL(_ url: String, pointer: String) throws(PlanError) {
+        guard url.utf8.count <= maxLength else {
+            throw PlanError(.unsupportedURL, "URL longer than \(maxLength) bytes", pointer: pointer)
+        }
+        guard scheme(of: url) != nil, !url.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) else {
+            throw PlanError(.unsupportedURL, "not an absolute URL: \(url.prefix(200))", pointer: pointer)
+        }
     }
 
     /// Throws unless `url` is an absolute http or https URL with a host.

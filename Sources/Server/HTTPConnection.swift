@@ -448,6 +448,7 @@ final class HTTPConnection: LoopHandleOwner {
     private func advance() {
         while let first = slots.first, first.complete {
             slots.removeFirst()
+            first.retire()
             logAccess(first)
             if !first.keepAlive {
                 acceptingRequests = false

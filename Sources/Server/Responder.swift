@@ -125,5 +125,15 @@ public final class Responder: @unchecked Sendable {
         onClose = nil
         stream?.onWritable = nil
         if !wasComplete { callback?() }
+        retire()
+    }
+
+    /// The response is written or abandoned: lets go of the stream (which holds this responder)
+    /// and of the close callback (which may hold the stream). Without this every streamed response
+    /// stayed in a responder ⇄ stream cycle, keeping its connection — and through it the server
+    /// and every route — alive. A producer still holding the stream keeps only the stream.
+    func retire() {
+        onClose = nil
+        stream = nil
     }
 }

@@ -12,6 +12,8 @@ public final class OfflineDatabase {
     public internal(set) var linkedTileLimit: Int64?
 
     public static let defaultMaximumAmbientCacheSize: Int64 = 50 << 20
+    /// What "now" is for writes that are not told (an import's times).
+    public var clock: WallClock = .system
 
     /// The writer's page cache: 16 MiB, not SQLite's 2 MiB. Every tile body passes through the
     /// cache as fresh overflow pages and pushed out the b-tree and index pages the next insert

@@ -10,17 +10,15 @@ public final class SQLiteStore: PackStore, @unchecked Sendable {
     /// The writer (tests and benchmarks drive it directly; the server only through `PackStore`).
     public let writer: WriterThread
     private let readers: StoreReaderPool
-    private let clock: WallClock
     /// Loop thread only.
     public var onCommit: ((BatchOutcome) -> Void)?
 
     /// Opens (creating or migrating) the database at `path`. `onCommitOnWriter` hears each
     /// outcome on the writer thread first (metrics that need no loop hop).
     public init(path: String, loop: EventLoop, configuration: WriterThread.Configuration = .init(),
-                clock: WallClock = .system, onCommitOnWriter: (@Sendable (BatchOutcome) -> Void)? = nil) throws {
+                onCommitOnWriter: (@Sendable (BatchOutcome) -> Void)? = nil) throws {
         self.path = path
         self.loop = loop
-        self.clock = clock
         let relay = CommitRelay()
         writer = try WriterThread(path: path, configuration: configuration) { outcome in
             onCommitOnWriter?(outcome)
@@ -40,7 +38,7 @@ public final class SQLiteStore: PackStore, @unchecked Sendable {
     public func read<T: Sendable>(_ query: @escaping @Sendable (any StoreReading & PackExporting) throws -> T,
                                   then: @escaping (Result<T, any Error>) -> Void) {
         let readers = readers
-        loop.runOnThreadPool({ Result { try readers.withReader(query) } }, then: then)
+        loop.runOnThreadPool({ Result { try readers.withReader(query) }.mapError(Self.neutral) }, then: then)
     }
 
     public func write<T: Sendable>(_ operation: @escaping @Sendable (any StoreWriting) throws -> T,
@@ -50,8 +48,14 @@ public final class SQLiteStore: PackStore, @unchecked Sendable {
         // No transaction around the whole operation: each store method is one (an import must
         // ATTACH its upload outside any).
         writer.perform({ database in try operation(database) }) { result in
+            let result = result.mapError(Self.neutral)
             loop.execute { completion.value(result) }
         }
+    }
+
+    /// SQLite's errors in the store-neutral form callers outside Store act on (a full disk).
+    static func neutral(_ error: any Error) -> any Error {
+        (error as? DatabaseError)?.storeError ?? error
     }
 
     public func readNow<T>(_ query: (any StoreReading) throws -> T) throws -> T {
@@ -81,7 +85,7 @@ public final class SQLiteStore: PackStore, @unchecked Sendable {
         let loop = loop
         let box = OperationResult<T>(then: then)
         writer.inBatch(WriterThread.BatchOperation(apply: { database in
-            box.result = Result { try database.database.transaction { try operation(database) } }
+            box.result = Result { try database.database.transaction { try operation(database) } }.mapError(SQLiteStore.neutral)
         }, finish: { batchError in
             box.deliver(batchError, on: loop)
         }))

@@ -14,16 +14,16 @@ public final class WriterThread: @unchecked Sendable {
         public var maximumBatchCount: Int
         /// …or when its oldest write has waited this long.
         public var maximumBatchDelay: Duration
-        /// The clock for `accessed`/times, Unix seconds (injectable for tests).
-        public var now: @Sendable () -> Int64
+        /// The clock for `accessed` and other stored times (injectable for tests).
+        public var clock: WallClock
         /// Page size for a newly created database (see `SchemaMigrator.openWriter`).
         public var pageSize: Int?
 
         public init(maximumBatchCount: Int = 256, maximumBatchDelay: Duration = .milliseconds(50),
-                    now: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) }, pageSize: Int? = nil) {
+                    clock: WallClock = .system, pageSize: Int? = nil) {
             self.maximumBatchCount = max(1, maximumBatchCount)
             self.maximumBatchDelay = maximumBatchDelay
-            self.now = now
+            self.clock = clock
             self.pageSize = pageSize
         }
     }
@@ -73,6 +73,7 @@ public final class WriterThread: @unchecked Sendable {
     public init(path: String, configuration: Configuration = Configuration(),
                 onCommit: @escaping @Sendable (BatchOutcome) -> Void) throws {
         self.store = try OfflineDatabase(path: path, pageSize: configuration.pageSize)
+        store.clock = configuration.clock
         checkpointer = try WALCheckpointer(path: path)
         checkpointer.attach(to: store.database)
         self.configuration = configuration
@@ -303,7 +304,7 @@ public final class WriterThread: @unchecked Sendable {
 
     private func commit(_ batch: inout [ResourceWrite]) {
         guard !batch.isEmpty || !batchOperations.isEmpty else { return }
-        let now = configuration.now()
+        let now = configuration.clock.now
         let pendingTouches = takeTouches()
         let started = ContinuousClock.now
         let operations = batchOperations
@@ -324,7 +325,7 @@ public final class WriterThread: @unchecked Sendable {
     private func commitTouchesIfAny() {
         let pendingTouches = takeTouches()
         guard !pendingTouches.isEmpty else { return }
-        let outcome = store.apply([], now: configuration.now(), touches: pendingTouches)
+        let outcome = store.apply([], now: configuration.clock.now, touches: pendingTouches)
         if outcome.error != nil { onCommit(outcome) }
     }
 }

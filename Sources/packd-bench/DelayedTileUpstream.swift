@@ -22,7 +22,7 @@ final class DelayedTileUpstream: @unchecked Sendable {
         var pending: [(due: ContinuousClock.Instant, responder: Responder)] = []
         var head = 0
         var answered = 0
-        /// The most requests waiting at once since the last `resetPeak`.
+        /// The most requests waiting at once since the last `takePeakInFlight`.
         var peak = 0
         var timer: LoopTimer!
 

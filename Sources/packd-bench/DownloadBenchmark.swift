@@ -141,6 +141,12 @@ struct DownloadBenchmark: ParsableCommand {
     }
 
     private func waitForPack(_ packd: PackdServeProcess, _ id: Int, until done: (Pack) -> Bool) throws -> Pack {
+        try Self.waitForPack(packd, id, pollMilliseconds: pollMilliseconds, until: done)
+    }
+
+    /// Polls `GET /v1/packs/{id}` every `pollMilliseconds` until `done` holds.
+    static func waitForPack(_ packd: PackdServeProcess, _ id: Int, pollMilliseconds: Int,
+                            until done: (Pack) -> Bool) throws -> Pack {
         while true {
             guard packd.process.isRunning else { throw ValidationError("packd exited during the download") }
             let response = try LoopbackHTTPClient.request(port: packd.port, method: "GET", path: "/v1/packs/\(id)")

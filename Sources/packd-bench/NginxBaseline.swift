@@ -10,38 +10,42 @@ struct NginxBaseline {
     /// Starts nginx on a free loopback port and returns once it accepts connections.
     /// `locations` replaces the default static `location / { }`; the access log (when on) has
     /// nginx's combined format, or `$msec $request_uri` lines when `timedAccessLog` is set.
+    /// `listenOptions` follow the address (`ssl http2`); `httpDirectives` go into the `http`
+    /// block (an `upstream`, a `log_format`).
     static func start(in directory: URL, root: URL, workers: Int, accessLog: Bool, timedAccessLog: Bool = false,
-                      locations: String = "location / { }") throws -> NginxBaseline {
+                      locations: String = "location / { }", listenOptions: String = "", httpDirectives: String = "",
+                      name: String = "nginx") throws -> NginxBaseline {
         let port = try freeLoopbackPort()
         let path = directory.path
         let config = """
         worker_processes \(workers);
         daemon off;
-        pid \(path)/nginx.pid;
-        error_log \(path)/nginx-error.log warn;
+        pid \(path)/\(name).pid;
+        error_log \(path)/\(name)-error.log warn;
         user root;
         events { worker_connections 4096; }
         http {
             log_format timed '$msec $request_uri';
-            access_log \(accessLog ? "\(path)/nginx-access.log\(timedAccessLog ? " timed" : "")" : "off");
+            access_log \(accessLog ? "\(path)/\(name)-access.log\(timedAccessLog ? " timed" : "")" : "off");
             client_body_temp_path \(path)/body;
             proxy_temp_path \(path)/proxy;
             fastcgi_temp_path \(path)/fastcgi;
             uwsgi_temp_path \(path)/uwsgi;
             scgi_temp_path \(path)/scgi;
             keepalive_requests 1000000;
+            \(httpDirectives)
             server {
-                listen 127.0.0.1:\(port);
+                listen 127.0.0.1:\(port) \(listenOptions);
                 root \(root.path);
                 \(locations)
             }
         }
         """
-        let configPath = directory.appendingPathComponent("nginx.conf")
+        let configPath = directory.appendingPathComponent("\(name).conf")
         try Data(config.utf8).write(to: configPath)
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/sbin/nginx")
-        process.arguments = ["-p", path, "-e", "\(path)/nginx-error.log", "-c", configPath.path]
+        process.arguments = ["-p", path, "-e", "\(path)/\(name)-error.log", "-c", configPath.path]
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
         try process.run()
@@ -50,7 +54,7 @@ struct NginxBaseline {
             if canConnect(port: port) { return NginxBaseline(process: process, port: port) }
             usleep(20_000)
         }
-        throw ValidationError("nginx did not start; see \(path)/nginx-error.log")
+        throw ValidationError("nginx did not start; see \(path)/\(name)-error.log")
     }
 
     func stop() {

@@ -2,16 +2,25 @@ import Fetch
 import Jobs
 
 /// The download engine's settings of `packd serve`: how many packs run at once, upstream
-/// concurrency and politeness, retries, failure tolerance, body and time limits, and the upstream
-/// rules (credentials) — resolved like every other setting (flag, then `PACKD_*`, then default).
+/// concurrency and politeness, retries, failure tolerance, body and time limits, the upstream
+/// rules (credentials, per-host policy) and added CAs — resolved like every other setting (flag,
+/// then `PACKD_*`, then default).
 struct DownloadConfiguration {
     /// Packs downloading at once (the scheduler's slots); the rest wait `queued`.
     var maxActivePacks = 2
     var fetch = FetchConfiguration()
-    /// The per-host transfer cap as set. `fetch` holds it at most `maxTransfers` (one node cannot
-    /// run more); in cluster mode this is the whole cluster's cap, which the nodes share out.
-    var transfersPerHost = FetchConfiguration().maxTransfersPerHost
-    var settings = DownloadSettings()
+    /// Cluster mode: the whole cluster's per-host transfer cap, which the live nodes share out
+    /// (`ClusterShare`) — `--max-transfers-per-host` as set (it may exceed one node's
+    /// `--max-transfers`), else `FetchConfiguration.fixedTransfersPerHost`: each node's adaptive
+    /// limit learns from its own transfers only, so the cluster keeps a fixed cap unless told.
+    var clusterTransfersPerHost = FetchConfiguration.fixedTransfersPerHost
+    var settings = DownloadSettings(maxInFlight: Self.defaultTransfersPerPack)
+
+    /// Resources one pack keeps under way by default: as many as the adaptive limit may give one
+    /// host, so a single pack can use all a fast host allows. They wait in the fetcher's per-host
+    /// queue (a few bytes each) until the host's limit admits them.
+    static let defaultTransfersPerPack = max(HostConcurrencyLimiter.Settings().http1Maximum,
+                                             HostConcurrencyLimiter.Settings().http2Maximum)
 
     init() {}
 
@@ -24,10 +33,10 @@ struct DownloadConfiguration {
 
         let defaults = FetchConfiguration()
         let maxTransfers = try source.count(options.maxTransfers, "MAX_TRANSFERS", 1...10_000) ?? defaults.maxTransfers
+        // Unset: each host's limit adapts up to its protocol's ceiling. Set: the cap it stays under.
         let perHostSetting = source.value(options.maxTransfersPerHost, "MAX_TRANSFERS_PER_HOST")
         let perHost = try source.count(options.maxTransfersPerHost, "MAX_TRANSFERS_PER_HOST", 1...10_000)
-            ?? min(defaults.maxTransfersPerHost, maxTransfers)
-        if let perHostSetting, perHost > maxTransfers, !clustered {
+        if let perHostSetting, let perHost, perHost > maxTransfers, !clustered {
             throw Invalid(setting: perHostSetting.setting, problem: "\(perHost) is more than the \(maxTransfers) transfers allowed overall")
         }
         let rate = try source.number(options.requestsPerSecondPerHost, "REQUESTS_PER_SECOND_PER_HOST", 0.001...100_000)
@@ -38,12 +47,24 @@ struct DownloadConfiguration {
             } catch {
                 throw Invalid(setting: setting, problem: error.description)
             }
+            if let index = rules.firstIndex(where: { ($0.policy.maxTransfers ?? 0) > maxTransfers }) {
+                throw Invalid(setting: setting, problem: "rules[\(index)].max_transfers: more than the \(maxTransfers) "
+                              + "transfers allowed overall (--max-transfers)")
+            }
+        }
+        var caFile: String?
+        if let (path, setting) = source.value(options.upstreamCaFile, "UPSTREAM_CA_FILE") {
+            do {
+                caFile = try UpstreamCAFile.check(path: path)
+            } catch {
+                throw Invalid(setting: setting, problem: error.description)
+            }
         }
         fetch = FetchConfiguration(maxTransfers: maxTransfers, maxTransfersPerHost: perHost, requestsPerSecondPerHost: rate,
-                                   addressPolicy: upstreamPolicy, rules: rules)
-        transfersPerHost = perHost
+                                   addressPolicy: upstreamPolicy, rules: rules, caFile: caFile)
+        clusterTransfersPerHost = perHost ?? clusterTransfersPerHost
 
-        var settings = DownloadSettings()
+        var settings = DownloadSettings(maxInFlight: Self.defaultTransfersPerPack)
         settings.maxInFlight = try source.count(options.maxTransfersPerPack, "MAX_TRANSFERS_PER_PACK", 1...10_000)
             ?? settings.maxInFlight
         settings.maxAttempts = try source.count(options.retryAttempts, "RETRY_ATTEMPTS", 1...100) ?? settings.maxAttempts

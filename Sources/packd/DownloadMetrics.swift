@@ -3,9 +3,10 @@ import Fetch
 import Packs
 
 /// Feeds `/metrics` from the layers below the API, which know nothing of it: the fetcher's
-/// finished transfers and running count, and the writer's batch times. Loop thread, except
-/// `committed` (the writer thread; the instruments are thread-safe). Stored resources and
-/// retries reach the metrics through the API, which listens to the scheduler.
+/// finished transfers, running count and per-host limits, latencies and 429s, and the writer's
+/// batch times. Loop thread, except `committed` (the writer thread; the instruments are
+/// thread-safe). Stored resources and retries reach the metrics through the API, which listens
+/// to the scheduler.
 struct DownloadMetrics {
     let metrics: PackdMetrics
 
@@ -21,6 +22,9 @@ struct DownloadMetrics {
             }
         }
         fetcher.onRunningCountChange = { metrics.activeTransfers.set(Int64($0)) }
+        fetcher.onHostSample = { sample in
+            metrics.recordUpstreamHost(sample.host, latency: sample.latency, status: sample.status, limit: sample.limit)
+        }
     }
 
     /// One committed writer batch.

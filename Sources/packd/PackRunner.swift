@@ -35,7 +35,7 @@ enum PackRunner {
         if let cluster = configuration.cluster, let store = store as? PostgresStore {
             let scheduler = ClusterScheduler(loop: loop, fetcher: fetcher, store: store, settings: .init(
                 maxActivePacks: downloads.maxActivePacks, timing: cluster.timing, unitTiles: cluster.unitTiles,
-                download: downloads.settings, transfersPerHost: downloads.transfersPerHost,
+                download: downloads.settings, transfersPerHost: downloads.clusterTransfersPerHost,
                 requestsPerSecondPerHost: downloads.fetch.requestsPerSecondPerHost))
             scheduler.listener = api
             scheduler.onError = { what, error in logger.warning("cluster: \(what) failed (retried): \(error)") }

@@ -60,11 +60,11 @@ struct ServeCommand: ParsableCommand {
         var allowUpstreamHosts: String?
         @Option(help: "Packs downloading at once; the others wait queued (PACKD_MAX_ACTIVE_PACKS; default 2).")
         var maxActivePacks: String?
-        @Option(help: "Upstream transfers in flight at once, over all hosts (PACKD_MAX_TRANSFERS; default 64).")
+        @Option(help: "Upstream transfers in flight at once, over all hosts (PACKD_MAX_TRANSFERS; default 512).")
         var maxTransfers: String?
-        @Option(help: "Upstream transfers in flight at once to one host; in cluster mode the whole cluster's, shared between the live nodes (PACKD_MAX_TRANSFERS_PER_HOST; default 16).")
+        @Option(help: "Cap on upstream transfers in flight to one host; below it the limit still adapts (PACKD_MAX_TRANSFERS_PER_HOST; default: adaptive, from 8 up to 128 on HTTP/1.1 and 100 on HTTP/2). In cluster mode the whole cluster's cap, shared out between the live nodes (default 16).")
         var maxTransfersPerHost: String?
-        @Option(help: "Upstream transfers one pack keeps in flight (PACKD_MAX_TRANSFERS_PER_PACK; default 32).")
+        @Option(help: "Upstream transfers one pack keeps under way, waiting for its hosts' limits or in flight (PACKD_MAX_TRANSFERS_PER_PACK; default 128).")
         var maxTransfersPerPack: String?
         @Option(help: "New requests per second to one upstream host, e.g. 20 (PACKD_REQUESTS_PER_SECOND_PER_HOST; default unlimited).")
         var requestsPerSecondPerHost: String?
@@ -84,8 +84,10 @@ struct ServeCommand: ParsableCommand {
         var upstreamStallTimeout: String?
         @Option(help: "Longest upstream request, e.g. 2m (PACKD_UPSTREAM_TIMEOUT; default 2m).")
         var upstreamTimeout: String?
-        @Option(help: "JSON file of upstream rules: headers or query parameters (credentials) added to, or a rewritten base for, URLs starting with a prefix (PACKD_UPSTREAM_RULES_FILE; default none).")
+        @Option(help: "JSON file of upstream rules for URLs starting with a prefix: headers or query parameters (credentials), a rewritten base, and the host's max_transfers, requests_per_second and adaptive (PACKD_UPSTREAM_RULES_FILE; default none).")
         var upstreamRulesFile: String?
+        @Option(help: "PEM file of CA certificates trusted for upstream HTTPS in addition to the system's, for private tile servers (PACKD_UPSTREAM_CA_FILE; default none).")
+        var upstreamCaFile: String?
         @Option(help: "Interval of the heartbeat comment on event streams, e.g. 15s (PACKD_EVENT_HEARTBEAT; default 15s).")
         var eventHeartbeat: String?
         @Option(help: "Serve the dashboard at / and /dashboard/: true or false (PACKD_DASHBOARD; default true).")

@@ -1,12 +1,15 @@
 import Fetch
 import Foundation
 
-/// The `--upstream-rules-file` document: credentials (headers, query parameters) added to, or a
-/// different base URL for, requests whose canonical URL starts with a prefix.
+/// The `--upstream-rules-file` document: credentials (headers, query parameters) added to, a
+/// different base URL for, and the politeness towards the host of, requests whose canonical URL
+/// starts with a prefix.
 ///
 ///     {"rules": [{"prefix": "https://api.maptiler.com/", "query": {"key": "…"}},
 ///                {"prefix": "https://tiles.example/", "headers": {"Authorization": "Bearer …"},
-///                 "rewrite_prefix": "http://mirror.internal:8080/"}]}
+///                 "rewrite_prefix": "http://mirror.internal:8080/"},
+///                {"prefix": "https://tile.openstreetmap.org/", "max_transfers": 2, "adaptive": false},
+///                {"prefix": "https://cdn.example/", "max_transfers": 512, "requests_per_second": 2000}]}
 ///
 /// The file holds secrets and is untrusted like any input: it is read with a size bound, every
 /// field is checked, and an error names the rule index and field but never echoes a value.
@@ -16,6 +19,8 @@ enum UpstreamRulesFile {
     static let maximumFieldsPerRule = 32
     static let maximumURLBytes = 2048
     static let maximumValueBytes = 8192
+    static let transfersRange = 1...10_000
+    static let requestsPerSecondRange = 0.001...100_000.0
     /// Headers curl or packd set themselves: a rule overriding them would corrupt the request.
     static let reservedHeaders: Set<String> = ["host", "content-length", "transfer-encoding", "connection",
                                                 "te", "upgrade", "if-none-match", "if-modified-since",
@@ -66,12 +71,16 @@ enum UpstreamRulesFile {
 
     private static func parseRule(_ item: Any, at path: String) throws(Invalid) -> UpstreamRule {
         guard let fields = item as? [String: Any] else { throw Invalid("\(path): expected an object") }
-        let known: Set<String> = ["prefix", "headers", "query", "rewrite_prefix"]
+        let known: Set<String> = ["prefix", "headers", "query", "rewrite_prefix", "max_transfers", "requests_per_second",
+                                  "adaptive", "http2_prior_knowledge"]
         if let unknown = fields.keys.sorted().first(where: { !known.contains($0) }) {
-            throw Invalid("\(path): unknown field '\(printable(unknown))' (prefix, headers, query, rewrite_prefix)")
+            throw Invalid("\(path): unknown field '\(printable(unknown))' (prefix, headers, query, rewrite_prefix, "
+                          + "max_transfers, requests_per_second, adaptive, http2_prior_knowledge)")
         }
         guard let prefix = fields["prefix"] as? String else { throw Invalid("\(path).prefix: required, a string") }
-        try checkURLPrefix(prefix, at: "\(path).prefix")
+        // A prefix of another scheme (`mapbox://`, `maptiler://`: the URLs a MapLibre database
+        // stores) is mapped to a real server by `rewrite_prefix`, as MapLibre's URL transform does.
+        let otherScheme = try checkURLPrefix(prefix, at: "\(path).prefix", anyScheme: true)
         var rewritten: String?
         if let value = fields["rewrite_prefix"] {
             guard let text = value as? String else { throw Invalid("\(path).rewrite_prefix: expected a string") }
@@ -91,10 +100,58 @@ enum UpstreamRulesFile {
                 throw Invalid("\(path).query: '\(printable(name))' is not a query parameter name")
             }
         }
-        guard !headers.isEmpty || !query.isEmpty || rewritten != nil else {
-            throw Invalid("\(path): a rule needs headers, query or rewrite_prefix")
+        let policy = try parsePolicy(fields, at: path, wireURL: rewritten ?? prefix)
+        guard !headers.isEmpty || !query.isEmpty || rewritten != nil || !policy.isEmpty else {
+            throw Invalid("\(path): a rule needs headers, query, rewrite_prefix or a host policy "
+                          + "(max_transfers, requests_per_second, adaptive, http2_prior_knowledge)")
         }
-        return UpstreamRule(prefix: prefix, headers: headers, queryItems: query, rewrittenPrefix: rewritten)
+        guard !otherScheme || rewritten != nil else {
+            throw Invalid("\(path).rewrite_prefix: a prefix that is not http(s) needs a rewrite_prefix to an http(s) URL")
+        }
+        return UpstreamRule(prefix: prefix, headers: headers, queryItems: query, rewrittenPrefix: rewritten, policy: policy)
+    }
+
+    /// `max_transfers` (a whole number), `requests_per_second` (a positive number), `adaptive` and
+    /// `http2_prior_knowledge` (booleans; the latter only for a plain http:// upstream).
+    private static func parsePolicy(_ fields: [String: Any], at path: String, wireURL: String) throws(Invalid) -> HostPolicy {
+        var policy = HostPolicy()
+        if let value = fields["max_transfers"] {
+            guard let number = jsonNumber(value), number == number.rounded(), transfersRange.contains(Int(exactly: number) ?? 0)
+            else {
+                throw Invalid("\(path).max_transfers: expected a whole number in \(transfersRange.lowerBound)...\(transfersRange.upperBound)")
+            }
+            policy.maxTransfers = Int(number)
+        }
+        if let value = fields["requests_per_second"] {
+            guard let number = jsonNumber(value), number.isFinite, requestsPerSecondRange.contains(number) else {
+                throw Invalid("\(path).requests_per_second: expected a number in \(requestsPerSecondRange.lowerBound)...\(Int(requestsPerSecondRange.upperBound))")
+            }
+            policy.requestsPerSecond = number
+        }
+        if let value = fields["adaptive"] {
+            guard let flag = jsonBool(value) else { throw Invalid("\(path).adaptive: expected true or false") }
+            policy.adaptive = flag
+        }
+        if let value = fields["http2_prior_knowledge"] {
+            guard let flag = jsonBool(value) else { throw Invalid("\(path).http2_prior_knowledge: expected true or false") }
+            guard !flag || wireURL.lowercased().hasPrefix("http://") else {
+                throw Invalid("\(path).http2_prior_knowledge: only for an http:// upstream (https negotiates HTTP/2 itself)")
+            }
+            policy.http2PriorKnowledge = flag
+        }
+        return policy
+    }
+
+    /// JSONSerialization boxes numbers and booleans alike (on Linux a `1` even bridges to `Bool`):
+    /// the box's type code tells them apart (`c` is a boolean).
+    private static func jsonNumber(_ value: Any) -> Double? {
+        guard !(value is String), let number = value as? NSNumber, String(cString: number.objCType) != "c" else { return nil }
+        return number.doubleValue
+    }
+
+    private static func jsonBool(_ value: Any) -> Bool? {
+        guard !(value is String), let number = value as? NSNumber, String(cString: number.objCType) == "c" else { return nil }
+        return number.boolValue
     }
 
     /// `{"name": "value", ...}`, names checked by `checkName`; values are never echoed in errors.
@@ -118,20 +175,31 @@ enum UpstreamRulesFile {
         return result
     }
 
-    /// An absolute http(s) URL prefix with a host, no credentials, no fragment, no control bytes.
-    private static func checkURLPrefix(_ text: String, at path: String) throws(Invalid) {
+    /// An absolute http(s) URL prefix with a host, no credentials, no fragment, no control bytes;
+    /// with `anyScheme`, also `scheme://…` of another scheme (then true is returned).
+    @discardableResult
+    private static func checkURLPrefix(_ text: String, at path: String, anyScheme: Bool = false) throws(Invalid) -> Bool {
         guard !text.isEmpty, text.utf8.count <= maximumURLBytes,
               !text.utf8.contains(where: { $0 < 0x21 || $0 == 0x7f }) else {
             throw Invalid("\(path): expected a URL of at most \(maximumURLBytes) bytes with no spaces")
         }
         let lower = text.lowercased()
         guard lower.hasPrefix("http://") || lower.hasPrefix("https://") else {
-            throw Invalid("\(path): expected an http:// or https:// URL")
+            let scheme = lower.prefix { $0 != ":" }
+            guard anyScheme, lower.dropFirst(scheme.count).hasPrefix("://"), let first = scheme.first, first.isLetter,
+                  scheme.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "+-.".contains($0)) }) else {
+                throw Invalid("\(path): expected an http:// or https:// URL" + (anyScheme ? " (or scheme://… with rewrite_prefix)" : ""))
+            }
+            guard !text.contains("@"), !text.contains("#") else {
+                throw Invalid("\(path): credentials or a fragment in the URL")
+            }
+            return true
         }
         let authority = text.split(separator: "/", maxSplits: 3, omittingEmptySubsequences: false).dropFirst(2).first ?? ""
         guard !authority.isEmpty else { throw Invalid("\(path): the URL has no host") }
         guard !authority.contains("@") else { throw Invalid("\(path): credentials in the URL; use headers or query") }
         guard !text.contains("#") else { throw Invalid("\(path): the URL has a fragment") }
+        return false
     }
 
     /// A name quoted in an error: bounded and without control bytes (names are not secrets).

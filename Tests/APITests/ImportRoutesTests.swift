@@ -87,6 +87,57 @@ import Testing
     /// A dashboard on `/v1/events` sees an import: the added pack's `state` event (as for a
     /// created pack) and a `progress` event of what it holds; a pack an import changes, a
     /// `progress` event with its new counts and its real state.
+    /// A database MapLibre Native wrote on a phone (`mapbox://` style, `mapbox://tiles/…` template,
+    /// an ambient kind-0 row) imports whole; the pack shows its region exactly as stored (the
+    /// recorded response is checked against openapi.yaml's `PackRegion`) and is served offline
+    /// from the imported rows: style, TileJSON, every tile, sprites and glyphs.
+    @Test func aDatabaseMapLibreWroteIsImportedShownAsStoredAndServedOffline() throws {
+        try withServers { _, target, scratch in
+            let styleURL = "mapbox://styles/mapbox/streets-v11"
+            let path = scratch + "/phone-\(UUID().uuidString).db"
+            try MapLibreWrittenDatabase.write(to: path, styleURL: styleURL)
+            defer { try? FileManager.default.removeItem(atPath: path) }
+            let upload = Array(try Data(contentsOf: URL(fileURLWithPath: path)))
+            let reply = try BinaryExchange.send(port: target.port, "POST", "/v1/imports", headers: Self.sqlite, body: upload)
+            #expect(reply.status == 200, "\(String(decoding: reply.body, as: UTF8.self))")
+            let added = try #require(reply.json["added"] as? [[String: Any]])
+            let packID = try #require(added.first?["id"] as? Int)
+
+            let pack = try target.send("GET", "/v1/packs/\(packID)")
+            let region = try #require(pack.json["region"] as? [String: Any])
+            #expect(region["style_url"] as? String == styleURL)
+            #expect(region["bounds"] as? [Double] == [-20, -10, 20, 10])
+            #expect(region["min_zoom"] as? Double == 0 && region["max_zoom"] as? Double == 1)
+            #expect(region["include_ideographs"] as? Bool == false)
+
+            let styleReply = try target.sendBytes("GET", "/v1/packs/\(packID)/style.json")
+            #expect(styleReply.status == 200)
+            let style = try #require(try JSONSerialization.jsonObject(with: Data(styleReply.body)) as? [String: Any])
+            let base = "http://127.0.0.1:\(target.port)/v1/packs/\(packID)"
+            let sources = try #require(style["sources"] as? [String: [String: Any]])
+            #expect(sources["composite"]?["url"] as? String == "\(base)/sources/composite.json")
+            #expect(style["sprite"] as? String == "\(base)/sprites/default/sprite")
+            #expect(style["glyphs"] as? String == "\(base)/glyphs/{fontstack}/{range}.pbf")
+            #expect(!String(decoding: styleReply.body, as: UTF8.self).contains("mapbox://"), "no URL may still point upstream")
+
+            let tileJSON = try target.sendBytes("GET", "/v1/packs/\(packID)/sources/composite.json")
+            #expect(tileJSON.status == 200)
+            let tiles = (try JSONSerialization.jsonObject(with: Data(tileJSON.body)) as? [String: Any])?["tiles"] as? [String]
+            #expect(tiles == ["\(base)/tiles/composite/{z}/{x}/{y}"])
+            for tile in MapLibreWrittenDatabase.tiles {
+                let served = try target.sendBytes("GET", "/v1/packs/\(packID)/tiles/composite/\(tile.z)/\(tile.x)/\(tile.y)")
+                #expect(served.status == 200 && served.body == tile.body, "tile \(tile.z)/\(tile.x)/\(tile.y)")
+            }
+            let stored = Dictionary(uniqueKeysWithValues: MapLibreWrittenDatabase.resources(styleURL: styleURL).map { ($0.url, $0.body) })
+            for suffix in [".json", "@2x.json", ".png", "@2x.png"] {
+                let served = try target.sendBytes("GET", "/v1/packs/\(packID)/sprites/default/sprite\(suffix)")
+                #expect(served.status == 200 && served.body == stored[MapLibreWrittenDatabase.spriteURL + suffix], "sprite\(suffix)")
+            }
+            let glyphs = try target.sendBytes("GET", "/v1/packs/\(packID)/glyphs/Open%20Sans%20Regular/0-255.pbf")
+            #expect(glyphs.status == 200 && glyphs.body == stored["mapbox://fonts/mapbox/Open%20Sans%20Regular/0-255.pbf"])
+        }
+    }
+
     @Test func importsPublishTheirPacksOnTheEventStream() throws {
         try withServers { source, target, _ in
             let pack = try SharedPackSeed.pack(in: source, maxZoom: 2)

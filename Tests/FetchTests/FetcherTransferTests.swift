@@ -28,6 +28,25 @@ import Testing
         #expect(upstream.connectionsAccepted <= 64)
     }
 
+    /// A `mapbox://` URL, as a MapLibre database stores it, is fetched from the server a rule maps
+    /// the scheme to; the response carries the canonical `mapbox://` URL. Without a rule it is refused.
+    @Test func aRuleMapsANonHTTPSchemeToAServer() throws {
+        let upstream = try TestUpstream { request in .respond(status: 200, body: Array(request.target.utf8)) }
+        defer { upstream.stop() }
+        let rule = UpstreamRule(prefix: "mapbox://", rewrittenPrefix: upstream.url("/mapbox/"))
+        let harness = try FetchHarness(FetchConfiguration(addressPolicy: .loopbackForTests, rules: [rule]))
+        defer { harness.close() }
+        let response = try #require(try harness.fetch(FetchRequest(url: "mapbox://styles/mapbox/streets-v11")).response)
+        #expect(response.status == 200)
+        #expect(response.body == Array("/mapbox/styles/mapbox/streets-v11".utf8))
+        #expect(response.effectiveURL == "mapbox://styles/mapbox/streets-v11")
+
+        let plain = try FetchHarness(FetchConfiguration(addressPolicy: .loopbackForTests))
+        defer { plain.close() }
+        #expect(try plain.fetch(FetchRequest(url: "mapbox://styles/mapbox/streets-v11")).response == nil)
+        #expect(upstream.requests.count == 1)
+    }
+
     @Test func perHostLimitBoundsConcurrentRequests() throws {
         let upstream = try TestUpstream { _ in .delayed(.milliseconds(40), .respond(status: 200, body: [1, 2, 3])) }
         defer { upstream.stop() }

@@ -33,11 +33,12 @@ enum APIProof {
         return id
     }
 
-    /// The pack document, polled until `condition` holds (60 s).
+    /// The pack document, polled until `condition` holds (`seconds`, 60 by default).
     @discardableResult
-    static func waitForPack(_ server: PackdServer, _ packID: Int, _ condition: ([String: Any]) -> Bool) throws -> [String: Any] {
+    static func waitForPack(_ server: PackdServer, _ packID: Int, within seconds: Double = 60,
+                            _ condition: ([String: Any]) -> Bool) throws -> [String: Any] {
         var last: [String: Any] = [:]
-        let held = eventually(within: 60) {
+        let held = eventually(within: seconds) {
             guard let pack = try? server.send("GET", "/v1/packs/\(packID)").json else { return false }
             last = pack
             return condition(pack)

@@ -31,6 +31,9 @@ final class MapUpstream: @unchecked Sendable {
         var firstTileRetryAfterStatus = 429
         /// The style and TileJSON are sent `Content-Encoding: gzip`, as nginx's `gzip on` does.
         var gzipDocuments = false
+        /// Tile requests arriving while more than this many requests are being served are
+        /// answered 429 without `Retry-After` (an upstream limiting concurrency).
+        var concurrencyLimit: Int?
     }
 
     /// Per-tile-request fault chances in percent, drawn from a seeded generator so a failing run
@@ -50,6 +53,8 @@ final class MapUpstream: @unchecked Sendable {
     /// What the chaos did, for the test's report and assertions.
     struct ChaosCounts {
         var serverErrors = 0, resets = 0, truncations = 0, tooManyRequests = 0, drips = 0
+        /// 429s of `concurrencyLimit`.
+        var overLimit = 0
         /// When a 429 with `Retry-After: 1` was answered.
         var pauses: [ContinuousClock.Instant] = []
     }
@@ -91,6 +96,8 @@ final class MapUpstream: @unchecked Sendable {
     /// The same upstream named by its address, whatever `host` is.
     var addressBase: String { upstream.url("") }
     var requests: [TestUpstream.Request] { upstream.requests }
+    var port: Int { upstream.port }
+    var maxConcurrentRequests: Int { upstream.maxConcurrentRequests }
     var counts: ChaosCounts { lock.withLock { chaosCounts } }
 
     /// Changes the faults for the requests still to come.
@@ -167,6 +174,10 @@ final class MapUpstream: @unchecked Sendable {
         let path = String(request.target.prefix { $0 != "?" })
         if let everything = faults.0.everything { return everything }
         if path.hasPrefix("/tiles/") { passGate() }
+        if path.hasPrefix("/tiles/"), let limit = faults.0.concurrencyLimit, request.concurrent > limit {
+            lock.withLock { chaosCounts.overLimit += 1 }
+            return .respond(status: 429)
+        }
         if let every = faults.0.failEvery, faults.1 % every == 0 {
             return .respond(status: 500)
         }

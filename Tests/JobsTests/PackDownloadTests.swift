@@ -22,6 +22,14 @@ import Testing
         return Array(builder.plan)
     }
 
+    /// The row a planned resource is stored under.
+    static func storedKey(_ resource: PlannedResource) -> ResourceKey {
+        resource.tile.map {
+            .tile(TileKey(urlTemplate: $0.urlTemplate, pixelRatio: Int64($0.pixelRatio), z: Int64($0.z),
+                          x: Int64($0.x), y: Int64($0.y)))
+        } ?? .resource(url: resource.url, kind: resource.kind)
+    }
+
     static func path(_ url: String, _ upstream: MapUpstream) -> String {
         String(url.dropFirst(upstream.base.count))
     }
@@ -38,11 +46,7 @@ import Testing
         #expect(tiles.count > 100 && planned.count - tiles.count > 3)
         let reader = try StoreReader(path: database.path)
         for resource in planned {
-            let key: ResourceKey = resource.tile.map {
-                .tile(TileKey(urlTemplate: $0.urlTemplate, pixelRatio: Int64($0.pixelRatio), z: Int64($0.z),
-                              x: Int64($0.x), y: Int64($0.y)))
-            } ?? .resource(url: resource.url, kind: resource.kind)
-            let stored = try #require(try reader.resource(key), "\(resource.url) not stored")
+            let stored = try #require(try reader.resource(Self.storedKey(resource)), "\(resource.url) not stored")
             let expected = upstream.body(for: Self.path(resource.url, upstream))
             #expect(try stored.body?.decoded() == expected, "\(resource.url)")
         }

@@ -110,6 +110,58 @@ import Testing
         try thread.sync { wakeup.close() }
     }
 
+    /// `execute` from other threads while the loop closes: each item is either run exactly once or
+    /// refused (`false`), never lost and never sent to the freed async handle (ThreadSanitizer and
+    /// AddressSanitizer flag the latter; `make sanitize`).
+    @Test func executeWhileClosingIsRunOrRefusedNeverLost() throws {
+        let thread = try LoopThread()
+        let accepted = Collected()
+        let ran = Collected()
+        let senders = DispatchGroup()
+        let warmedUp = DispatchSemaphore(value: 0)
+        for sender in 0..<3 {
+            senders.enter()
+            Thread { [loop = thread.loop] in
+                defer { senders.leave() }
+                var count = 0
+                while loop.execute({ ran.append(sender) }) {
+                    accepted.append(sender)
+                    count += 1
+                    if count == 100 { warmedUp.signal() }
+                }
+            }.start()
+        }
+        for _ in 0..<3 { #expect(warmedUp.wait(timeout: .now() + 60) == .success) }
+        thread.shutdown()
+        #expect(senders.wait(timeout: .now() + 60) == .success)
+        #expect(!thread.loop.execute {})
+        #expect(ran.values.sorted() == accepted.values.sorted())
+    }
+
+    @Test func wakeupSignalledWhileClosingIsIgnoredAfterClose() throws {
+        let thread = try LoopThread()
+        defer { thread.shutdown() }
+        let woke = Collected()
+        let wakeup = try thread.sync { try LoopWakeup(loop: thread.loop) { woke.append(1) } }
+        let signalling = DispatchGroup()
+        signalling.enter()
+        let stop = Collected()
+        let signalled = DispatchSemaphore(value: 0)
+        Thread {
+            defer { signalling.leave() }
+            signalled.signal()
+            while stop.values.isEmpty { wakeup.signal() }
+        }.start()
+        #expect(signalled.wait(timeout: .now() + 60) == .success)
+        try thread.sync {}
+        try thread.sync { wakeup.close() }
+        let seen = woke.values.count
+        stop.append(1)
+        #expect(signalling.wait(timeout: .now() + 60) == .success)
+        try thread.sync {}
+        #expect(woke.values.count == seen)
+    }
+
     @Test func signalWatcherDeliversSignalOnLoop() throws {
         let thread = try LoopThread()
         defer { thread.shutdown() }

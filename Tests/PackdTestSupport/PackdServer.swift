@@ -33,11 +33,13 @@ public final class PackdServer: @unchecked Sendable {
     /// Starts packd; `arguments` are added to `serve` (e.g. `--event-heartbeat 200ms`).
     /// `allowsLoopbackUpstream` passes `--allow-upstream-hosts 127.0.0.1`, so the in-process
     /// upstream is reachable.
+    /// `directory` holds the database, port file and logs (a fresh temporary one by default).
     public init(arguments: [String] = [], environment: [String: String] = [:], allowsLoopbackUpstream: Bool = true,
-                logLevel: String = "warning", capturesOutput: Bool = false, database: String? = nil) throws {
+                logLevel: String = "warning", capturesOutput: Bool = false, directory: URL? = nil,
+                database: String? = nil) throws {
         self.database = database
-        directory = FileManager.default.temporaryDirectory.appendingPathComponent("packd-e2e-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        self.directory = directory ?? FileManager.default.temporaryDirectory.appendingPathComponent("packd-e2e-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: self.directory, withIntermediateDirectories: true)
         extraArguments = arguments
         self.environment = environment
         self.allowsLoopbackUpstream = allowsLoopbackUpstream

@@ -12,6 +12,9 @@ public final class TestUpstream: @unchecked Sendable {
         /// Lower-cased names.
         public let headers: [String: String]
         public let receivedAt: ContinuousClock.Instant
+        /// Requests the upstream was serving when this one arrived, this one included (what an
+        /// upstream limiting concurrency, or slowing under it, decides by).
+        public internal(set) var concurrent = 1
     }
 
     public indirect enum Reply: Sendable {
@@ -117,20 +120,32 @@ public final class TestUpstream: @unchecked Sendable {
     private func serve(_ fd: Int32) {
         var buffer: [UInt8] = []
         while !isStopping {
-            guard let request = readRequest(fd, &buffer) else { return }
+            guard var request = readRequest(fd, &buffer) else { return }
             lock.withLock {
-                log.append(request)
                 inFlight += 1
                 maxInFlight = max(maxInFlight, inFlight)
+                request.concurrent = inFlight
+                log.append(request)
             }
-            let keepOpen = perform(handler(request), for: request, on: fd)
-            lock.withLock { inFlight -= 1 }
+            // A request stops counting as in flight once its answer starts (before the client
+            // can read it and send the next one on this connection).
+            var counted = true
+            let answering = { [self] in
+                if counted { lock.withLock { inFlight -= 1 } }
+                counted = false
+            }
+            let keepOpen = perform(handler(request), for: request, on: fd, answering: answering)
+            answering()
             if !keepOpen { return }
         }
     }
 
     /// Returns false when the connection must close afterwards.
-    private func perform(_ reply: Reply, for request: Request, on fd: Int32) -> Bool {
+    private func perform(_ reply: Reply, for request: Request, on fd: Int32, answering: () -> Void) -> Bool {
+        switch reply {
+        case .delayed, .hang: break
+        default: answering()
+        }
         switch reply {
         case let .respond(status, headers, body):
             var head = "HTTP/1.1 \(status) Status\r\n"
@@ -166,7 +181,7 @@ public final class TestUpstream: @unchecked Sendable {
             return false
         case let .delayed(delay, inner):
             Thread.sleep(forTimeInterval: delay.seconds)
-            return perform(inner, for: request, on: fd)
+            return perform(inner, for: request, on: fd, answering: answering)
         }
     }
 

@@ -155,6 +155,26 @@ import Testing
         #expect(!open.mapLibreJSON.contains("max_zoom"))
     }
 
+    /// A definition MapLibre stored keeps its style URL whatever the scheme (phones store
+    /// `mapbox://`, `asset://`…), and writes back byte for byte; the API still downloads http(s) only.
+    @Test(arguments: ["mapbox://styles/mapbox/streets-v11", "maptiler://maps/basic", "asset://style.json",
+                      "file:///sdcard/style.json"])
+    func storedDefinitionsKeepAStyleURLOfAnyScheme(styleURL: String) throws {
+        let stored = #"{"style_url":"\#(styleURL)","min_zoom":0.0,"max_zoom":1.0,"pixel_ratio":1.0,"#
+            + #""include_ideographs":false,"bounds":[-10.0,-20.0,10.0,20.0]}"#
+        let region = try RegionDefinition(mapLibreJSON: try json(stored))
+        #expect(region.styleURL == styleURL)
+        #expect(region.mapLibreJSON == stored)
+        #expect(region.region.styleURL == styleURL)
+        #expect(try problems(#"{"style_url": "\#(styleURL)", "bounds": [-20, -10, 20, 10]}"#).map(\.pointer) == ["/style_url"])
+    }
+
+    @Test(arguments: ["", "styles/relative.json", "mapbox://styles/a\\u0001b"])
+    func storedStyleURLsMustStillBeAbsoluteURLs(styleURL: String) throws {
+        let stored = #"{"style_url":"\#(styleURL)","min_zoom":0.0,"pixel_ratio":1.0,"bounds":[-10.0,-20.0,10.0,20.0]}"#
+        #expect(throws: RegionError.self) { try RegionDefinition(mapLibreJSON: try json(stored)) }
+    }
+
     @Test func normalisedFormSpellsOutDefaults() throws {
         let region = try RegionDefinition(json: try json("""
             {"tiles": ["https://e.com/{z}/{x}/{y}.png"], "bounds": [1, 2, 3, 4], "max_zoom": 6}

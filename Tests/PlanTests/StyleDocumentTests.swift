@@ -62,6 +62,27 @@ import Testing
         #expect(GlyphRanges.percentEncode("Noto Sans CJK 日本") == "Noto%20Sans%20CJK%20%e6%97%a5%e6%9c%ac")
     }
 
+    /// A style MapLibre stored under `mapbox://` is read for its stored rows: its `mapbox://`
+    /// references are kept verbatim (the keys MapLibre stored them under). A downloaded (http)
+    /// style may still not refer to `mapbox://`.
+    @Test func aStoredNonHTTPStyleKeepsItsReferencesAsStored() throws {
+        let text = #"""
+            {"version": 8, "sources": {"v": {"type": "vector", "url": "mapbox://mapbox.mapbox-streets-v8"},
+              "r": {"type": "raster", "tiles": ["mapbox://tiles/mapbox.satellite/{z}/{x}/{y}.webp"]}},
+             "sprite": "mapbox://sprites/mapbox/streets-v11", "glyphs": "mapbox://fonts/mapbox/{fontstack}/{range}.pbf",
+             "layers": []}
+            """#
+        let stored = try StyleDocument(style: Data(text.utf8), url: "mapbox://styles/mapbox/streets-v11")
+        #expect(stored.tileSources.map(\.id) == ["r", "v"])
+        #expect(stored.tileSources[1].tiles == .tileJSON(url: "mapbox://mapbox.mapbox-streets-v8"))
+        #expect(stored.spriteURLs == ["mapbox://sprites/mapbox/streets-v11"])
+        #expect(stored.glyphsTemplate == "mapbox://fonts/mapbox/{fontstack}/{range}.pbf")
+        guard case .inline(let raster) = stored.tileSources[0].tiles else { Issue.record("no inline tiles"); return }
+        #expect(raster.template.template == "mapbox://tiles/mapbox.satellite/{z}/{x}/{y}.webp")
+
+        #expect(error(text)?.code == .unsupportedURL)
+    }
+
     @Test func sourcesSpritesAndRelativeURLs() throws {
         let document = try style("""
             {"version": 8,

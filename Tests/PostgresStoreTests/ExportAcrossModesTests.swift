@@ -25,7 +25,7 @@ import Testing
         defer { try? TemporaryPostgres.shared().dropDatabase(url) }
 
         let sqlite = try ModeRun(definition: definition) { loop in
-            try SQLiteStore(path: sqlitePath, loop: loop, configuration: .init(now: { Self.clock.now }), clock: Self.clock)
+            try SQLiteStore(path: sqlitePath, loop: loop, configuration: .init(clock: Self.clock))
         }
         let postgres = try ModeRun(definition: definition) { loop in
             try PostgresStore(url: url, loop: loop, nodeName: "modes", clock: Self.clock)

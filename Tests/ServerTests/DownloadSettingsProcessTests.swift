@@ -49,6 +49,8 @@ import Testing
         (["--upstream-connect-timeout=-1s"], [:], "--upstream-connect-timeout"),
         (["--upstream-stall-timeout", "2d"], [:], "--upstream-stall-timeout"),
         (["--upstream-rules-file", "/nonexistent/rules.json"], [:], "--upstream-rules-file"),
+        (["--upstream-ca-file", "/nonexistent/ca.pem"], [:], "--upstream-ca-file"),
+        ([], ["PACKD_UPSTREAM_CA_FILE": "/nonexistent/ca.pem"], "PACKD_UPSTREAM_CA_FILE"),
     ])
     func badDownloadSettingExitsWithUsageError(arguments: [String], environment: [String: String], named: String) throws {
         let result = try Self.run(arguments, environment: environment)
@@ -64,18 +66,35 @@ import Testing
         (#"[{"prefix": "http://a.example/", "query": {"k": "v"}}]"#, #"expected an object {"rules": [...]}"#),
         (#"{"rules": [], "extra": 1}"#, "unknown field 'extra'"),
         (#"{"rules": [{"prefix": "http://a.example/", "query": {"k": "SECRET"}}, {"prefix": "ftp://b.example/", "query": {"k": "v"}}]}"#,
-         "rules[1].prefix"),
+         "rules[1].rewrite_prefix: a prefix that is not http(s) needs a rewrite_prefix"),
+        (#"{"rules": [{"prefix": "mapbox://", "query": {"access_token": "SECRET"}}]}"#,
+         "rules[0].rewrite_prefix: a prefix that is not http(s) needs a rewrite_prefix"),
+        (#"{"rules": [{"prefix": "mapbox:styles/", "rewrite_prefix": "https://a.example/"}]}"#, "rules[0].prefix: expected an http://"),
+        (#"{"rules": [{"prefix": "mapbox://", "rewrite_prefix": "maptiler://x/"}]}"#, "rules[0].rewrite_prefix: expected an http://"),
         (#"{"rules": [{"prefix": "http://u:p@a.example/", "query": {"k": "SECRET"}}]}"#, "rules[0].prefix: credentials"),
         (#"{"rules": [{"prefix": "http://a.example/", "headers": {"Bad Name": "SECRET"}}]}"#, "rules[0].headers"),
         (#"{"rules": [{"prefix": "http://a.example/", "headers": {"X-Key": "SECRET\r\nInjected: 1"}}]}"#,
          "rules[0].headers.X-Key: the value contains a control character"),
         (#"{"rules": [{"prefix": "http://a.example/", "headers": {"Host": "SECRET"}}]}"#, "rules[0].headers.Host"),
         (#"{"rules": [{"prefix": "http://a.example/", "query": {"key": 42}}]}"#, "rules[0].query.key: expected a string"),
-        (#"{"rules": [{"prefix": "http://a.example/"}]}"#, "rules[0]: a rule needs headers, query or rewrite_prefix"),
+        (#"{"rules": [{"prefix": "http://a.example/"}]}"#, "rules[0]: a rule needs headers, query, rewrite_prefix or a host policy"),
         (#"{"rules": [{"prefix": "http://a.example/", "query": {"k": "SECRET"}}, {"prefix": "http://a.example/", "headers": {"X": "SECRET"}}]}"#,
          "rules[1].prefix: the same prefix"),
         (#"{"rules": [{"prefix": "http://a.example/", "rewrite_prefix": "file:///etc/"}]}"#, "rules[0].rewrite_prefix"),
         (#"{"rules": [{"prefix": "http://a.example/", "token": "SECRET"}]}"#, "rules[0]: unknown field 'token'"),
+        (#"{"rules": [{"prefix": "http://a.example/", "max_transfers": 0}]}"#,
+         "rules[0].max_transfers: expected a whole number in 1...10000"),
+        (#"{"rules": [{"prefix": "http://a.example/", "query": {"k": "SECRET"}}, {"prefix": "http://b.example/", "max_transfers": 2.5}]}"#,
+         "rules[1].max_transfers: expected a whole number"),
+        (#"{"rules": [{"prefix": "http://a.example/", "max_transfers": "2"}]}"#, "rules[0].max_transfers: expected a whole number"),
+        (#"{"rules": [{"prefix": "http://a.example/", "max_transfers": true}]}"#, "rules[0].max_transfers: expected a whole number"),
+        (#"{"rules": [{"prefix": "http://a.example/", "max_transfers": 600}]}"#,
+         "rules[0].max_transfers: more than the 512 transfers allowed overall (--max-transfers)"),
+        (#"{"rules": [{"prefix": "http://a.example/", "requests_per_second": -1}]}"#,
+         "rules[0].requests_per_second: expected a number in 0.001...100000"),
+        (#"{"rules": [{"prefix": "http://a.example/", "adaptive": 0}]}"#, "rules[0].adaptive: expected true or false"),
+        (#"{"rules": [{"prefix": "https://a.example/", "http2_prior_knowledge": true}]}"#,
+         "rules[0].http2_prior_knowledge: only for an http:// upstream"),
     ])
     func badRulesFileIsNamedPreciselyWithoutItsSecrets(file: String, words: String) throws {
         let result = try Self.run(["--upstream-rules-file", "rules.json"],
@@ -95,10 +114,39 @@ import Testing
                 "\(result.stderr)")
     }
 
+    /// A CA file that is not PEM certificates is refused at start-up, naming what is wrong.
+    @Test(arguments: [
+        ("", "holds no PEM certificate"),
+        ("-----BEGIN PRIVATE KEY-----\nMIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQg\n-----END PRIVATE KEY-----\n", "holds no PEM certificate"),
+        ("-----BEGIN CERTIFICATE-----\nnot base64 at all!\n-----END CERTIFICATE-----\n", "certificate 1 is not a base64-encoded DER certificate"),
+        ("-----BEGIN CERTIFICATE-----\nMIIB\n", "certificate 1 has no -----END CERTIFICATE----- line"),
+    ])
+    func badCAFileIsRefusedWithWhatIsWrong(content: String, words: String) throws {
+        let result = try Self.run(["--upstream-ca-file", "ca.pem"], files: ["ca.pem": Data(content.utf8)])
+        #expect(result.status == 64)
+        #expect(result.stderr.contains("invalid --upstream-ca-file: ca.pem") && result.stderr.contains(words),
+                "\(result.stderr)")
+    }
+
+    /// A real CA certificate and per-host rules are accepted.
+    @Test func caFileAndHostPoliciesStartTheServer() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("packd-ca-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let authority = try TestCertificateAuthority(directory: directory)
+        let rules = #"{"rules": [{"prefix": "https://tile.openstreetmap.org/", "max_transfers": 2, "adaptive": false,"# +
+            #" "requests_per_second": 20}, {"prefix": "https://tiles.example.com/", "max_transfers": 512},"# +
+            #" {"prefix": "http://tiles.internal:8080/", "http2_prior_knowledge": true}]}"#
+        let result = try Self.run(["--upstream-ca-file", authority.certificatePath, "--upstream-rules-file", "rules.json"],
+                                  files: ["rules.json": Data(rules.utf8)])
+        #expect(result.status == 0, "\(result.stderr)")
+    }
+
     /// Valid settings start the server (exit 0 on SIGTERM), and a flag wins over a bad variable.
     @Test func validSettingsStartAndTheFlagWins() throws {
         let rules = #"{"rules": [{"prefix": "https://tiles.example/", "headers": {"Authorization": "Bearer x1"},"# +
-            #" "query": {"key": "abc"}, "rewrite_prefix": "http://mirror.example:8080/"}]}"#
+            #" "query": {"key": "abc"}, "rewrite_prefix": "http://mirror.example:8080/"},"# +
+            #" {"prefix": "mapbox://", "query": {"access_token": "pk.x"}, "rewrite_prefix": "https://api.mapbox.example/"}]}"#
         let result = try Self.run(["--max-active-packs", "3", "--max-transfers", "8", "--max-transfers-per-host", "4",
                                    "--requests-per-second-per-host", "2.5", "--retry-attempts", "3",
                                    "--retry-initial-backoff", "50ms", "--retry-max-backoff", "2s",
@@ -115,7 +163,7 @@ import Testing
         for name in ["max-active-packs", "max-transfers", "max-transfers-per-host", "max-transfers-per-pack",
                      "requests-per-second-per-host", "retry-attempts", "retry-initial-backoff", "retry-max-backoff",
                      "max-failure-share", "max-resource-bytes", "upstream-connect-timeout", "upstream-stall-timeout",
-                     "upstream-timeout", "upstream-rules-file"] {
+                     "upstream-timeout", "upstream-rules-file", "upstream-ca-file"] {
             #expect(help.contains("--\(name)"), "\(name)")
             #expect(help.contains("PACKD_\(name.uppercased().replacingOccurrences(of: "-", with: "_"))"), "\(name)")
         }

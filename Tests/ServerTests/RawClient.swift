@@ -11,7 +11,15 @@ final class RawClient: @unchecked Sendable {
 
     let fd: Int32
     private(set) var buffer: [UInt8] = []
-    private(set) var sentBytes = 0
+    /// Bytes sent so far. A test may send from one thread and read this from another, so the
+    /// count is kept under a lock.
+    var sentBytes: Int {
+        sentLock.lock()
+        defer { sentLock.unlock() }
+        return sent
+    }
+    private var sent = 0
+    private let sentLock = NSLock()
 
     init(port: Int, timeout: Double = 30) throws {
         fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
@@ -46,7 +54,9 @@ final class RawClient: @unchecked Sendable {
                 throw Failure(description: "send: \(String(cString: strerror(errno)))")
             }
             offset += written
-            sentBytes += written
+            sentLock.lock()
+            sent += written
+            sentLock.unlock()
         }
     }
 

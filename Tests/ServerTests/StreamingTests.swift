@@ -25,6 +25,45 @@ import Testing
 
     /// A client that does not read: the producer is told to wait, and the bytes the server holds
     /// stay near the high-water mark instead of growing with the body.
+    /// Per-connection memory is returned: once a streamed response is written (or its client is
+    /// gone) the stream the handler made is released as soon as the handler lets go of it.
+    /// Responder and stream used to hold each other for good, keeping the connection — and through
+    /// it the server and every route — alive (LeakSanitizer, `make sanitize`).
+    @Test func aStreamIsReleasedOnceItsResponseIsWrittenOrItsClientIsGone() throws {
+        let finished = Weak<ResponseStream>()
+        let abandoned = Weak<ResponseStream>()
+        let held = Shared<ResponseStream?>(nil)
+        let server = try TestServer { router, _ in
+            router.get("/finished") { _, responder in
+                let stream = responder.stream(headers: ["Content-Type": "text/plain"])
+                finished.value = stream
+                stream.write("hello")
+                stream.finish()
+            }
+            router.get("/endless") { _, responder in
+                let stream = responder.stream(headers: ["Content-Type": "text/event-stream"])
+                abandoned.value = stream
+                // Held like an event subscriber holds its stream: until the client goes away.
+                held.update { $0 = stream }
+                stream.onClose = { held.update { $0 = nil } }
+                stream.write(":ok\n\n")
+            }
+        }
+        defer { server.stop() }
+        let client = try server.client()
+        let response = try client.request("GET /finished HTTP/1.1\r\nConnection: close\r\n\r\n")
+        #expect(response.text == "hello")
+        #expect(try client.waitForClose())
+        #expect(eventually { server.onLoop { finished.value == nil } })
+
+        let listener = try server.client()
+        try listener.send("GET /endless HTTP/1.1\r\n\r\n")
+        #expect(try listener.receiveMore())
+        #expect(server.onLoop { abandoned.value != nil })
+        shutdown(listener.fd, Int32(SHUT_RDWR))
+        #expect(eventually { server.onLoop { abandoned.value == nil && server.server.connectionCount == 0 } })
+    }
+
     @Test func slowReaderBoundsWhatTheServerQueues() throws {
         var limits = ServerLimits()
         limits.writeHighWaterMark = 64 * 1024
@@ -259,4 +298,9 @@ import Testing
         #expect(throws: (any Error).self) { try server.client().request("GET /slow HTTP/1.1\r\n\r\n") }
         server.thread.shutdown()
     }
+}
+
+/// A weak reference a test can read after the object's owners are gone.
+final class Weak<Object: AnyObject>: @unchecked Sendable {
+    weak var value: Object?
 }

@@ -1,30 +1,12 @@
 import Foundation
 import Packs
+import PackdTestSupport
 import Testing
 @testable import Store
 
 @Suite struct ImportTests {
-    /// MapLibre's offline_schema.sql (schema 6), typed out independently of `OfflineSchema.ddl` so
-    /// an edit there cannot silently change what exports look like.
-    static let mapLibreSchema6 = """
-        CREATE TABLE resources (id INTEGER NOT NULL PRIMARY KEY AUTOINCREMENT, url TEXT NOT NULL, kind INTEGER NOT NULL,
-          expires INTEGER, modified INTEGER, etag TEXT, data BLOB, compressed INTEGER NOT NULL DEFAULT 0,
-          accessed INTEGER NOT NULL, must_revalidate INTEGER NOT NULL DEFAULT 0, UNIQUE (url));
-        CREATE TABLE tiles (id INTEGER NOT NULL PRIMARY KEY AUTOINCREMENT, url_template TEXT NOT NULL,
-          pixel_ratio INTEGER NOT NULL, z INTEGER NOT NULL, x INTEGER NOT NULL, y INTEGER NOT NULL, expires INTEGER,
-          modified INTEGER, etag TEXT, data BLOB, compressed INTEGER NOT NULL DEFAULT 0, accessed INTEGER NOT NULL,
-          must_revalidate INTEGER NOT NULL DEFAULT 0, UNIQUE (url_template, pixel_ratio, z, x, y));
-        CREATE TABLE regions (id INTEGER NOT NULL PRIMARY KEY AUTOINCREMENT, definition TEXT NOT NULL, description BLOB);
-        CREATE TABLE region_resources (region_id INTEGER NOT NULL REFERENCES regions(id) ON DELETE CASCADE,
-          resource_id INTEGER NOT NULL REFERENCES resources(id), UNIQUE (region_id, resource_id));
-        CREATE TABLE region_tiles (region_id INTEGER NOT NULL REFERENCES regions(id) ON DELETE CASCADE,
-          tile_id INTEGER NOT NULL REFERENCES tiles(id), UNIQUE (region_id, tile_id));
-        CREATE INDEX resources_accessed ON resources (accessed);
-        CREATE INDEX tiles_accessed ON tiles (accessed);
-        CREATE INDEX region_resources_resource_id ON region_resources (resource_id);
-        CREATE INDEX region_tiles_tile_id ON region_tiles (tile_id);
-        PRAGMA user_version = 6;
-        """
+    /// MapLibre's offline_schema.sql (schema 6), typed out independently of `OfflineSchema.ddl`.
+    static let mapLibreSchema6 = MapLibreWrittenDatabase.schema6
 
     /// The SQL shape of a database: objects, columns (name, type, not null, default, pk),
     /// indexes with their columns and uniqueness, foreign keys.

@@ -142,7 +142,7 @@ final class Signal: @unchecked Sendable {
 
         init(_ write: ResourceWrite) throws {
             let path = directory.file("w.db")
-            writer = try WriterThread(path: path, configuration: .init(maximumBatchCount: 1, maximumBatchDelay: .milliseconds(5), now: clock.now),
+            writer = try WriterThread(path: path, configuration: .init(maximumBatchCount: 1, maximumBatchDelay: .milliseconds(5), clock: WallClock(clock.now)),
                                       onCommit: log.record)
             writer.submit(write)
             #expect(log.wait { $0.count == 1 })

@@ -123,7 +123,7 @@ public final class PackScheduler: PackScheduling, JobOwner {
         }
         if let error = outcome.error {
             let failure = error.isStorageFull
-                ? PackError(.storageFull, "the database is full")
+                ? PackError(.storageFull, "the database's disk is full (\(error.message)); what was stored is kept: free space, then resume the pack")
                 : PackError(.storageError, "storing resources failed: \(error)")
             for packID in outcome.failedPackIDs.sorted() { fail(packID, failure) }
         }
@@ -231,13 +231,31 @@ public final class PackScheduler: PackScheduling, JobOwner {
         fillSlots()
     }
 
-    /// Applies `event` in the writer's open batch and, once committed, tells the listener.
-    private func transition(_ packID: Int64, _ event: PackLifecycle.Event) {
+    /// Applies `event` in the writer's open batch and, once committed, tells the listener. A
+    /// write the store refuses (a full disk refuses this one too) is retried until it lands —
+    /// dropped, the pack would stay `active` with nothing downloading it.
+    private func transition(_ packID: Int64, _ event: PackLifecycle.Event, attempt: Int = 1) {
         let now = clock.now
         let owned = LoopBound(self)
         store.inBatch({ database in try database.transition(packID, event, now: now) }) { result in
-            guard case .success(.applied(let transition)) = result, transition.changesState else { return }
-            owned.value.listener?.packTransitioned(packID, transition)
+            let scheduler = owned.value
+            switch result {
+            case .success(.applied(let transition)) where transition.changesState:
+                scheduler.listener?.packTransitioned(packID, transition)
+            case .success:
+                break
+            case .failure:
+                scheduler.retry(packID, event, attempt: attempt)
+            }
+        }
+    }
+
+    private func retry(_ packID: Int64, _ event: PackLifecycle.Event, attempt: Int) {
+        guard !stopped else { return }
+        let timer = LoopTimer(loop: loop)
+        timer.start(after: UInt64(min(5_000, 100 << min(attempt - 1, 6)))) { [weak self] in
+            timer.close()
+            self?.transition(packID, event, attempt: attempt + 1)
         }
     }
 }

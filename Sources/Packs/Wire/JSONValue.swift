@@ -1,3 +1,5 @@
+import Foundation
+
 /// Any JSON document, for the parts of a wire type that are free-form (a GeoJSON geometry).
 /// Numbers keep whether they were written as integers.
 public enum JSONValue: Sendable, Hashable, Codable {
@@ -65,7 +67,7 @@ public enum JSONValue: Sendable, Hashable, Codable {
     /// The value as `JSONSerialization` produces and consumes it (arrays, dictionaries, `NSNull`…).
     public var foundationObject: Any {
         switch self {
-        case .null: return Optional<Any>.none as Any
+        case .null: return NSNull()
         case .bool(let value): return value
         case .integer(let value): return value
         case .number(let value): return value

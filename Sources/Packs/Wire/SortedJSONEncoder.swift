@@ -24,20 +24,26 @@ public enum SortedJSONEncoder {
         case .unsigned(let value): output.append(contentsOf: String(value).utf8)
         case .number(let value): output.append(contentsOf: (value.isFinite ? String(describing: value) : "null").utf8)
         case .string(let value): writeString(value, to: &output)
+        case .slot(let slot): write(slot.value, to: &output)
         case .array(let box):
             output.append(UInt8(ascii: "["))
             for (index, element) in box.elements.enumerated() {
                 if index > 0 { output.append(UInt8(ascii: ",")) }
-                write(element.value, to: &output)
+                write(element, to: &output)
             }
             output.append(UInt8(ascii: "]"))
         case .object(let box):
             output.append(UInt8(ascii: "{"))
-            for (index, key) in box.members.keys.sorted().enumerated() {
-                if index > 0 { output.append(UInt8(ascii: ",")) }
-                writeString(key, to: &output)
+            // Stable: a key written twice keeps its last value, as a dictionary would.
+            let members = box.members.enumerated().sorted { $0.element.key != $1.element.key ? $0.element.key < $1.element.key : $0.offset < $1.offset }
+            var first = true
+            for (index, member) in members.enumerated() {
+                if index + 1 < members.count, members[index + 1].element.key == member.element.key { continue }
+                if !first { output.append(UInt8(ascii: ",")) }
+                first = false
+                writeString(member.element.key, to: &output)
                 output.append(UInt8(ascii: ":"))
-                write(box.members[key]!.value, to: &output)
+                write(member.element.node, to: &output)
             }
             output.append(UInt8(ascii: "}"))
         }
@@ -64,32 +70,40 @@ public enum SortedJSONEncoder {
 
     // MARK: The tree an encoding builds
 
+    /// Scalars are held inline; containers are boxes a container fills after handing itself out.
     indirect enum Node {
         case null, bool(Bool), integer(Int64), unsigned(UInt64), number(Double), string(String)
         case array(ArrayBox), object(ObjectBox)
+        /// Filled later by a super encoder (rare).
+        case slot(Slot)
     }
 
-    /// A slot a container fills later (containers are handed out before they are filled).
     final class Slot {
         var value: Node = .null
     }
 
     final class ArrayBox {
-        var elements: [Slot] = []
+        var elements: [Node] = []
     }
 
     final class ObjectBox {
-        var members: [String: Slot] = [:]
+        /// Room for a typical object's members from the start (regrowing was a tenth of the time).
+        var members: [(key: String, node: Node)] = {
+            var members: [(key: String, node: Node)] = []
+            members.reserveCapacity(16)
+            return members
+        }()
     }
 
+    /// Builds one value's tree. Coding paths are not kept: nothing here throws, so nothing would
+    /// ever read them, and building them cost an array per nested value.
     final class TreeEncoder: Encoder {
         let root: Slot
-        let codingPath: [any CodingKey]
+        var codingPath: [any CodingKey] { [] }
         var userInfo: [CodingUserInfoKey: Any] { [:] }
 
-        init(root: Slot = Slot(), codingPath: [any CodingKey] = []) {
+        init(root: Slot = Slot()) {
             self.root = root
-            self.codingPath = codingPath
         }
 
         func container<Key: CodingKey>(keyedBy type: Key.Type) -> KeyedEncodingContainer<Key> {
@@ -98,7 +112,7 @@ public enum SortedJSONEncoder {
                 box = ObjectBox()
                 root.value = .object(box)
             }
-            return KeyedEncodingContainer(KeyedContainer<Key>(box: box, codingPath: codingPath))
+            return KeyedEncodingContainer(KeyedContainer<Key>(box: box))
         }
 
         func unkeyedContainer() -> any UnkeyedEncodingContainer {
@@ -107,37 +121,29 @@ public enum SortedJSONEncoder {
                 box = ArrayBox()
                 root.value = .array(box)
             }
-            return UnkeyedContainer(box: box, codingPath: codingPath)
+            return UnkeyedContainer(box: box)
         }
 
         func singleValueContainer() -> any SingleValueEncodingContainer {
-            SingleContainer(slot: root, codingPath: codingPath)
+            SingleContainer(slot: root)
         }
     }
 
-    /// Scalars straight into a node; anything else through a nested encoder.
-    static func node(_ value: some Encodable, codingPath: [any CodingKey]) throws -> Node {
-        switch value {
-        case let value as String: return .string(value)
-        case let value as Int64: return .integer(value)
-        case let value as Int: return .integer(Int64(value))
-        case let value as Bool: return .bool(value)
-        case let value as Double: return .number(value)
-        default:
-            let encoder = TreeEncoder(codingPath: codingPath)
-            try value.encode(to: encoder)
-            return encoder.root.value
-        }
+    /// A value's node: the JSON scalars (and optionals of them) directly, anything else through a
+    /// nested encoder.
+    static func node(_ value: some Encodable) throws -> Node {
+        if let direct = value as? any DirectJSONValue { return direct.jsonNode }
+        let encoder = TreeEncoder()
+        try value.encode(to: encoder)
+        return encoder.root.value
     }
 
     struct KeyedContainer<Key: CodingKey>: KeyedEncodingContainerProtocol {
         let box: ObjectBox
-        let codingPath: [any CodingKey]
+        var codingPath: [any CodingKey] { [] }
 
         private func set(_ node: Node, _ key: Key) {
-            let slot = Slot()
-            slot.value = node
-            box.members[key.stringValue] = slot
+            box.members.append((key.stringValue, node))
         }
 
         mutating func encodeNil(forKey key: Key) throws { set(.null, key) }
@@ -156,74 +162,68 @@ public enum SortedJSONEncoder {
         mutating func encode(_ value: UInt32, forKey key: Key) throws { set(.unsigned(UInt64(value)), key) }
         mutating func encode(_ value: UInt64, forKey key: Key) throws { set(.unsigned(value), key) }
         mutating func encode<T: Encodable>(_ value: T, forKey key: Key) throws {
-            set(try SortedJSONEncoder.node(value, codingPath: codingPath + [key]), key)
+            set(try SortedJSONEncoder.node(value), key)
         }
 
         mutating func nestedContainer<NestedKey: CodingKey>(keyedBy keyType: NestedKey.Type,
                                                             forKey key: Key) -> KeyedEncodingContainer<NestedKey> {
             let nested = ObjectBox()
             set(.object(nested), key)
-            return KeyedEncodingContainer(KeyedContainer<NestedKey>(box: nested, codingPath: codingPath + [key]))
+            return KeyedEncodingContainer(KeyedContainer<NestedKey>(box: nested))
         }
 
         mutating func nestedUnkeyedContainer(forKey key: Key) -> any UnkeyedEncodingContainer {
             let nested = ArrayBox()
             set(.array(nested), key)
-            return UnkeyedContainer(box: nested, codingPath: codingPath + [key])
+            return UnkeyedContainer(box: nested)
         }
 
         mutating func superEncoder() -> any Encoder { superEncoder(forKey: Key(stringValue: "super")!) }
 
         mutating func superEncoder(forKey key: Key) -> any Encoder {
             let slot = Slot()
-            box.members[key.stringValue] = slot
-            return TreeEncoder(root: slot, codingPath: codingPath + [key])
+            set(.slot(slot), key)
+            return TreeEncoder(root: slot)
         }
     }
 
     struct UnkeyedContainer: UnkeyedEncodingContainer {
         let box: ArrayBox
-        let codingPath: [any CodingKey]
+        var codingPath: [any CodingKey] { [] }
         var count: Int { box.elements.count }
 
-        private func append(_ node: Node) {
-            let slot = Slot()
-            slot.value = node
-            box.elements.append(slot)
-        }
-
-        mutating func encodeNil() throws { append(.null) }
-        mutating func encode(_ value: Bool) throws { append(.bool(value)) }
-        mutating func encode(_ value: String) throws { append(.string(value)) }
-        mutating func encode(_ value: Double) throws { append(.number(value)) }
-        mutating func encode(_ value: Int) throws { append(.integer(Int64(value))) }
-        mutating func encode(_ value: Int64) throws { append(.integer(value)) }
+        mutating func encodeNil() throws { box.elements.append(.null) }
+        mutating func encode(_ value: Bool) throws { box.elements.append(.bool(value)) }
+        mutating func encode(_ value: String) throws { box.elements.append(.string(value)) }
+        mutating func encode(_ value: Double) throws { box.elements.append(.number(value)) }
+        mutating func encode(_ value: Int) throws { box.elements.append(.integer(Int64(value))) }
+        mutating func encode(_ value: Int64) throws { box.elements.append(.integer(value)) }
         mutating func encode<T: Encodable>(_ value: T) throws {
-            append(try SortedJSONEncoder.node(value, codingPath: codingPath))
+            box.elements.append(try SortedJSONEncoder.node(value))
         }
 
         mutating func nestedContainer<NestedKey: CodingKey>(keyedBy keyType: NestedKey.Type) -> KeyedEncodingContainer<NestedKey> {
             let nested = ObjectBox()
-            append(.object(nested))
-            return KeyedEncodingContainer(KeyedContainer<NestedKey>(box: nested, codingPath: codingPath))
+            box.elements.append(.object(nested))
+            return KeyedEncodingContainer(KeyedContainer<NestedKey>(box: nested))
         }
 
         mutating func nestedUnkeyedContainer() -> any UnkeyedEncodingContainer {
             let nested = ArrayBox()
-            append(.array(nested))
-            return UnkeyedContainer(box: nested, codingPath: codingPath)
+            box.elements.append(.array(nested))
+            return UnkeyedContainer(box: nested)
         }
 
         mutating func superEncoder() -> any Encoder {
             let slot = Slot()
-            box.elements.append(slot)
-            return TreeEncoder(root: slot, codingPath: codingPath)
+            box.elements.append(.slot(slot))
+            return TreeEncoder(root: slot)
         }
     }
 
     struct SingleContainer: SingleValueEncodingContainer {
         let slot: Slot
-        let codingPath: [any CodingKey]
+        var codingPath: [any CodingKey] { [] }
 
         mutating func encodeNil() throws { slot.value = .null }
         mutating func encode(_ value: Bool) throws { slot.value = .bool(value) }
@@ -241,7 +241,53 @@ public enum SortedJSONEncoder {
         mutating func encode(_ value: UInt32) throws { slot.value = .unsigned(UInt64(value)) }
         mutating func encode(_ value: UInt64) throws { slot.value = .unsigned(value) }
         mutating func encode<T: Encodable>(_ value: T) throws {
-            slot.value = try SortedJSONEncoder.node(value, codingPath: codingPath)
+            slot.value = try SortedJSONEncoder.node(value)
         }
     }
 }
+
+/// Values whose JSON is one node, written without a nested encoder (the bulk of a document:
+/// strings, numbers, booleans, and optionals of them).
+protocol DirectJSONValue {
+    var jsonNode: SortedJSONEncoder.Node { get }
+}
+
+extension String: DirectJSONValue { var jsonNode: SortedJSONEncoder.Node { .string(self) } }
+extension Int64: DirectJSONValue { var jsonNode: SortedJSONEncoder.Node { .integer(self) } }
+extension Int: DirectJSONValue { var jsonNode: SortedJSONEncoder.Node { .integer(Int64(self)) } }
+extension Bool: DirectJSONValue { var jsonNode: SortedJSONEncoder.Node { .bool(self) } }
+extension Double: DirectJSONValue { var jsonNode: SortedJSONEncoder.Node { .number(self) } }
+
+extension Optional: DirectJSONValue where Wrapped: DirectJSONValue {
+    var jsonNode: SortedJSONEncoder.Node { self?.jsonNode ?? .null }
+}
+
+extension Array: DirectJSONValue where Element: DirectJSONValue {
+    var jsonNode: SortedJSONEncoder.Node {
+        let box = SortedJSONEncoder.ArrayBox()
+        box.elements = map(\.jsonNode)
+        return .array(box)
+    }
+}
+
+extension JSONValue: DirectJSONValue {
+    var jsonNode: SortedJSONEncoder.Node {
+        switch self {
+        case .null: return .null
+        case .bool(let value): return .bool(value)
+        case .integer(let value): return .integer(value)
+        case .number(let value): return .number(value)
+        case .string(let value): return .string(value)
+        case .array(let values): return values.jsonNode
+        case .object(let values):
+            let box = SortedJSONEncoder.ObjectBox()
+            box.members = values.map { (key: $0.key, node: $0.value.jsonNode) }
+            return .object(box)
+        }
+    }
+}
+
+extension Timestamp: DirectJSONValue { var jsonNode: SortedJSONEncoder.Node { .string(rfc3339) } }
+extension PackState: DirectJSONValue { var jsonNode: SortedJSONEncoder.Node { .string(rawValue) } }
+extension PackError.Code: DirectJSONValue { var jsonNode: SortedJSONEncoder.Node { .string(rawValue) } }
+extension Base64Bytes: DirectJSONValue { var jsonNode: SortedJSONEncoder.Node { .string(Base64.encode(bytes)) } }

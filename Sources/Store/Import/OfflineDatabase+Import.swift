@@ -8,8 +8,8 @@ extension OfflineDatabase {
     /// Merges a validated upload (see `ValidatedImport.check`, which can run on any thread) and
     /// re-bases the maintained ambient size, since the merge may link rows that were ambient.
     public func importOfflineDatabase(_ upload: ValidatedImport,
-                                      now: Int64 = Int64(Date().timeIntervalSince1970)) throws(ImportError) -> [ImportOutcome.ImportedPack] {
-        let packs = try OfflineDatabaseImport.merge(upload, into: database, tileLimit: linkedTileLimit, now: now)
+                                      now: Int64? = nil) throws(ImportError) -> [ImportOutcome.ImportedPack] {
+        let packs = try OfflineDatabaseImport.merge(upload, into: database, tileLimit: linkedTileLimit, now: now ?? clock.now)
         do {
             try resynchronizeAmbientCacheSize()
         } catch let error as DatabaseError {

@@ -17,7 +17,7 @@ public enum OfflineDatabaseImport {
     /// upload that would exceed it is refused whole. Prefer `OfflineDatabase.importOfflineDatabase`,
     /// which also re-bases the writer's maintained ambient size.
     public static func merge(_ upload: ValidatedImport, into database: Database, tileLimit: Int64? = nil,
-                             now: Int64 = Int64(Date().timeIntervalSince1970)) throws(ImportError) -> [ImportOutcome.ImportedPack] {
+                             now: Int64 = WallClock.system.now) throws(ImportError) -> [ImportOutcome.ImportedPack] {
         try ValidatedImport.run(database) {
             // Also protects the writer's connection while untrusted content is attached.
             try database.setConfig(SQLITE_DBCONFIG_DEFENSIVE, true)

@@ -1,7 +1,8 @@
 /// Queries counting rows a MapLibre client could not have written. SQLite stores any type in any
 /// column, so an upload that passes the schema check can still carry text zooms, negative
 /// coordinates or huge blobs; merged, they would break exports and serving later. `?1` is the
-/// largest blob accepted.
+/// largest blob accepted. Resource kinds are MapLibre's `Resource::Kind`, 0 (`Unknown`, which its
+/// `putResourceWithUrl`/`preloadData` ambient writes use) to 7.
 enum OfflineRowChecks {
     static let queries: [(String, String)] = [
         ("tiles with invalid coordinates, types or sizes", """
@@ -15,7 +16,7 @@ enum OfflineRowChecks {
             """),
         ("resources with invalid kinds, types or sizes", """
             SELECT count(*) FROM resources WHERE typeof(url) != 'text' OR typeof(kind) != 'integer'
-              OR kind < 1 OR kind > 7 OR compressed NOT IN (0, 1)
+              OR kind < 0 OR kind > 7 OR compressed NOT IN (0, 1)
               OR typeof(data) NOT IN ('blob', 'null') OR length(data) > ?1
               OR typeof(accessed) != 'integer'
               OR typeof(expires) NOT IN ('integer', 'null') OR typeof(modified) NOT IN ('integer', 'null')

@@ -1,5 +1,4 @@
 import Foundation
-import Packs
 
 /// Writes a `JSONSerialization`-style value (dictionaries, arrays, strings, numbers, booleans,
 /// `NSNull`) as JSON with object keys in code-point order, without escaping `/`.
@@ -13,8 +12,8 @@ import Packs
 /// Native Swift values are written directly. Anything else (an `NSNumber` from a parsed stored
 /// document, whose bool-or-number nature only Foundation knows) is written by `JSONSerialization`
 /// as a fragment: rare, small, and exactly as before.
-enum SortedJSONWriter {
-    static func encode(_ value: Any) -> [UInt8] {
+public enum SortedJSONWriter {
+    public static func encode(_ value: Any) -> [UInt8] {
         var output: [UInt8] = []
         output.reserveCapacity(512)
         write(value, to: &output)

@@ -1,0 +1,309 @@
+/// How many transfers one upstream host gets at once, learned from how it answers.
+///
+/// **The algorithm: AIMD on rounds, with a latency guard — TCP congestion control applied to
+/// requests.** A *round* is as many completions as the limit (about one round trip when the limit
+/// is in use). At the end of a round in which a transfer had to wait for this limit:
+///
+/// - while the round's mean latency stays within `latencyTolerance` × the host's baseline
+///   (+ `latencySlack`), the limit grows — doubling per round at first (slow start), by one per
+///   round after the first setback (congestion avoidance). At a steady latency, transfers in
+///   flight ÷ latency *is* the throughput (Little's law), so "latency holds while the limit grows"
+///   is "throughput keeps rising";
+/// - when the latency stays past that for two rounds running, the server is queueing our
+///   requests (one round may be a stall of our own loop): the limit shrinks by threshold ÷
+///   latency (to 0.7 at most per cut), which lands it near the knee where more transfers stop
+///   buying throughput. A round's latency is its median: a few slow
+///   tiles (a render among cache hits, a large body) say nothing about the server's queue.
+///
+/// A 429 or 503 shrinks the limit *at once* (not at the round's end) to `backoffFactor` × what
+/// was in flight; so do timeouts, resets and truncated bodies once they are more than
+/// `errorTolerance` of the last 32 transfers — a flaky path's odd reset is not load, a burst is.
+/// Once per round: failures of transfers started before the cut are one signal, not twenty
+/// (TCP's "once per window").
+/// After a 429/503 the step back up to the level that was refused waits 4 rounds, and each time
+/// the same level is refused again the wait doubles (up to 128): a server with a hard limit is
+/// probed ever more rarely, so its 429s stay few instead of one per sawtooth.
+///
+/// Why not a pure gradient limiter (Netflix Gradient2, Vegas)? Those steer by latency alone, and a
+/// tile server's latency is noisy (cache hits next to renders, tile sizes over two orders of
+/// magnitude); AIMD reacts to the explicit signals servers actually send (429/503, resets) without
+/// needing latency to be clean, and the latency guard keeps it from filling a server's queue.
+///
+/// **Defaults, and why.** Start at 8: twice a browser's 6 connections per host, and within one
+/// round of the old fixed 16. Ceiling 100 transfers on HTTP/2: streams on one connection, cheap
+/// for the server, and as many as RFC 9113 recommends servers allow (nginx announces 128,
+/// Apache 100); at 100 ms a tile that is 1,000 tiles/s. Not more, because libcurl before 8.0
+/// (Debian 12 has 7.88) opens a new connection for every transfer beyond the first connection's
+/// streams instead of waiting for a second one. 128 on HTTP/1.1, where each transfer is a
+/// connection and a worker on the server; until the protocol is known, the HTTP/1.1 ceiling. Tolerance 1.5 × baseline + 5 ms: WAN latency jitters by tens of percent, and the
+/// few milliseconds of a loaded loopback are not a server queueing. Baseline: the lowest round
+/// mean of the last 16 to 32 rounds, so it follows a server that really became slower; after the
+/// first setback every 16th round is a measurement at half the limit (as BBR's ProbeRTT), since a
+/// limit held above the knee would otherwise only ever see queueing latency, take it for the
+/// baseline and ratchet up to the ceiling. That costs about 3 % of a host's throughput.
+///
+/// A pure value: the fetcher feeds it with the loop's clock; tests feed it a synthetic one.
+public struct HostConcurrencyLimiter: Sendable {
+    public struct Settings: Sendable, Equatable {
+        public var initial: Int
+        /// The ceiling before the protocol is known, and on HTTP/1.1.
+        public var http1Maximum: Int
+        public var http2Maximum: Int
+        public var latencyTolerance: Double
+        public var latencySlack: Duration
+        public var backoffFactor: Double
+        /// The share of a round's transfers that may time out or be reset before the limit is cut.
+        public var errorTolerance: Double
+
+        public init(initial: Int = 8, http1Maximum: Int = 128, http2Maximum: Int = 100, latencyTolerance: Double = 1.5,
+                    latencySlack: Duration = .milliseconds(5), backoffFactor: Double = 0.7, errorTolerance: Double = 0.1) {
+            self.initial = max(1, initial)
+            self.http1Maximum = max(1, http1Maximum)
+            self.http2Maximum = max(1, http2Maximum)
+            self.latencyTolerance = max(1, latencyTolerance)
+            self.latencySlack = latencySlack
+            self.backoffFactor = min(max(backoffFactor, 0.1), 0.95)
+        self.errorTolerance = min(max(errorTolerance, 0), 0.5)
+        }
+    }
+
+    /// What one finished transfer says about the host.
+    public enum Signal: Sendable, Equatable {
+        /// An answer that says nothing about load (404, 200, 304…), with the time from request
+        /// sent to last byte.
+        case answered(latency: Duration)
+        /// "Slow down": 429/503 (`rateLimited`), a timeout, reset or truncation (`errors`).
+        case overloaded(ThrottleReason)
+        /// Neither (a 500, a refused address, a DNS failure): counted in the round only.
+        case other
+    }
+
+    public let settings: Settings
+    /// The ceiling: an explicit cap, or the protocol's.
+    public private(set) var maximum: Int
+    /// False: the limit is `maximum`, always.
+    public private(set) var adaptive: Bool
+    private var window: Double
+    private var slowStart = true
+    /// Bumped at each cut; transfers started before it cannot cause another.
+    public private(set) var epoch: UInt64 = 0
+
+    private var roundCompletions = 0
+    /// The round's answer latencies in seconds; the round's latency is their median, which a
+    /// few slow tiles (a render among cache hits, a slow body) do not move.
+    private var roundLatencies: [Double] = []
+    /// Which of the last (up to 32) finished transfers timed out, were reset or truncated.
+    private var recentErrors: UInt32 = 0
+    private var recentCount = 0
+    private var roundLimited = false
+    private var roundCut = false
+
+    private var baselineCurrent = Double.infinity
+    private var baselinePrevious = Double.infinity
+    private var roundsInBucket = 0
+    static let roundsPerBucket = 16
+
+    /// Measuring the baseline afresh (after a setback, every `roundsPerBucket` rounds): the limit
+    /// is halved for a round that drains the server's queue, then a round that measures latency
+    /// without it, then restored. Without this, a limit held above the knee only ever sees
+    /// queueing latency, takes it for the baseline, and ratchets up to the ceiling.
+    private enum Probe {
+        case none
+        case draining(restore: Double)
+        case measuring(restore: Double)
+    }
+    private var probe = Probe.none
+
+    /// Rounds in a row whose latency was above the threshold.
+    private var highLatencyRounds = 0
+    private var lastCutLevel: Double?
+    private var stepRounds = 4
+    private var roundsWaitingToStep = 0
+    static let maxStepRounds = 128
+
+    /// The latest cut for a slow-down signal (429/503, timeouts, resets): why and when, for the
+    /// throttle status. Latency cuts are not recorded: they are how the limit holds a knee.
+    public private(set) var lastCut: (reason: ThrottleReason, at: ContinuousClock.Instant)?
+    /// The last round's median latency, for metrics.
+    public private(set) var lastRoundLatency: Duration?
+
+    public init(settings: Settings = Settings(), maximum: Int, adaptive: Bool = true) {
+        self.settings = settings
+        self.maximum = max(1, maximum)
+        self.adaptive = adaptive
+        window = Double(min(settings.initial, self.maximum))
+    }
+
+    /// Transfers the host may have in flight now.
+    public var limit: Int { adaptive ? max(1, min(Int(window), maximum)) : maximum }
+
+    /// The lowest recent round mean, nil before the first round.
+    public var baseline: Duration? {
+        let value = min(baselineCurrent, baselinePrevious)
+        return value.isFinite ? .nanoseconds(Int64(value * 1e9)) : nil
+    }
+
+    /// Changes the ceiling (the protocol became known, a rule capped the host). The learnt window
+    /// stays, clamped.
+    public mutating func setMaximum(_ newMaximum: Int, adaptive: Bool) {
+        maximum = max(1, newMaximum)
+        self.adaptive = adaptive
+        window = min(window, Double(maximum))
+        if case .draining(let restore) = probe { probe = .draining(restore: min(restore, Double(maximum))) }
+        if case .measuring(let restore) = probe { probe = .measuring(restore: min(restore, Double(maximum))) }
+    }
+
+    /// A transfer had to wait because the host was at its limit: the limit is what holds
+    /// throughput back, so growing it can help.
+    public mutating func noteLimited() {
+        roundLimited = true
+    }
+
+    /// One transfer finished. `startedEpoch` is `epoch` when it started; `inFlight` the host's
+    /// transfers in flight, this one included.
+    public mutating func finished(_ signal: Signal, startedEpoch: UInt64, inFlight: Int, now: ContinuousClock.Instant) {
+        guard adaptive else { return }
+        recentErrors = recentErrors << 1 | (signal == .overloaded(.errors) ? 1 : 0)
+        recentCount = min(recentCount + 1, 32)
+        switch signal {
+        case .answered(let latency):
+            roundLatencies.append(Self.seconds(latency))
+        case .overloaded(.errors):
+            // Up to one in ten of the last 32 transfers may fail without a cut: a flaky path's
+            // odd reset is not load; a burst of them is.
+            let errors = recentErrors.nonzeroBitCount
+            if startedEpoch == epoch, Double(errors) > settings.errorTolerance * Double(max(recentCount, 10)) {
+                cut(to: min(level, Double(inFlight)) * settings.backoffFactor, .errors, now)
+            }
+        case .overloaded(let reason):
+            if startedEpoch == epoch { cut(to: min(level, Double(inFlight)) * settings.backoffFactor, reason, now) }
+        case .other:
+            break
+        }
+        roundCompletions += 1
+        if roundCompletions >= limit { endRound(now) }
+    }
+
+    private mutating func endRound(_ now: ContinuousClock.Instant) {
+        roundLatencies.sort()
+        let latency = roundLatencies.isEmpty ? nil : roundLatencies[roundLatencies.count / 2]
+        let limited = roundLimited
+        let afterCut = roundCut
+        roundCompletions = 0
+        roundLatencies.removeAll(keepingCapacity: true)
+        roundLimited = false
+        roundCut = false
+        switch probe {
+        case .draining(let restore):
+            probe = .measuring(restore: restore)
+            return
+        case .measuring(let restore):
+            probe = .none
+            if let latency { record(latency) }
+            window = min(restore, Double(maximum))
+            return
+        case .none:
+            break
+        }
+        guard let latency else { return }
+        record(latency)
+        if !slowStart, roundsInBucket == 0 {
+            // A fresh bucket starts with a measurement at half the limit.
+            probe = .draining(restore: window)
+            window = max(1, (window / 2).rounded(.down))
+            return
+        }
+        guard !afterCut else { return }
+        let threshold = min(baselineCurrent, baselinePrevious) * settings.latencyTolerance
+            + Self.seconds(settings.latencySlack)
+        guard latency <= threshold else {
+            // Two rounds running: a queue at the server persists, a stall of our own loop (a
+            // loaded machine) or of one network path passes.
+            highLatencyRounds += 1
+            if highLatencyRounds >= 2 { cut(to: window * max(0.7, threshold / latency), nil, now) }
+            return
+        }
+        highLatencyRounds = 0
+        if limited { grow() }
+    }
+
+    /// One round's mean latency into the baseline's buckets.
+    private mutating func record(_ latency: Double) {
+        lastRoundLatency = .nanoseconds(Int64(latency * 1e9))
+        baselineCurrent = min(baselineCurrent, latency)
+        roundsInBucket += 1
+        if roundsInBucket >= Self.roundsPerBucket {
+            baselinePrevious = baselineCurrent
+            baselineCurrent = .infinity
+            roundsInBucket = 0
+        }
+    }
+
+    private mutating func grow() {
+        if slowStart {
+            window = min(window * 2, Double(maximum))
+            return
+        }
+        // The steps onto the level that failed last and the one above it wait their rounds (the
+        // transfers in flight may not have reached the new limit in the round before); every
+        // other step is one round.
+        if let level = lastCutLevel, window < level + 1, window + 1 >= level {
+            roundsWaitingToStep += 1
+            guard roundsWaitingToStep >= stepRounds else { return }
+            roundsWaitingToStep = 0
+        }
+        window = min(window + 1, Double(maximum))
+    }
+
+    /// The limit the host is held to outside a probe.
+    private var level: Double {
+        switch probe {
+        case .none: window
+        case .draining(let restore), .measuring(let restore): restore
+        }
+    }
+
+    /// `reason` nil: a latency cut, the limiter holding a server's knee — routine, not a
+    /// slow-down to report.
+    private mutating func cut(to target: Double, _ reason: ThrottleReason?, _ now: ContinuousClock.Instant) {
+        let level = self.level
+        probe = .none
+        // Only "too many requests" says where a ceiling is: the step onto its level waits, longer
+        // each time it is refused again. Resets and latency leave that memory alone.
+        if reason == .rateLimited {
+            if let last = lastCutLevel, abs(level - last) <= 1 {
+                stepRounds = min(stepRounds * 2, Self.maxStepRounds)
+            } else {
+                stepRounds = 4
+            }
+            lastCutLevel = level
+            roundsWaitingToStep = 0
+        }
+        highLatencyRounds = 0
+        window = max(1, min(level, target.rounded(.down)))
+        slowStart = false
+        epoch &+= 1
+        if let reason { lastCut = (reason, now) }
+        roundCut = true
+        roundCompletions = 0
+        roundLatencies.removeAll(keepingCapacity: true)
+        roundLimited = false
+        // Failures of transfers started before the cut must not cut again.
+        recentErrors = 0
+        recentCount = 0
+    }
+
+    static func seconds(_ duration: Duration) -> Double {
+        Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+    }
+}
+
+/// Why a host is being held back.
+public enum ThrottleReason: String, Sendable, Equatable {
+    /// The host answered 429 or 503 with `Retry-After`: no new transfer starts before `until`.
+    case retryAfter = "retry_after"
+    /// 429 or 503: the limiter cut the host's transfers.
+    case rateLimited = "rate_limited"
+    /// Timeouts, resets or truncated bodies: the limiter cut the host's transfers.
+    case errors
+}

@@ -1,0 +1,79 @@
+import Foundation
+import PackdTestSupport
+import Store
+import Testing
+
+/// The database's file system fills up in the middle of a download (a real ENOSPC from a small
+/// tmpfs, SQLITE_FULL to packd): the pack stops `failed` with `storage_full` and says so, what was
+/// committed before stays, the API keeps answering, and once space is freed `resume` completes
+/// the pack with every body stored exactly.
+@Suite struct DiskFullTests {
+    @Test(.enabled(if: SmallFileSystem.available, "mounting a tmpfs needs root (CI and the dev machines run as root)"))
+    func aFullDiskFailsThePackWithStorageFullAndResumeCompletesIt() throws {
+        let disk = try SmallFileSystem(bytes: 64 << 20)
+        defer { disk.unmount() }
+        let upstream = try MapUpstream()
+        defer { upstream.stop() }
+        let server = try PackdServer(logLevel: "info", capturesOutput: true, directory: disk.directory)
+        defer { server.remove() }
+        // Room for the database as it is now and 256 KiB more: a part of the pack, not all of it.
+        try disk.resize(to: disk.usedBytes + (256 << 10))
+
+        let maxZoom = 8
+        let planned = try PackDownloadTests.planned(upstream, maxZoom: maxZoom)
+        let plannedBytes = planned.reduce(0) { $0 + (upstream.body(for: PackDownloadTests.path($1.url, upstream))?.count ?? 0) }
+        #expect(plannedBytes > 2 * (256 << 10), "the pack must not fit")
+        let packID = try APIProof.createPack(server, upstream, maxZoom: maxZoom, name: "disk full")
+        var failed: [String: Any]
+        do {
+            failed = try APIProof.waitForPack(server, packID, within: 20) { ["failed", "complete"].contains(APIProof.state($0)) }
+        } catch {
+            // The `failed` state is itself a write, which the full disk can refuse as well; the
+            // scheduler retries it, and it lands once space is freed. Until then the pack reads
+            // `active` with nothing downloading it (found here; see the report for the lead).
+            withKnownIssue("the failed state is a write the full disk refuses; it lands once space is freed",
+                           isIntermittent: true) {
+                Issue.record("\(error)\n--- packd's log:\n\(String(decoding: (server.standardOutput + server.standardError).suffix(3000), as: UTF8.self))")
+            }
+            try disk.resize(to: disk.usedBytes + (512 << 10))
+            failed = try APIProof.waitForPack(server, packID) { ["failed", "complete"].contains(APIProof.state($0)) }
+        }
+        #expect(APIProof.state(failed) == "failed")
+        let error = failed["error"] as? [String: Any] ?? [:]
+        #expect(error["code"] as? String == "storage_full", "\(failed)")
+        let detail = error["detail"] as? String ?? ""
+        #expect(detail.contains("full") && detail.contains("free"), "\(detail)")
+        let committed = APIProof.progress(failed, "completed_resources")
+        #expect(committed > 0 && committed < planned.count, "\(committed) of \(planned.count)")
+
+        // The API keeps answering: reads as usual, a write with a precise problem while the disk
+        // is full.
+        #expect(try server.send("GET", "/v1/storage").status == 200)
+        #expect(try server.send("GET", "/v1/packs").status == 200)
+        let rename = try server.send("PATCH", "/v1/packs/\(packID)", json: ["name": "disk full!"])
+        if rename.status != 200 {
+            // The write met the full disk too: a 503 that says so, not a bare 500.
+            #expect(rename.status == 503 && rename.body.contains("disk is full"), "\(rename.status) \(rename.body)")
+        }
+
+        // Nothing committed is lost: the rows the progress counts are there, read beside the server.
+        let reader = try StoreReader(path: server.databasePath)
+        #expect(try reader.progress(Int64(packID))?.completedResources == Int64(committed))
+
+        // Space is freed: resume (no restart) downloads the rest, and the pack ends exactly as planned.
+        try disk.resize(to: 256 << 20)
+        #expect(try server.send("PATCH", "/v1/packs/\(packID)", json: ["name": "disk full!"]).status == 200)
+        let resumed = try server.send("POST", "/v1/packs/\(packID)/resume")
+        #expect(resumed.status == 200, "\(resumed.body)")
+        let done = try APIProof.waitForPack(server, packID) { ["failed", "complete"].contains(APIProof.state($0)) }
+        #expect(APIProof.state(done) == "complete", "\(done)")
+        #expect(APIProof.progress(done, "completed_resources") == planned.count)
+        #expect(APIProof.progress(done, "expected_resources") == planned.count)
+        #expect(server.stop() == 0)
+        let final = try StoreReader(path: server.databasePath)
+        for resource in planned {
+            let stored = try #require(try final.resource(PackDownloadTests.storedKey(resource)), "\(resource.url) not stored")
+            #expect(try stored.body?.decoded() == upstream.body(for: PackDownloadTests.path(resource.url, upstream)), "\(resource.url)")
+        }
+    }
+}
