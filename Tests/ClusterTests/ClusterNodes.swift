@@ -11,10 +11,20 @@ final class ClusterProcesses: @unchecked Sendable {
     let database: PostgresURL
     private(set) var nodes: [PackdServer] = []
     let arguments: [String]
+    let logLevel: String
+    /// `--database` as the nodes get it.
+    let serveURL: String
 
-    init(count: Int, arguments: [String] = []) throws {
+    /// `password`: given in the URL the nodes are started with (the test server trusts local
+    /// connections, so any password is accepted: what matters is where it could show).
+    init(count: Int, arguments: [String] = [], password: String? = nil, logLevel: String = "warning") throws {
         database = try TemporaryPostgres.shared().makeDatabase(prefix: "cluster_e2e")
+        let user = "\(TemporaryPostgres.superuser)@"
+        serveURL = database.description.replacingOccurrences(of: "://" + user, with: "://" + (password.map {
+            "\(TemporaryPostgres.superuser):\($0)@"
+        } ?? user))
         self.arguments = ["--cluster-lease", "4s"] + arguments
+        self.logLevel = logLevel
         for _ in 0..<count { nodes.append(try start()) }
     }
 
@@ -25,7 +35,7 @@ final class ClusterProcesses: @unchecked Sendable {
 
     /// One more node on the same database.
     func start() throws -> PackdServer {
-        try PackdServer(arguments: arguments, capturesOutput: true, database: database.description)
+        try PackdServer(arguments: arguments, logLevel: logLevel, capturesOutput: true, database: serveURL)
     }
 
     /// A connection to the cluster's database, packd's schema first on the path.
