@@ -71,7 +71,7 @@ check-openapi: $(VENV)/test.installed
 	$(VENV_PATH) python3 scripts/check-openapi.py openapi.yaml
 
 ## Benchmarks against baselines measured in the same run (see Sources/packd-bench).
-BENCHMARKS ?= server serve-tiles api geo store export fetch download download-fixture
+BENCHMARKS ?= server serve-tiles api geo store export fetch download download-fixture cluster
 bench: bench-deps
 	$(SWIFT) build -c release
 	@bin=$$($(SWIFT) build -c release --show-bin-path); \
