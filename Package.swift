@@ -157,6 +157,8 @@ let package = Package(
         .target(name: "PackdTestSupport", dependencies: ["Packs", "Fetch", "Loop", "CZlib", "Store"], path: "Tests/PackdTestSupport"),
         .testTarget(name: "FetchTests", dependencies: ["Fetch", "Packs", "Loop", "CZlib", "PackdTestSupport"]),
         // Depends on `packd` so the end-to-end test finds the built server next to the test bundle.
+        // The client subcommands as real processes against a real `packd serve`.
+        .testTarget(name: "CLITests", dependencies: ["Packs", "API", "PackdTestSupport", "packd"]),
         .testTarget(name: "JobsTests", dependencies: ["Jobs", "Packs", "Fetch", "Loop", "Store", "Plan", "Geo", "PackdTestSupport", "packd", "WorkSharing"]),
     ],
     swiftLanguageModes: [.v6]

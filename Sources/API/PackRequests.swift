@@ -21,14 +21,6 @@ extension PackLimits {
 /// The body of `POST /v1/packs`, validated: every problem is collected so a client fixes its
 /// request in one round trip.
 struct PackCreateRequest {
-    /// Everything but `region`, decoded strictly (types, unknown fields).
-    private struct Fields: Codable {
-        var context: String?
-        var name: String?
-        var start: Bool?
-        var limits: PackLimits?
-    }
-
     let region: RegionDefinition
     let context: [UInt8]?
     let name: String?
@@ -42,9 +34,10 @@ struct PackCreateRequest {
         var errors: [Problem.FieldError] = []
         var rest = object
         rest.removeValue(forKey: "region")
-        var fields = Fields()
+        // Everything but `region`, decoded strictly (types, unknown fields).
+        var fields = PackCreation.Settings()
         do {
-            fields = try decoder.decode(Fields.self, from: Array(try JSONSerialization.data(withJSONObject: rest)))
+            fields = try decoder.decode(PackCreation.Settings.self, from: Array(try JSONSerialization.data(withJSONObject: rest)))
         } catch let problem as Problem {
             errors += problem.errors ?? [.init(pointer: "", detail: problem.detail)]
         } catch {

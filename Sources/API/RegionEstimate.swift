@@ -1,10 +1,9 @@
-import Foundation
 import Packs
 import Geo
 import Plan
 
-/// The body of `POST /v1/estimates` (openapi.yaml's `Estimate`) for a plan whose documents are
-/// in: tile counts per source and zoom (closed-form for boxes, budgeted sweeps for geometries,
+/// The `Estimate` (Packs' wire type, the body of `POST /v1/estimates`) of a plan whose documents
+/// are in: tile counts per source and zoom (closed-form for boxes, budgeted sweeps for geometries,
 /// see `CoverCounter`), the other resources by kind, and a byte estimate from the average stored
 /// size of the same sources' tiles. Runs on a pool thread (sweeps and the size samples take time).
 struct RegionEstimate {
@@ -30,7 +29,7 @@ struct RegionEstimate {
         var tiles: Int { zooms.reduce(0) { $0.addingSaturated($1.tiles) } }
     }
 
-    func document(_ reader: any StoreReading & PackExporting) throws -> [String: Any] {
+    func document(_ reader: any StoreReading & PackExporting) throws -> Estimate {
         let counts = tileCounts()
         var sources: [SourceCounts] = []
         for (pyramid, zooms) in zip(plan.pyramids, counts) {
@@ -61,17 +60,16 @@ struct RegionEstimate {
         }
         let tiles = sources.reduce(0) { $0.addingSaturated($1.tiles) }
         let tileLimit = try reader.tileLimit()
-        return [
-            "sources": zip(plan.pyramids, sources).map { sourceObject($0, $1) },
-            "tiles": tiles,
-            "exact": sources.allSatisfy { $0.zooms.allSatisfy(\.exact) },
-            "resources": resourceCounts(),
-            "expected_resources": plan.fixed.count.addingSaturated(tiles),
-            "estimated_bytes": estimatedBytes.map { Int64(min($0.rounded(), 9.2e18)) as Any } ?? NSNull(),
-            "sampled_tiles": estimatedBytes == nil ? 0 : sampledTiles,
-            "tile_limit": tileLimit.map { $0 as Any } ?? NSNull(),
-            "within_tile_limit": tileLimit.map { Int64(clamping: tiles) <= $0 } ?? true,
-        ]
+        return Estimate(
+            sources: zip(plan.pyramids, sources).map { sourceEstimate($0, $1) },
+            tiles: Int64(tiles),
+            exact: sources.allSatisfy { $0.zooms.allSatisfy(\.exact) },
+            resources: resourceCounts(),
+            expectedResources: Int64(plan.fixed.count.addingSaturated(tiles)),
+            estimatedBytes: estimatedBytes.map { Int64(min($0.rounded(), 9.2e18)) },
+            sampledTiles: estimatedBytes == nil ? 0 : sampledTiles,
+            tileLimit: tileLimit,
+            withinTileLimit: tileLimit.map { Int64(clamping: tiles) <= $0 } ?? true)
     }
 
     /// Counts per pyramid, in plan order. Pyramids over the same clip share one counter's work.
@@ -87,7 +85,7 @@ struct RegionEstimate {
         return plan.pyramids.map { pyramid in pyramid.zooms.compactMap { countsByClip[pyramid.clip]?[$0] } }
     }
 
-    private func sourceObject(_ pyramid: TilePyramid, _ source: SourceCounts) -> [String: Any] {
+    private func sourceEstimate(_ pyramid: TilePyramid, _ source: SourceCounts) -> Estimate.Source {
         let styleSource = style?.tileSources.first { $0.id == pyramid.sourceID }
         let type: String
         let tileSize: Int
@@ -98,32 +96,28 @@ struct RegionEstimate {
             type = "tiles"
             if case .tiles(let template) = region.content { tileSize = template.tileSize } else { tileSize = 512 }
         }
-        return [
-            "source": pyramid.sourceID, "type": type, "tile_size": tileSize,
-            "min_zoom": pyramid.zooms.first ?? 0, "max_zoom": pyramid.zooms.last ?? 0,
-            "tiles": source.tiles,
-            "zooms": source.zooms.map { ["zoom": $0.zoom, "tiles": $0.tiles, "exact": $0.exact] as [String: Any] },
-        ]
+        return Estimate.Source(
+            source: pyramid.sourceID, type: type, tileSize: tileSize,
+            minZoom: pyramid.zooms.first ?? 0, maxZoom: pyramid.zooms.last ?? 0, tiles: Int64(source.tiles),
+            zooms: source.zooms.map { Estimate.Zoom(zoom: $0.zoom, tiles: Int64($0.tiles), exact: $0.exact) })
     }
 
     /// The fixed resources by kind; a `source` resource is a TileJSON when the style refers to it
     /// as one, else GeoJSON data.
-    private func resourceCounts() -> [String: Int] {
+    private func resourceCounts() -> Estimate.Resources {
         var tileJSONURLs: Set<String> = []
         for source in style?.tileSources ?? [] {
             if case .tileJSON(let url) = source.tiles { tileJSONURLs.insert(url) }
         }
-        var counts = ["styles": 0, "tilejsons": 0, "sprites": 0, "glyphs": 0, "data": 0]
+        var counts = Estimate.Resources()
         for resource in plan.fixed {
-            let key: String
             switch resource.kind {
-            case .style: key = "styles"
-            case .source: key = tileJSONURLs.contains(resource.url) ? "tilejsons" : "data"
-            case .spriteImage, .spriteJSON: key = "sprites"
-            case .glyphs: key = "glyphs"
-            case .image, .tile: key = "data"
+            case .style: counts.styles += 1
+            case .source where tileJSONURLs.contains(resource.url): counts.tilejsons += 1
+            case .spriteImage, .spriteJSON: counts.sprites += 1
+            case .glyphs: counts.glyphs += 1
+            case .source, .image, .tile: counts.data += 1
             }
-            counts[key, default: 0] += 1
         }
         return counts
     }

@@ -34,39 +34,14 @@ struct ExportCommand: ParsableCommand {
     }
 
     func run() throws {
-        let client = try ExitOnFailure.run("export") { try connection.client() }
+        let client = try ClientExit.run("export") { try connection.client() }
         var query = "format=\(format)"
         if let source {
             query += "&source=" + (source.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? source)
         }
         if partial { query += "&partial=true" }
         let file = output ?? "pack-\(packID).\(["maplibre": "db"][format] ?? format)"
-        let bytes = try ExitOnFailure.run("export") { try client.download("/v1/packs/\(packID)/export?\(query)", to: file) }
+        let bytes = try ClientExit.run("export") { try client.download("/v1/packs/\(packID)/export?\(query)", to: file) }
         print("wrote \(file) (\(bytes) bytes)")
-    }
-}
-
-/// Prints a client failure as `packd <command>: <message>` on standard error and exits 1.
-enum ExitOnFailure {
-    static func run<T>(_ command: String, _ body: () throws -> T) throws -> T {
-        do {
-            return try body()
-        } catch let failure as ServerClient.Failure {
-            FileHandle.standardError.write(Data("packd \(command): \(failure.description)\n".utf8))
-            throw ExitCode.failure
-        }
-    }
-}
-
-/// `--server` and `--api-key-file` of the client subcommands.
-struct ServerConnectionOptions: ParsableArguments {
-    @Option(help: "The packd server's base URL.")
-    var server = "http://127.0.0.1:8080"
-
-    @Option(help: "A file whose first line is an API key (read role to export, write to import); never printed.")
-    var apiKeyFile: String?
-
-    func client() throws -> ServerClient {
-        try ServerClient(server: server, apiKeyFile: apiKeyFile)
     }
 }

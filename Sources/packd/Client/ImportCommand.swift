@@ -16,7 +16,7 @@ struct ImportCommand: ParsableCommand {
     var file: String
 
     func run() throws {
-        let result = try ExitOnFailure.run("import") {
+        let result = try ClientExit.run("import") {
             let client = try connection.client()
             return try client.upload("/v1/imports", from: file, contentType: "application/vnd.sqlite3")
         }
