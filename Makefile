@@ -4,7 +4,7 @@
 SWIFT        ?= swift
 PACKD_LISTEN ?= 127.0.0.1:8080
 PACKD_DB     ?= ./packd.sqlite
-SYSTEM_PACKAGES := libuv1-dev libcurl4-openssl-dev libsqlite3-dev libhttp-parser-dev zlib1g-dev libssl-dev openssl
+SYSTEM_PACKAGES := libuv1-dev libcurl4-openssl-dev libsqlite3-dev libhttp-parser-dev zlib1g-dev libssl-dev openssl libpq-dev postgresql
 BENCH_PACKAGES  := nginx wrk curl
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
@@ -71,7 +71,7 @@ check-openapi: $(VENV)/test.installed
 	$(VENV_PATH) python3 scripts/check-openapi.py openapi.yaml
 
 ## Benchmarks against baselines measured in the same run (see Sources/packd-bench).
-BENCHMARKS ?= server serve-tiles api geo store export fetch download download-fixture
+BENCHMARKS ?= server serve-tiles api geo store export fetch download download-fixture cluster
 bench: bench-deps
 	$(SWIFT) build -c release
 	@bin=$$($(SWIFT) build -c release --show-bin-path); \

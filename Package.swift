@@ -21,6 +21,7 @@ let package = Package(
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
         .systemLibrary(name: "CHTTPParser", providers: [.apt(["libhttp-parser-dev"])]),
         .systemLibrary(name: "CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
+        .systemLibrary(name: "CLibPQ", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
         .systemLibrary(name: "CCrypto", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
 
         // The domain: pack states and their pure lifecycle, the wire types every client decodes,
@@ -53,7 +54,7 @@ let package = Package(
         .target(name: "Plan", dependencies: ["Packs", "Geo"]),
         .target(name: "Fetch", dependencies: ["Packs", "Loop", "CCurl", "CUV"]),
         // The download engine: one pack's state machine and the scheduler of packs.
-        .target(name: "Jobs", dependencies: ["Packs", "Loop", "Fetch", "Plan", "Geo"]),
+        .target(name: "Jobs", dependencies: ["Packs", "Loop", "Fetch", "Plan", "Geo", "WorkSharing"]),
 
         .executableTarget(
             name: "packd",
@@ -65,6 +66,10 @@ let package = Package(
                 "Store",
                 "Fetch",
                 "Jobs",
+                "Cluster",
+                "Postgres",
+                "PostgresStore",
+                "WorkSharing",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -80,12 +85,42 @@ let package = Package(
                 "CZlib",
                 "Geo",
                 "Fetch",
-                // download-wan: its delaying tile server, and the test CA it makes.
+                "Postgres",
+                "PostgresTestSupport",
+                // download-wan and cluster: the delaying tile server; download-wan: the test CA it makes.
                 "Server",
                 "PackdTestSupport",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
+        ),
+
+        // Cluster mode: the libpq client, and a real PostgreSQL from a temporary directory for
+        // the tests and benchmarks that need one.
+        .target(name: "Postgres", dependencies: ["CLibPQ", "Loop", "CUV"]),
+        .target(name: "PostgresTestSupport", dependencies: ["Postgres"], path: "Tests/PostgresTestSupport"),
+        .testTarget(name: "PostgresTests", dependencies: ["Postgres", "PostgresTestSupport", "Loop"]),
+        // Pure rules of sharing one pack between nodes: the cut into work units, lease timing,
+        // each node's share of cluster-wide caps.
+        .target(name: "WorkSharing", dependencies: ["Plan", "Geo"]),
+        .testTarget(name: "WorkSharingTests", dependencies: ["WorkSharing", "Plan", "Geo"]),
+        // Cluster mode's scheduler: packs activated cluster-wide, plans cut into units claimed
+        // under leases, Jobs' download engine run per unit, the node's heartbeat and shares.
+        .target(name: "Cluster", dependencies: ["Packs", "Jobs", "Fetch", "Loop", "Plan", "Postgres", "PostgresStore", "WorkSharing"]),
+        // The cluster-mode store on PostgreSQL.
+        .target(name: "PostgresStore", dependencies: ["Packs", "Postgres", "WorkSharing", "Plan", "Geo", "Loop", "Store"]),
+        .testTarget(
+            name: "PostgresStoreTests",
+            dependencies: [
+                "PostgresStore", "Packs", "Postgres", "PostgresTestSupport", "PackdTestSupport", "WorkSharing", "Plan", "Geo",
+                "Store", "Jobs", "Fetch", "Loop",
+            ]
+        ),
+
+        // Real `packd serve` processes in cluster mode on a real PostgreSQL.
+        .testTarget(
+            name: "ClusterTests",
+            dependencies: ["Packs", "Store", "Postgres", "PostgresTestSupport", "PackdTestSupport", "packd"]
         ),
 
         // libFuzzer targets (`make fuzz`); a plain build makes `packd-fuzz TARGET FILE…`, a replay tool.
@@ -96,7 +131,7 @@ let package = Package(
 
         .testTarget(name: "PacksTests", dependencies: ["Packs", "CZlib", "PackdTestSupport"]),
         // One suite of store tests, run against every store implementation (`StoreFactory.all`).
-        .testTarget(name: "StoreContractTests", dependencies: ["Packs", "Store", "Loop"]),
+        .testTarget(name: "StoreContractTests", dependencies: ["Packs", "Store", "Loop", "Postgres", "PostgresStore", "PostgresTestSupport"]),
         .testTarget(name: "LoopTests", dependencies: ["Loop"]),
         .testTarget(
             name: "APITests",
@@ -124,7 +159,7 @@ let package = Package(
         // Depends on `packd` so the end-to-end test finds the built server next to the test bundle.
         // The client subcommands as real processes against a real `packd serve`.
         .testTarget(name: "CLITests", dependencies: ["Packs", "API", "PackdTestSupport", "packd"]),
-        .testTarget(name: "JobsTests", dependencies: ["Jobs", "Packs", "Fetch", "Loop", "Store", "Plan", "Geo", "PackdTestSupport", "packd"]),
+        .testTarget(name: "JobsTests", dependencies: ["Jobs", "Packs", "Fetch", "Loop", "Store", "Plan", "Geo", "PackdTestSupport", "packd", "WorkSharing"]),
     ],
     swiftLanguageModes: [.v6]
 )

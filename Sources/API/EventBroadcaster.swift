@@ -27,12 +27,28 @@ public final class EventBroadcaster: @unchecked Sendable {
         /// Undelivered events one subscriber may have queued.
         public var subscriberQueueLimit: Int
 
-        public init(progressInterval: UInt64 = 100, heartbeatInterval: UInt64 = 15_000, replayCapacity: Int = 1024, subscriberQueueLimit: Int = 256) {
+        /// Who numbers events: this broadcaster (one node), or the store (cluster mode).
+        public var numbering: EventNumbering
+
+        public init(progressInterval: UInt64 = 100, heartbeatInterval: UInt64 = 15_000, replayCapacity: Int = 1024, subscriberQueueLimit: Int = 256,
+                    numbering: EventNumbering = .local) {
             self.progressInterval = progressInterval
             self.heartbeatInterval = heartbeatInterval
             self.replayCapacity = replayCapacity
             self.subscriberQueueLimit = subscriberQueueLimit
+            self.numbering = numbering
         }
+    }
+
+    /// Where event ids come from.
+    public enum EventNumbering: Sendable {
+        /// The broadcaster numbers events as it emits them and delivers them at once (one node:
+        /// the store's log only records them).
+        case local
+        /// The store numbers events when it commits them (cluster mode: ids in commit order across
+        /// every node). Emitting only hands an event to `onEmit` (id 0); streams get events when
+        /// they come back numbered from the store, every node's alike, through `deliverStored`.
+        case store
     }
 
     /// What a new stream starts with when it has no replay: one `progress` payload per pack.
@@ -139,6 +155,10 @@ public final class EventBroadcaster: @unchecked Sendable {
         for event in stored where filter.accepts(event) { initial.append(contentsOf: event.frame) }
         if let lastEventID, let missed = ring.events(after: lastEventID, matching: filter) {
             for event in missed { initial.append(contentsOf: event.frame) }
+        } else if let lastEventID, isStoreNumbered, lastEventID > ring.lastID {
+            // The client (or the store's log, replayed above) is ahead of what this node has
+            // delivered: the events up to its id are on their way here and must not be sent again.
+            subscriber.floor = lastEventID
         } else {
             for entry in snapshot() where filter.accepts(packID: entry.packID) {
                 initial.append(contentsOf: BroadcastEvent(id: ring.lastID, kind: .progress, packID: entry.packID, payload: entry.payload).frame)
@@ -195,11 +215,32 @@ public final class EventBroadcaster: @unchecked Sendable {
     // MARK: - Internals
 
     private func emit(_ kind: PackEvent.Kind, packID: Int64, payload: [UInt8]) {
+        if configuration.numbering == .store {
+            onEmit?(BroadcastEvent(id: 0, kind: kind, packID: packID, payload: payload))
+            return
+        }
         // Ids come from the server's own counter, never from input; saturate rather than trap.
         let id = ring.lastID == Int64.max ? Int64.max : ring.lastID + 1
         let event = BroadcastEvent(id: id, kind: kind, packID: packID, payload: payload)
-        ring.append(event)
         onEmit?(event)
+        fanOut(event)
+    }
+
+    /// Events the store numbered (cluster mode: any node's), in id order; those this broadcaster
+    /// already delivered are skipped. Loop thread.
+    public func deliverStored(_ events: [BroadcastEvent]) {
+        for event in events.sorted(by: { $0.id < $1.id }) where event.id > ring.lastID {
+            fanOut(event)
+        }
+    }
+
+    /// Whether the store numbers events (`EventNumbering.store`).
+    public var isStoreNumbered: Bool { configuration.numbering == .store }
+
+    /// Keeps `event` for replay and writes it to every subscriber that wants it.
+    private func fanOut(_ event: BroadcastEvent) {
+        let (kind, packID) = (event.kind, event.packID)
+        ring.append(event)
         let frame = event.frame
         var overflowed: [EventSubscriber] = []
         for subscriber in allPackSubscribers.values where subscriber.deliver(event, frame: frame) == .overflow {

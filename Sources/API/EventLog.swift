@@ -118,7 +118,7 @@ public final class EventLog {
     }
 
     /// Stored events as the broadcaster sends them.
-    static func packEvents(_ stored: [StoredEvent]) -> [BroadcastEvent] {
+    public static func packEvents(_ stored: [StoredEvent]) -> [BroadcastEvent] {
         stored.compactMap { event in
             guard let kind = PackEvent.Kind(rawValue: event.type), let packID = event.packID else { return nil }
             return BroadcastEvent(id: event.id, kind: kind, packID: packID, payload: Array(event.json.utf8))

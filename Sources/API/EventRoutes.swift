@@ -51,6 +51,7 @@ public struct EventRoutes {
         // database) says nothing about what the client missed: it gets a snapshot, not a replay
         // of nothing followed by ids lower than the one it holds.
         let newestID = events.lastEventID
+        let storeNumbered = events.isStoreNumbered
         // The all-packs stream without Last-Event-ID starts at the next event; the others start
         // with what the client missed or a snapshot.
         let wantsSnapshot = packID != nil || lastEventID != nil
@@ -60,7 +61,9 @@ public struct EventRoutes {
                 start.packExists = false
                 return start
             }
-            if let lastEventID, !fromRing, lastEventID <= newestID, let oldest = try reader.oldestEventID(), oldest <= lastEventID + 1 {
+            // In cluster mode the store's log is ahead of what this node delivered so far.
+            let newest = storeNumbered ? max(newestID, try reader.lastEventID()) : newestID
+            if let lastEventID, !fromRing, lastEventID <= newest, let oldest = try reader.oldestEventID(), oldest <= lastEventID + 1 {
                 let stored = try reader.events(after: lastEventID, packID: packID, limit: Self.maximumStoredReplay)
                 if stored.count < Self.maximumStoredReplay {
                     start.stored = EventLog.packEvents(stored)

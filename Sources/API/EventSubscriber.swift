@@ -42,8 +42,12 @@ final class EventSubscriber {
 
     var queuedCount: Int { queue.count - head }
 
+    /// Events up to this id were already sent (a cluster node resuming a client ahead of it).
+    var floor: Int64 = 0
+
     /// Takes `event`, whose `frame` the broadcaster computed once for all subscribers.
     func deliver(_ event: BroadcastEvent, frame: [UInt8]) -> Delivery {
+        if event.id <= floor { return .accepted }
         if queuedCount == 0 && stream.canWrite {
             stream.write(frame)
             return .accepted

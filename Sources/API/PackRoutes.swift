@@ -378,6 +378,29 @@ public final class PackRoutes {
         scheduling?.packRemoved(packID)
     }
 
+    /// Events any node committed, as they reach this one (cluster mode): the state each pack is
+    /// in (which this node's own progress events and rates go by) and the packs another node
+    /// removed (offline serving forgets them at once, as for a delete on this node).
+    public func learn(from events: [BroadcastEvent]) {
+        for event in events {
+            switch event.kind {
+            case .state:
+                guard let state = try? JSONDecoder().decode(StateEvent.self, from: Data(event.payload)),
+                      published[event.packID]?.removed != true else { continue }
+                if state.state != .active { progressRates.forget(packID: event.packID) }
+                published[event.packID, default: PublishedPack()].state = state.state
+            case .packRemoved:
+                guard published[event.packID]?.removed != true else { continue }
+                progressRates.forget(packID: event.packID)
+                published[event.packID] = PublishedPack(removed: true)
+                documents.invalidate()
+                for observer in removalObservers { observer(event.packID) }
+            default:
+                break
+            }
+        }
+    }
+
     /// `suspend` and `resume`: the lifecycle decides (suspending a suspended pack changes
     /// nothing and still answers with the pack).
     private func changeState(_ request: HTTPRequest, _ responder: APIResponder, to event: PackLifecycle.Event) {

@@ -82,6 +82,34 @@ public final class Fetcher {
         multi.onDone = { [unowned self] easy, result in self.transferDone(easy, result) }
     }
 
+    /// This process's part of per-host allowances shared with other processes (cluster mode:
+    /// the cluster's per-host cap and request rate divided between the live nodes). Each field
+    /// further limits what the host's own limit and rate allow; 0 transfers starts nothing more.
+    public struct HostShare: Sendable, Equatable {
+        public var transfersPerHost: Int
+        public var requestsPerSecondPerHost: Double?
+
+        public init(transfersPerHost: Int, requestsPerSecondPerHost: Double? = nil) {
+            self.transfersPerHost = max(0, transfersPerHost)
+            self.requestsPerSecondPerHost = requestsPerSecondPerHost
+        }
+    }
+
+    /// The share in force; nil: the configuration and the rules alone.
+    public private(set) var hostShare: HostShare?
+
+    /// Changes this process's share (transfers above a smaller one finish; no new one starts
+    /// until the host is under it). Loop thread.
+    public func setHostShare(_ share: HostShare?) {
+        guard share != hostShare else { return }
+        let rateChanged = share?.requestsPerSecondPerHost != hostShare?.requestsPerSecondPerHost
+        hostShare = share
+        if rateChanged {
+            for key in Array(hosts.keys) { applyPolicy(to: &hosts[key]!) }
+        }
+        scheduleDispatch(after: .zero)
+    }
+
     /// Transfers started and not finished.
     public var runningCount: Int { running.count }
     /// Transfers waiting for a slot, a rate token or the end of a host pause.
@@ -281,9 +309,12 @@ public final class Fetcher {
     private func applyPolicy(to host: inout HostQueue) {
         let (maximum, adaptive) = ceiling(host.policy, httpVersion: host.httpVersion)
         host.limiter.setMaximum(maximum, adaptive: adaptive)
-        let rate = host.policy.requestsPerSecond ?? configuration.requestsPerSecondPerHost
+        var rate = host.policy.requestsPerSecond ?? configuration.requestsPerSecondPerHost
+        if let shared = hostShare?.requestsPerSecondPerHost { rate = min(shared, rate ?? .infinity) }
         if let rate, host.bucket?.rate != rate {
             host.bucket = TokenBucket(rate: rate, now: .now)
+        } else if rate == nil {
+            host.bucket = nil
         }
     }
 
@@ -344,8 +375,11 @@ public final class Fetcher {
                 continue
             }
             let limit = host.limiter.limit
+            let share = hostShare?.transfersPerHost ?? .max
             // Completions not yet run hold their slot: the queue of them stays bounded.
             while running.count + finished.count + admitted.count < configuration.maxTransfers, host.hasWaiting {
+                // This process's share of a cap shared with others holds it back (not the limiter's).
+                guard host.active < share else { break }
                 guard host.active < limit else {
                     // The host's own limit holds a transfer back: what lets the limiter grow.
                     host.limiter.noteLimited()

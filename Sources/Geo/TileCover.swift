@@ -57,6 +57,20 @@ public struct TileCover: Sequence, Sendable {
         }
     }
 
+    /// The spans inside a window of `rows` × `columns` (a work unit's share of the cover): the
+    /// window clips like a TileJSON's bounds, so a geometry's sweep starts at the window's first
+    /// row (`RowSweep.skip(to:)`) and stops after its last — no pass over the rows above it.
+    public func spans(rows: ClosedRange<Int>, columns: ClosedRange<Int>) -> TileSpans {
+        let window = BoundsCover(rows: rows, columns: [columns])
+        switch region {
+        case .bounds(let bounds):
+            let cover = BoundsCover(bounds, zoom: zoom)
+            return TileSpans(source: .bounds((clip.map(cover.intersection) ?? cover).intersection(window)), zoom: zoom)
+        case .shape(let shape):
+            return TileSpans(source: .shape(shape, clip.map(window.intersection) ?? window), zoom: zoom)
+        }
+    }
+
     public func makeIterator() -> Iterator {
         Iterator(spans: spans.makeIterator(), zoom: zoom)
     }

@@ -288,16 +288,6 @@ public final class OfflineDatabase {
     }
 }
 
-extension ResourceKey {
-    /// The key's share of a row's ambient size: the byte length of its URL or URL template.
-    var ambientKeySize: Int64 {
-        switch self {
-        case .tile(let tile): return Int64(tile.urlTemplate.utf8.count)
-        case .resource(let url, _): return Int64(url.utf8.count)
-        }
-    }
-}
-
 extension StoredProgress {
     mutating func add(row: OfflineDatabase.StoredRow, isTile: Bool) {
         completedResources += 1

@@ -33,19 +33,4 @@ extension PackRecord {
                                        startedAt: startedAt, completedAt: row.optionalInt64(at: 19))
                   })
     }
-
-    /// The `error` column's JSON; an unreadable one still tells that the pack failed.
-    static func decodeError(_ json: String) -> PackError? {
-        (try? JSONDecoder().decode(PackError.self, from: Data(json.utf8)))
-            ?? PackError(.internalError, "the stored error is unreadable: \(json.prefix(200))")
-    }
-
-    static func decodeLimits(_ json: String) -> PackLimits? {
-        try? JSONDecoder().decode(PackLimits.self, from: Data(json.utf8))
-    }
-
-    /// The columns' JSON: sorted keys, as the API writes documents.
-    static func encodeJSON(_ value: some Encodable) -> String? {
-        (try? SortedJSONEncoder.encode(value)).map { String(decoding: $0, as: UTF8.self) }
-    }
 }

@@ -22,6 +22,8 @@ final class DelayedTileUpstream: @unchecked Sendable {
         var pending: [(due: ContinuousClock.Instant, responder: Responder)] = []
         var head = 0
         var answered = 0
+        /// The most requests waiting at once since the last `takePeakInFlight`.
+        var peak = 0
         var timer: LoopTimer!
 
         init(delay: Duration, tile: [UInt8]) {
@@ -31,6 +33,7 @@ final class DelayedTileUpstream: @unchecked Sendable {
 
         func enqueue(_ responder: Responder) {
             pending.append((.now + delay, responder))
+            peak = max(peak, pending.count - head)
             if pending.count - head == 1 { arm() }
         }
 
@@ -75,6 +78,14 @@ final class DelayedTileUpstream: @unchecked Sendable {
 
     /// Tiles answered so far.
     var answered: Int { (try? thread.sync { self.state.answered }) ?? 0 }
+
+    /// The most requests in flight at once since the last call, which starts a new count.
+    func takePeakInFlight() -> Int {
+        (try? thread.sync {
+            defer { self.state.peak = 0 }
+            return self.state.peak
+        }) ?? 0
+    }
 
     func stop() {
         let server = server

@@ -20,6 +20,8 @@ struct PackdBench: ParsableCommand {
             FixtureDownloadBenchmark.self,
             DownloadWANBenchmark.self,
             APIBenchmark.self,
+            PostgresClientBenchmark.self,
+            ClusterBenchmark.self,
         ]
     )
 }

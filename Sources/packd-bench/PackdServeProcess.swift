@@ -14,11 +14,17 @@ struct PackdServeProcess {
     /// once it has written its port.
     static func start(in directory: URL, database: URL, logName: String = "packd.log",
                       arguments: [String]) throws -> PackdServeProcess {
+        try start(in: directory, databaseArgument: database.path, logName: logName, arguments: arguments)
+    }
+
+    /// The same with `--database` as given: a file path, or a `postgresql://` URL (cluster mode).
+    static func start(in directory: URL, databaseArgument database: String, logName: String = "packd.log",
+                      arguments: [String]) throws -> PackdServeProcess {
         let portFile = directory.appendingPathComponent("\(logName).port").path
         try? FileManager.default.removeItem(atPath: portFile)
         let process = Process()
         process.executableURL = binDirectory.appendingPathComponent("packd")
-        process.arguments = ["serve", "--listen", "127.0.0.1:0", "--port-file", portFile, "--database", database.path]
+        process.arguments = ["serve", "--listen", "127.0.0.1:0", "--port-file", portFile, "--database", database]
             + arguments
         let log = directory.appendingPathComponent(logName)
         _ = FileManager.default.createFile(atPath: log.path, contents: nil)
@@ -34,7 +40,8 @@ struct PackdServeProcess {
             }
             usleep(20_000)
         }
-        throw ValidationError("packd did not start (is it built next to packd-bench? run swift build -c release); see \(log.path)")
+        let tail = ((try? String(contentsOf: log, encoding: .utf8)) ?? "").split(separator: "\n").suffix(5).joined(separator: "\n")
+        throw ValidationError("packd did not start (is it built next to packd-bench? run swift build -c release); its log ends:\n\(tail)")
     }
 
     static var binDirectory: URL {
@@ -53,15 +60,8 @@ struct PackdServeProcess {
         return nil
     }
 
-    /// User plus system CPU seconds the process has used so far (`/proc/PID/stat`).
-    var cpuSeconds: Double? {
-        guard let stat = try? String(contentsOfFile: "/proc/\(process.processIdentifier)/stat", encoding: .utf8),
-              let close = stat.lastIndex(of: ")") else { return nil }
-        // Fields after the command name: state is field 3, utime 14 and stime 15.
-        let fields = stat[stat.index(after: close)...].split(separator: " ")
-        guard fields.count > 12, let user = Double(fields[11]), let system = Double(fields[12]) else { return nil }
-        return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
-    }
+    /// User plus system CPU seconds the process has used so far.
+    var cpuSeconds: Double? { ProcessCPU.seconds(process.processIdentifier) }
 
     /// SIGTERM (packd suspends its downloads durably) and waits for the exit.
     func stop() {

@@ -9,6 +9,11 @@ struct DownloadConfiguration {
     /// Packs downloading at once (the scheduler's slots); the rest wait `queued`.
     var maxActivePacks = 2
     var fetch = FetchConfiguration()
+    /// Cluster mode: the whole cluster's per-host transfer cap, which the live nodes share out
+    /// (`ClusterShare`) — `--max-transfers-per-host` as set (it may exceed one node's
+    /// `--max-transfers`), else `FetchConfiguration.fixedTransfersPerHost`: each node's adaptive
+    /// limit learns from its own transfers only, so the cluster keeps a fixed cap unless told.
+    var clusterTransfersPerHost = FetchConfiguration.fixedTransfersPerHost
     var settings = DownloadSettings(maxInFlight: Self.defaultTransfersPerPack)
 
     /// Resources one pack keeps under way by default: as many as the adaptive limit may give one
@@ -19,8 +24,10 @@ struct DownloadConfiguration {
 
     init() {}
 
+    /// `clustered`: `--max-transfers-per-host` is then the whole cluster's cap, shared out between
+    /// the live nodes (`ClusterShare`), so it may exceed one node's `--max-transfers`.
     init(options: ServeCommand.Options, source: ServerConfiguration.Source,
-         upstreamPolicy: AddressPolicy) throws(ServerConfiguration.Invalid) {
+         upstreamPolicy: AddressPolicy, clustered: Bool = false) throws(ServerConfiguration.Invalid) {
         typealias Invalid = ServerConfiguration.Invalid
         maxActivePacks = try source.count(options.maxActivePacks, "MAX_ACTIVE_PACKS", 1...256) ?? maxActivePacks
 
@@ -29,7 +36,7 @@ struct DownloadConfiguration {
         // Unset: each host's limit adapts up to its protocol's ceiling. Set: the cap it stays under.
         let perHostSetting = source.value(options.maxTransfersPerHost, "MAX_TRANSFERS_PER_HOST")
         let perHost = try source.count(options.maxTransfersPerHost, "MAX_TRANSFERS_PER_HOST", 1...10_000)
-        if let perHostSetting, let perHost, perHost > maxTransfers {
+        if let perHostSetting, let perHost, perHost > maxTransfers, !clustered {
             throw Invalid(setting: perHostSetting.setting, problem: "\(perHost) is more than the \(maxTransfers) transfers allowed overall")
         }
         let rate = try source.number(options.requestsPerSecondPerHost, "REQUESTS_PER_SECOND_PER_HOST", 0.001...100_000)
@@ -55,6 +62,7 @@ struct DownloadConfiguration {
         }
         fetch = FetchConfiguration(maxTransfers: maxTransfers, maxTransfersPerHost: perHost, requestsPerSecondPerHost: rate,
                                    addressPolicy: upstreamPolicy, rules: rules, caFile: caFile)
+        clusterTransfersPerHost = perHost ?? clusterTransfersPerHost
 
         var settings = DownloadSettings(maxInFlight: Self.defaultTransfersPerPack)
         settings.maxInFlight = try source.count(options.maxTransfersPerPack, "MAX_TRANSFERS_PER_PACK", 1...10_000)

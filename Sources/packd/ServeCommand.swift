@@ -16,8 +16,12 @@ struct ServeCommand: ParsableCommand {
     struct Options: ParsableArguments {
         @Option(help: "Address to listen on: host:port or [ipv6]:port (PACKD_LISTEN; default 127.0.0.1:8080).")
         var listen: String?
-        @Option(help: "SQLite database path (PACKD_DATABASE; default ./packd.sqlite).")
+        @Option(help: "SQLite database path, or postgresql://user@host:port/db for cluster mode: every node on that database shares the packs (PACKD_DATABASE; default ./packd.sqlite).")
         var database: String?
+        @Option(help: "Cluster mode: how long a node's claim of a work unit lasts without a heartbeat, e.g. 30s (PACKD_CLUSTER_LEASE; default 30s).")
+        var clusterLease: String?
+        @Option(help: "Cluster mode: tiles per work unit a pack is cut into (PACKD_CLUSTER_UNIT_TILES; default 4096).")
+        var clusterUnitTiles: String?
         @Option(help: "trace, debug, info, notice, warning, error or critical (PACKD_LOG_LEVEL; default info).")
         var logLevel: String?
         @Option(help: "text or json (JSON lines) (PACKD_LOG_FORMAT; default text).")
@@ -58,7 +62,7 @@ struct ServeCommand: ParsableCommand {
         var maxActivePacks: String?
         @Option(help: "Upstream transfers in flight at once, over all hosts (PACKD_MAX_TRANSFERS; default 512).")
         var maxTransfers: String?
-        @Option(help: "Cap on upstream transfers in flight to one host; below it the limit still adapts (PACKD_MAX_TRANSFERS_PER_HOST; default: adaptive, from 8 up to 128 on HTTP/1.1 and 100 on HTTP/2).")
+        @Option(help: "Cap on upstream transfers in flight to one host; below it the limit still adapts (PACKD_MAX_TRANSFERS_PER_HOST; default: adaptive, from 8 up to 128 on HTTP/1.1 and 100 on HTTP/2). In cluster mode the whole cluster's cap, shared out between the live nodes (default 16).")
         var maxTransfersPerHost: String?
         @Option(help: "Upstream transfers one pack keeps under way, waiting for its hosts' limits or in flight (PACKD_MAX_TRANSFERS_PER_PACK; default 128).")
         var maxTransfersPerPack: String?

@@ -2,7 +2,9 @@ import API
 import Fetch
 import Foundation
 import Logging
+import Postgres
 import Server
+import WorkSharing
 
 /// Everything `packd serve` needs, resolved from flags first, then `PACKD_*` environment
 /// variables, then defaults, and validated once so a bad value stops the process before it binds.
@@ -20,7 +22,10 @@ struct ServerConfiguration {
     }
 
     var listen: ListenAddress
+    /// The SQLite file (ignored in cluster mode).
     var databasePath: String
+    /// Cluster mode: set when the database is a `postgresql://` URL.
+    var cluster: ClusterConfiguration?
     var logLevel: Logger.Level
     var logFormat: LogFormat
     var openAPIPath: String?
@@ -64,8 +69,13 @@ struct ServerConfiguration {
         } else {
             listen = Self.defaultListen
         }
-        databasePath = source.value(options.database, "DATABASE")?.text ?? "./packd.sqlite"
-        if databasePath.isEmpty { throw Invalid(setting: "--database", problem: "empty path") }
+        let database = source.value(options.database, "DATABASE")
+        databasePath = database?.text ?? "./packd.sqlite"
+        if databasePath.isEmpty { throw Invalid(setting: database?.setting ?? "--database", problem: "empty path") }
+        if let database, PostgresURL.looksLikeURL(database.text) {
+            cluster = try ClusterConfiguration(url: database, options: options, source: source)
+            databasePath = ""
+        }
 
         logLevel = .info
         if let (text, setting) = source.value(options.logLevel, "LOG_LEVEL") {
@@ -141,7 +151,8 @@ struct ServerConfiguration {
         limits.handlerTimeout = try duration(options.handlerTimeout, "HANDLER_TIMEOUT") ?? limits.handlerTimeout
         limits.shutdownGracePeriod = try duration(options.shutdownGrace, "SHUTDOWN_GRACE") ?? limits.shutdownGracePeriod
         self.limits = limits
-        downloads = try DownloadConfiguration(options: options, source: source, upstreamPolicy: upstreamPolicy)
+        downloads = try DownloadConfiguration(options: options, source: source, upstreamPolicy: upstreamPolicy,
+                                              clustered: cluster != nil)
         if let heartbeat = try duration(options.eventHeartbeat, "EVENT_HEARTBEAT") {
             events.heartbeatInterval = UInt64(max(1, (heartbeat / .milliseconds(1)).rounded()))
         }

@@ -38,16 +38,18 @@ struct ServerProcess {
         metrics.bootstrapSystem()
         let downloadMetrics = DownloadMetrics(metrics: metrics)
         let store: any PackStore
+        let databaseName = configuration.cluster.map { "\($0.url)" } ?? configuration.databasePath
         do {
-            // Opens, creating or migrating, the database before anything listens.
-            // Room held back for the state changes and events of a full disk (`StorageReserve`).
-            let writer = WriterThread.Configuration(storageReserveBytes: WriterThread.Configuration.defaultStorageReserveBytes)
-            store = try SQLiteStore(path: configuration.databasePath, loop: loop, configuration: writer,
-                                    onCommitOnWriter: { downloadMetrics.committed($0) })
+            // Opens, creating or migrating, the database before anything listens (and in cluster
+            // mode joins the cluster's node table).
+            store = try PackRunner.openStore(configuration, loop: loop, onCommitOnWriter: { downloadMetrics.committed($0) })
         } catch {
-            logger.critical("cannot open the database \(configuration.databasePath): \(error)")
+            logger.critical("cannot open the database \(databaseName): \(error)")
             throw ExitCode(1)
         }
+        var events = configuration.events
+        // In cluster mode the database numbers every node's events (ids in commit order).
+        if configuration.cluster != nil { events.numbering = .store }
         var router = Router()
         OperationalRoutes(openAPI: OpenAPIDocument.load(configuredPath: configuration.openAPIPath, logger: logger))
             .register(in: &router)
@@ -55,7 +57,7 @@ struct ServerProcess {
         let api = try PackdAPI(
             store: store, loop: loop,
             routes: APIRouteBuilder(authenticator: configuration.authenticator, cors: configuration.cors, metrics: metrics),
-            eventConfiguration: configuration.events,
+            eventConfiguration: events,
             logger: Logger(label: "packd.api"))
         api.offlinePublicURL = configuration.publicURL
         let abandoned = api.sharing.removeAbandonedScratchFiles()
@@ -72,12 +74,10 @@ struct ServerProcess {
         api.maintenance.updateChecker = PackUpdateChecker(loop: loop, fetcher: fetcher, store: store)
         // The scheduler and the API know each other through two protocols: the API tells it of
         // state changes (`PackScheduling`), it tells the API what it committed (`PackActivityListener`).
-        let scheduler = PackScheduler(loop: loop, fetcher: fetcher, store: store,
-                                      maxActive: configuration.downloads.maxActivePacks,
-                                      settings: configuration.downloads.settings)
-        scheduler.listener = api
-        api.packs.scheduling = scheduler
-        store.onCommit = { [unowned scheduler] in scheduler.committed($0) }
+        let runner = PackRunner.make(configuration, store: store, api: api, loop: loop, fetcher: fetcher, logger: logger)
+        let listening = ListeningAddress()
+        ClusterRoutes(source: runner.statusSource(fetcher: fetcher, listen: { listening.text }), logger: Logger(label: "packd.api"))
+            .register(in: &router, using: api.routes)
         downloadMetrics.connect(fetcher)
         api.showTransfers { [unowned fetcher, clock = api.clock] in PackTransferStatuses.of(fetcher, clock: clock) }
         if !configuration.authenticator.isEnabled {
@@ -92,11 +92,9 @@ struct ServerProcess {
             logger.critical("cannot listen on \(configuration.listen): \(error)")
             throw ExitCode(1)
         }
-        scheduler.onResumeListingFailed = { error, attempt in
-            logger.error("listing the packs to continue failed (attempt \(attempt), retrying): \(error)")
-        }
-        scheduler.start()
-        logger.notice("listening on \(bound)", metadata: ["database": "\(configuration.databasePath)"])
+        listening.text = "\(bound)"
+        runner.start(listeningOn: listening.text)
+        logger.notice("listening on \(bound)", metadata: ["database": "\(databaseName)"])
         if let portFile = configuration.portFile {
             try Data("\(bound.port)\n".utf8).write(to: URL(fileURLWithPath: portFile), options: .atomic)
         }
@@ -110,7 +108,7 @@ struct ServerProcess {
             server.shutdown {
                 // Downloads stop with their packs still `active`/`queued` in the database, so the
                 // next start continues them; then nothing is left to call the fetcher.
-                scheduler.shutdown()
+                runner.shutdown()
                 fetcher.shutdown()
                 for watcher in watchers { watcher.close() }
                 loop.stop()
@@ -122,6 +120,7 @@ struct ServerProcess {
         loop.run()
         // Responses are finished; commit what the writer holds before the loop's handles close.
         store.close()
+        runner.finishShutdown()
         loop.close()
         logger.notice("stopped")
     }
@@ -137,4 +136,9 @@ extension ServerProcess {
         sigaddset(&signals, SIGINT)
         pthread_sigmask(SIG_UNBLOCK, &signals, nil)
     }
+}
+
+/// The address the server bound, known once it listens (`GET /v1/cluster` in SQLite mode).
+final class ListeningAddress {
+    var text = ""
 }

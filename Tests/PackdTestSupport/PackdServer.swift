@@ -17,6 +17,8 @@ public final class PackdServer: @unchecked Sendable {
     public let capturesOutput: Bool
     public private(set) var port = 0
     private var process: Process?
+    /// `--database`: a `postgresql://` URL (cluster mode), nil for a SQLite file in `directory`.
+    public let database: String?
 
     public var databasePath: String { directory.appendingPathComponent("packd.sqlite").path }
     public var pid: Int32 { process?.processIdentifier ?? 0 }
@@ -33,7 +35,9 @@ public final class PackdServer: @unchecked Sendable {
     /// upstream is reachable.
     /// `directory` holds the database, port file and logs (a fresh temporary one by default).
     public init(arguments: [String] = [], environment: [String: String] = [:], allowsLoopbackUpstream: Bool = true,
-                logLevel: String = "warning", capturesOutput: Bool = false, directory: URL? = nil) throws {
+                logLevel: String = "warning", capturesOutput: Bool = false, directory: URL? = nil,
+                database: String? = nil) throws {
+        self.database = database
         self.directory = directory ?? FileManager.default.temporaryDirectory.appendingPathComponent("packd-e2e-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: self.directory, withIntermediateDirectories: true)
         extraArguments = arguments
@@ -58,7 +62,7 @@ public final class PackdServer: @unchecked Sendable {
         try? FileManager.default.removeItem(at: portFile)
         let process = Process()
         process.executableURL = URL(fileURLWithPath: BuiltExecutable.path("packd"))
-        process.arguments = ["serve", "--listen", "127.0.0.1:0", "--port-file", portFile.path, "--database", databasePath]
+        process.arguments = ["serve", "--listen", "127.0.0.1:0", "--port-file", portFile.path, "--database", database ?? databasePath]
             + (allowsLoopbackUpstream ? ["--allow-upstream-hosts", "127.0.0.1"] : [])
             + ["--log-level", logLevel] + extraArguments
         if !environment.isEmpty {

@@ -22,7 +22,7 @@ struct StoreFactory: Sendable, CustomTestStringConvertible {
 
     var testDescription: String { name }
 
-    static let all: [StoreFactory] = [.sqlite]
+    static let all: [StoreFactory] = [.sqlite, .postgres]
 
     /// The embedded default: a SQLite file in a temporary directory.
     static let sqlite = StoreFactory(name: "SQLite", open: { loop, existing, batches in

@@ -3,6 +3,7 @@ import Foundation
 import Loop
 import Packs
 import Plan
+import WorkSharing
 
 /// One pack's download, on the loop thread: the document phase (style, TileJSONs → the exact
 /// expected counts), then the fixed resources, then the tiles zoom by zoom, band by band — what
@@ -10,8 +11,28 @@ import Plan
 /// (`StoredLookup`); at most `maxInFlight` transfers run (`UpstreamResolver` retries them), only
 /// as fast as the pack's bandwidth cap allows (`BandwidthGate`) and the writer keeps up
 /// (`WriteQueue`). The end is reported only once the writer committed what it holds.
-final class PackDownload {
-    let packID: Int64
+///
+/// In cluster mode a pack's work is shared between nodes: one download only plans it (`.plan`),
+/// others each take one work unit (`.unit`): the same engine, restricted to the unit's fixed
+/// resources or tiles.
+public final class PackDownload {
+    /// What a download covers.
+    public enum Scope: Sendable {
+        /// The whole pack: documents, the plan's counts, every resource and tile.
+        case pack
+        /// Only the documents: the counts are reported (`jobPlanKnown`), the plan handed to the
+        /// owner (`jobPlanned`); nothing is downloaded.
+        case plan
+        /// One work unit of a pack whose plan and counts are stored: the documents are read
+        /// again for the plan, then only the unit's fixed resources or tiles are downloaded.
+        case unit(WorkUnit.Scope)
+    }
+
+    public let packID: Int64
+    public let scope: Scope
+    /// Who the fetcher counts the download's transfers for: the pack id, or a token of the
+    /// download's own when several downloads of one pack run on a node (units).
+    public let transferOwner: UInt64
     private let loop: EventLoop
     private let fetcher: Fetcher
     private let store: any PackStore
@@ -23,7 +44,7 @@ final class PackDownload {
     private let writes: WriteQueue
     private let bandwidth: BandwidthGate?
     /// The pack's own `max_tiles`: checked against the exact count before any tile is fetched.
-    let maxTiles: Int64?
+    public let maxTiles: Int64?
     private let watchdog: LoopTimer
     private var documentPhase: DocumentPhase?
     /// Style and TileJSON answers, stored with the fixed resources instead of being fetched again.
@@ -36,7 +57,7 @@ final class PackDownload {
     /// Resources started and not yet resolved (in a transfer, waiting for a retry, or encoding).
     private var busy = 0
     /// Known once the documents are in (before any fixed resource or tile is fetched).
-    private(set) var expected: ExpectedCounts?
+    public private(set) var expected: ExpectedCounts?
     /// Known with the plan (its budget depends on the expected count).
     private var failures: FailureLedger?
     private var downloading = false
@@ -44,10 +65,12 @@ final class PackDownload {
     private var finishing = false
     private var ended = false
 
-    init(packID: Int64, region: RegionDefinition, limits: PackLimits, loop: EventLoop, fetcher: Fetcher,
-         store: any PackStore, settings: DownloadSettings, clock: WallClock, owner: any JobOwner,
-         listener: (any PackActivityListener)?) {
+    public init(packID: Int64, region: RegionDefinition, limits: PackLimits, loop: EventLoop, fetcher: Fetcher,
+                store: any PackStore, settings: DownloadSettings, clock: WallClock, owner: any JobOwner,
+                listener: (any PackActivityListener)?, scope: Scope = .pack, transferOwner: UInt64? = nil) {
         self.packID = packID
+        self.scope = scope
+        self.transferOwner = transferOwner ?? UInt64(bitPattern: packID)
         self.region = region
         self.loop = loop
         self.fetcher = fetcher
@@ -67,13 +90,16 @@ final class PackDownload {
     }
 
     /// The documents (or straight the tiles, for a template region).
-    func start() {
+    public func start() {
         let interval = LoopTimer.milliseconds(settings.watchdogInterval)
         watchdog.start(after: interval, repeat: interval) { [weak self] in self?.checkProgressing() }
-        // This run retries every missing resource: failures an interrupted run recorded (before a
-        // restart) no longer hold, and would leave a complete pack counting failed resources.
-        let packID = packID
-        store.inBatch({ database in try database.clearFailures(packID: packID) }, then: nil)
+        if case .pack = scope {
+            // This run retries every missing resource: failures an interrupted run recorded
+            // (before a restart) no longer hold, and would leave a complete pack counting failed
+            // resources. (A unit's run must not: the pack's other units recorded theirs.)
+            let packID = packID
+            store.inBatch({ database in try database.clearFailures(packID: packID) }, then: nil)
+        }
         let phase = DocumentPhase(region: region, loop: loop, source: self, limits: .init(
             maxDocumentBytes: settings.maxBodyBytes, maxTotalBytes: PlanLimits().maxDocumentBytes * 8,
             concurrency: settings.maxInFlight))
@@ -89,7 +115,7 @@ final class PackDownload {
     }
 
     /// Cancels every transfer and retry; the pack's state is the caller's business.
-    func stop() {
+    public func stop() {
         guard !ended else { return }
         ended = true
         documentPhase?.stop()
@@ -98,7 +124,7 @@ final class PackDownload {
         writes.stop()
         watchdog.close()
         bandwidth?.close()
-        fetcher.cancelAll(owner: UInt64(bitPattern: packID))
+        fetcher.cancelAll(owner: transferOwner)
     }
 
     // MARK: Resources
@@ -107,19 +133,35 @@ final class PackDownload {
         let counts = ExpectedCounts(resources: Int64(clamping: plan.expectedResources), tiles: Int64(clamping: plan.expectedTiles),
                                     precise: plan.isPrecise)
         expected = counts
-        // The owner stores the counts, also when they exceed the pack's limit (the pack then
-        // says how many tiles it needs) — and has failed the pack then.
-        guard owner?.jobPlanKnown(packID, counts) == true else { return stop() }
+        var unit: WorkUnit.Scope?
+        switch scope {
+        case .pack, .plan:
+            // The owner stores the counts, also when they exceed the pack's limit (the pack then
+            // says how many tiles it needs) — and has failed the pack then.
+            guard owner?.jobPlanKnown(packID, counts) == true else { return stop() }
+            if case .plan = scope {
+                owner?.jobPlanned(packID, plan)
+                return stop()
+            }
+        case .unit(let scope):
+            unit = scope
+            owner?.jobPlanned(packID, plan)
+        }
         pyramids = plan.pyramids
         failures = FailureLedger(packID: packID, store: store,
                                  budget: settings.failureBudget(expectedResources: Int(clamping: counts.resources)))
         let lookup = StoredLookup(packID: packID, store: store, clock: clock, pyramids: plan.pyramids,
-                                  bandTiles: settings.lookupBatchTiles)
+                                  bandTiles: settings.lookupBatchTiles, scope: unit)
         lookup.onLinked = { [weak self] progress in
             guard let self, !ended else { return }
             owner?.jobLinked(packID, progress)
         }
         self.lookup = lookup
+        if let unit, unit != .resources {
+            // A unit of tiles: the pack's fixed resources are another unit's.
+            downloading = true
+            return pump()
+        }
         lookup.fixed(plan.fixed, refetch: Set(documents.keys)) { [weak self] toFetch in
             guard let self, !ended else { return }
             pending.append(contentsOf: toFetch.map(PendingResources.Entry.fixed))
@@ -231,7 +273,7 @@ final class PackDownload {
     /// happening, for good; this fails it visibly instead, and `resume` continues it.
     private func checkProgressing() {
         guard !ended else { return }
-        let accounted = fetcher.transferCount(owner: UInt64(bitPattern: packID)) + resolver.retriesWaiting + writes.encoding
+        let accounted = fetcher.transferCount(owner: transferOwner) + resolver.retriesWaiting + writes.encoding
         let waiting = documentPhase != nil || lookup?.lookingUp == true || finishing || bandwidth?.isWaiting == true
             || writes.isFull
         if busy > accounted || (busy == 0 && !waiting) {
@@ -248,7 +290,7 @@ final class PackDownload {
 
     private func request(for resource: PlannedResource) -> FetchRequest {
         FetchRequest(url: resource.url, maxBodyBytes: settings.maxBodyBytes, timeouts: settings.timeouts,
-                     owner: UInt64(bitPattern: packID))
+                     owner: transferOwner)
     }
 
     /// A document phase that cannot produce a plan fails the pack with what went wrong.
@@ -273,7 +315,7 @@ final class PackDownload {
 /// A download's documents come from the upstream with its retries; each answer is kept, to be
 /// stored with the fixed resources instead of fetched again.
 extension PackDownload: DocumentSource {
-    func document(_ resource: PlannedResource, then: @escaping (Result<[UInt8], DocumentFailure>) -> Void) {
+    public func document(_ resource: PlannedResource, then: @escaping (Result<[UInt8], DocumentFailure>) -> Void) {
         resolver.fetch(request(for: resource)) { [weak self] resolution in
             switch resolution {
             case .body(let response):

@@ -2,6 +2,7 @@ import Geo
 import Loop
 import Packs
 import Plan
+import WorkSharing
 
 /// The part of a download that asks the store what it already has: before a fixed resource or a
 /// band of tiles is fetched, what the pack stored (skipped — a resume after a restart or a
@@ -22,12 +23,14 @@ final class StoredLookup {
     /// Every band was looked up.
     var exhausted: Bool { bands == nil }
 
-    init(packID: Int64, store: any PackStore, clock: WallClock, pyramids: [TilePyramid], bandTiles: Int) {
+    /// `scope`: only a work unit's tiles (nil: every tile of the pyramids).
+    init(packID: Int64, store: any PackStore, clock: WallClock, pyramids: [TilePyramid], bandTiles: Int,
+         scope: WorkUnit.Scope? = nil) {
         self.packID = packID
         self.store = store
         self.clock = clock
         self.pyramids = pyramids
-        bands = TileBands(pyramids: pyramids, limit: bandTiles)
+        bands = TileBands(pyramids: pyramids, limit: bandTiles, scope: scope)
     }
 
     func stop() {

@@ -1,6 +1,7 @@
 import Geo
 import Packs
 import Plan
+import WorkSharing
 
 /// A few rows of one zoom of one pyramid: small enough for one `TileBitmap` query.
 struct TileBand {
@@ -23,10 +24,12 @@ struct TileBand {
 
 /// Walks every pyramid's covers zoom by zoom, span by span, cutting them into bands of at most
 /// `limit` tiles whose bounding window also stays under `TileBitmap.maximumTiles`. Lazy: memory
-/// is one band, whatever the region's size.
+/// is one band, whatever the region's size. With a work unit's `scope`, only the unit's tiles:
+/// its pyramid, its zooms, its window of rows and columns.
 struct TileBands: IteratorProtocol {
     private let pyramids: [TilePyramid]
     private let limit: Int
+    private let scope: WorkUnit.Scope?
     private var pyramidIndex = 0
     private var zoomIndex = 0
     private var spans: TileSpans.Iterator?
@@ -35,21 +38,46 @@ struct TileBands: IteratorProtocol {
     /// A span that did not fit the previous band; it starts the next one.
     private var pushedBack: TileSpan?
 
-    init(pyramids: [TilePyramid], limit: Int) {
+    init(pyramids: [TilePyramid], limit: Int, scope: WorkUnit.Scope? = nil) {
         self.pyramids = pyramids
         self.limit = max(1, min(limit, TileBitmap.maximumTiles))
+        self.scope = scope
+        if case .resources = scope { pyramidIndex = pyramids.count }
+        if let pyramid = scope?.pyramid { pyramidIndex = min(pyramid, pyramids.count) }
+    }
+
+    /// Whether the scope takes `zoom` of the pyramid at `index`; nil scope takes everything.
+    private func inScope(pyramid index: Int, zoom: Int) -> Bool {
+        switch scope {
+        case nil: return true
+        case .resources: return false
+        case .zooms(let pyramid, let zooms): return pyramid == index && zooms.contains(zoom)
+        case .window(let pyramid, let only, _, _): return pyramid == index && zoom == only
+        }
+    }
+
+    /// The spans of one zoom's cover the scope takes.
+    private func spans(of pyramid: TilePyramid, zoom: Int) -> TileSpans {
+        if case .window(_, _, let rows, let columns) = scope {
+            return pyramid.cover(zoom: zoom).spans(rows: rows, columns: columns)
+        }
+        return pyramid.cover(zoom: zoom).spans
     }
 
     mutating func next() -> TileBand? {
         while pyramidIndex < pyramids.count {
             let pyramid = pyramids[pyramidIndex]
-            guard zoomIndex < pyramid.zooms.count else {
-                pyramidIndex += 1
+            guard zoomIndex < pyramid.zooms.count, scope?.pyramid.map({ $0 == pyramidIndex }) ?? true else {
+                pyramidIndex = scope?.pyramid == nil ? pyramidIndex + 1 : pyramids.count
                 zoomIndex = 0
                 continue
             }
             let zoom = pyramid.zooms[zoomIndex]
-            if spans == nil { spans = pyramid.cover(zoom: zoom).spans.makeIterator() }
+            guard inScope(pyramid: pyramidIndex, zoom: zoom) else {
+                zoomIndex += 1
+                continue
+            }
+            if spans == nil { spans = self.spans(of: pyramid, zoom: zoom).makeIterator() }
             var band: [TileSpan] = []
             var tiles = 0
             var low = Int.max

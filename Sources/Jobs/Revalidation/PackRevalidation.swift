@@ -13,7 +13,7 @@ import Plan
 /// body (`updated`); 404/410 (and 204 for a tile) stores a tile as no content (`removed`; another
 /// resource keeps its copy, so the pack still renders). Counts ride the writer's batches after
 /// the writes they count and are reported only once committed.
-final class PackRevalidation {
+public final class PackRevalidation {
     private enum Phase {
         case resources(after: Int64)
         case tiles(after: Int64)
@@ -25,9 +25,9 @@ final class PackRevalidation {
     /// Resolved rows between two commits of the counts (and so between two events).
     static let commitEvery = 256
 
-    let packID: Int64
+    public let packID: Int64
     /// The pack's stored expected counts, handed with its committed progress.
-    let expected: ExpectedCounts
+    public let expected: ExpectedCounts
     private let region: RegionDefinition
     private let loop: EventLoop
     private let fetcher: Fetcher
@@ -55,9 +55,9 @@ final class PackRevalidation {
     private var finishing = false
     private var ended = false
 
-    init(packID: Int64, region: RegionDefinition, expected: ExpectedCounts, loop: EventLoop, fetcher: Fetcher,
-         store: any PackStore, settings: DownloadSettings, clock: WallClock, owner: any JobOwner,
-         listener: (any PackActivityListener)?) {
+    public init(packID: Int64, region: RegionDefinition, expected: ExpectedCounts, loop: EventLoop, fetcher: Fetcher,
+                store: any PackStore, settings: DownloadSettings, clock: WallClock, owner: any JobOwner,
+                listener: (any PackActivityListener)?) {
         self.packID = packID
         self.region = region
         self.expected = expected
@@ -76,7 +76,7 @@ final class PackRevalidation {
 
     /// Zeroes the stored counts (a resumed revalidation starts over), rebuilds the tile
     /// templates from the stored documents, then walks the pack.
-    func start() {
+    public func start() {
         let interval = LoopTimer.milliseconds(settings.watchdogInterval)
         watchdog.start(after: interval, repeat: interval) { [weak self] in self?.checkProgressing() }
         let (packID, now) = (packID, clock.now)
@@ -96,7 +96,7 @@ final class PackRevalidation {
     }
 
     /// Cancels every transfer and retry; the pack's state is the caller's business.
-    func stop() {
+    public func stop() {
         guard !ended else { return }
         ended = true
         templatePhase?.stop()

@@ -1,7 +1,8 @@
 import Packs
+import Plan
 
 /// What a job (a download or a revalidation) tells the scheduler that runs it. Loop thread.
-protocol JobOwner: AnyObject {
+public protocol JobOwner: AnyObject {
     /// The plan is known. The owner applies `.planKnown` (storing the counts); false when that
     /// fails the pack (its own `max_tiles`): the job then stops without another word.
     func jobPlanKnown(_ packID: Int64, _ counts: ExpectedCounts) -> Bool
@@ -12,4 +13,11 @@ protocol JobOwner: AnyObject {
     /// The job ended with `event` — `.finished(failedResources:)` or `.fail(_:)` — once what it
     /// wrote is committed. A stopped job (suspend, delete, shutdown) reports nothing.
     func jobEnded(_ packID: Int64, _ event: PackLifecycle.Event)
+    /// The plan of a download with the `.plan` scope, after `jobPlanKnown` accepted it (the
+    /// job then stops without another word), or of a `.unit` download before it downloads.
+    func jobPlanned(_ packID: Int64, _ plan: ResourcePlan)
+}
+
+extension JobOwner {
+    public func jobPlanned(_ packID: Int64, _ plan: ResourcePlan) {}
 }

@@ -199,7 +199,7 @@ public final class PackScheduler: PackScheduling, JobOwner {
 
     // MARK: JobOwner
 
-    func jobPlanKnown(_ packID: Int64, _ counts: ExpectedCounts) -> Bool {
+    public func jobPlanKnown(_ packID: Int64, _ counts: ExpectedCounts) -> Bool {
         let maxTiles: Int64? = if case .download(let download)?? = active[packID] { download.maxTiles } else { nil }
         let event = PackLifecycle.Event.planKnown(counts, maxTiles: maxTiles)
         // The lifecycle is pure: what the store will make of the event is known now, so the job
@@ -214,18 +214,18 @@ public final class PackScheduler: PackScheduling, JobOwner {
         return false
     }
 
-    func jobLinked(_ packID: Int64, _ progress: StoredProgress) {
+    public func jobLinked(_ packID: Int64, _ progress: StoredProgress) {
         guard case let job?? = active[packID] else { return }
         listener?.progressCommitted(packID, progress, expected: job.expected)
     }
 
-    func jobCounted(_ packID: Int64, _ counts: PackInvalidation, progress: StoredProgress) {
+    public func jobCounted(_ packID: Int64, _ counts: PackInvalidation, progress: StoredProgress) {
         guard case let job?? = active[packID], let expected = job.expected else { return }
         listener?.revalidationCommitted(packID, counts, progress: progress, expected: expected)
     }
 
     /// Records how a job that held a slot ended, and gives the slot to the next pack.
-    func jobEnded(_ packID: Int64, _ event: PackLifecycle.Event) {
+    public func jobEnded(_ packID: Int64, _ event: PackLifecycle.Event) {
         guard active.removeValue(forKey: packID) != nil else { return }
         transition(packID, event)
         fillSlots()

@@ -26,3 +26,14 @@ public enum ResourceKey: Hashable, Sendable {
         return false
     }
 }
+
+extension ResourceKey {
+    /// The key's share of a row's ambient-cache size: the byte length of its URL or URL template
+    /// (so a "no content" row still counts something).
+    public var ambientKeySize: Int64 {
+        switch self {
+        case .tile(let tile): return Int64(tile.urlTemplate.utf8.count)
+        case .resource(let url, _): return Int64(url.utf8.count)
+        }
+    }
+}

@@ -3,7 +3,10 @@ import Packs
 
 /// Writes one pack as a MapLibre Native offline database (schema 6, nothing else): its region
 /// row, the resources and tiles linked to it (ambient cache and other packs' rows excluded), and
-/// the links, with ids renumbered from 1. A phone merges it with `mergeOfflineRegions` /
+/// the links, with ids renumbered from 1 in key order (resources by URL, tiles by template, ratio and
+/// z/x/y) — not in the order a download happened to store them — so the same pack exports as the
+/// same bytes whatever wrote it (SQLite mode, or any node of a cluster, which stages its rows
+/// into a file like this one first). A phone merges it with `mergeOfflineRegions` /
 /// `addContentsOfFile`; packd merges it with `OfflineDatabaseImport`. The copy runs inside
 /// SQLite (`INSERT … SELECT` from the attached pack database), so rows stream page by page.
 public enum MapLibreExport {
@@ -34,7 +37,7 @@ public enum MapLibreExport {
                     INSERT INTO resources (url, kind, expires, modified, etag, data, compressed, accessed, must_revalidate)
                     SELECT r.url, r.kind, r.expires, r.modified, r.etag, r.data, r.compressed, r.accessed, r.must_revalidate
                     FROM pack.region_resources rr JOIN pack.resources r ON r.id = rr.resource_id
-                    WHERE rr.region_id = ?1 ORDER BY r.id
+                    WHERE rr.region_id = ?1 ORDER BY r.url
                     """, [.integer(pack)])
                 let resources = output.changes
                 try output.execute("""
@@ -43,7 +46,7 @@ public enum MapLibreExport {
                     SELECT t.url_template, t.pixel_ratio, t.z, t.x, t.y, t.expires, t.modified, t.etag, t.data,
                            t.compressed, t.accessed, t.must_revalidate
                     FROM pack.region_tiles rt JOIN pack.tiles t ON t.id = rt.tile_id
-                    WHERE rt.region_id = ?1 ORDER BY t.id
+                    WHERE rt.region_id = ?1 ORDER BY t.url_template, t.pixel_ratio, t.z, t.x, t.y
                     """, [.integer(pack)])
                 let tiles = output.changes
                 // Every row in this file belongs to the one region.

@@ -18,6 +18,14 @@ public struct ImportPreview: Equatable, Sendable {
     /// Upload regions that match an existing pack and bring nothing new or newer.
     public let unchangedRegions: Int64
 
+    public init(resources: Int64, tiles: Int64, unchangedPacks: Set<Int64>, changedPacks: Set<Int64>, unchangedRegions: Int64) {
+        self.resources = resources
+        self.tiles = tiles
+        self.unchangedPacks = unchangedPacks
+        self.changedPacks = changedPacks
+        self.unchangedRegions = unchangedRegions
+    }
+
     private static let newTiles = """
         FROM (SELECT DISTINCT st.* FROM up.region_tiles srt JOIN up.tiles st ON st.id = srt.tile_id) AS st
         LEFT JOIN main.tiles t ON t.url_template = st.url_template AND t.pixel_ratio = st.pixel_ratio

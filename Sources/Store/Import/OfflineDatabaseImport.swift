@@ -11,7 +11,7 @@ import Foundation
 /// connection (the single writer), in one transaction: all or nothing.
 public enum OfflineDatabaseImport {
     /// Longest pack name taken from an uploaded description.
-    static let maximumNameLength = 256
+    public static let maximumNameLength = 256
 
     /// `tileLimit`: the most distinct tiles all packs may link (`OfflineDatabase.tileLimit`); an
     /// upload that would exceed it is refused whole. Prefer `OfflineDatabase.importOfflineDatabase`,
@@ -85,7 +85,9 @@ public enum OfflineDatabaseImport {
             """, [.integer(id), .text(packName(description, id: id)), DatabaseValue(description), .integer(now)])
     }
 
-    static func packName(_ description: [UInt8]?, id: Int64) -> String {
+    /// A merged region's pack name: the description's `name` when it is a JSON object with one,
+    /// else "Imported region <id>".
+    public static func packName(_ description: [UInt8]?, id: Int64) -> String {
         if let description, description.count <= 1 << 20,
            let object = try? JSONSerialization.jsonObject(with: Data(description)) as? [String: Any],
            let name = object["name"] as? String, !name.isEmpty {

@@ -120,6 +120,12 @@ public final class ValidatedImport: CheckedUpload {
         return "file:\(escaped)?mode=ro&immutable=1"
     }
 
+    /// The checked upload opened for reading as an untrusted file (a store that cannot attach it,
+    /// such as PostgreSQL, reads its rows through this).
+    public func openForReading() throws(ImportError) -> Database {
+        try Self.withUntrustedConnection(path) { $0 }
+    }
+
     /// A connection to an untrusted file: read-only, defensive (no writable schema, no shadow
     /// table writes), no functions from the schema, query-only.
     private static func withUntrustedConnection<R>(_ path: String, _ body: (Database) throws(ImportError) -> R) throws(ImportError) -> R {

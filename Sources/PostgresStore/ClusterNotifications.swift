@@ -1,0 +1,116 @@
+import Foundation
+import Loop
+import Packs
+import Postgres
+
+/// What one node hears of the others: a `LISTEN` connection on the loop (`PostgresLoopConnection`:
+/// notifications are small and arrive unasked) for `EventChannel` and `CommitChannel`. A commit
+/// anywhere moves the store's `committedChanges`; an event anywhere makes the node read the
+/// events after the last it delivered, in id order — so every node's streams carry every node's
+/// events, within a notification's latency. A poll every `pollInterval` covers a notification
+/// lost with a broken connection, which is made again (and what it missed read from the table).
+/// Loop thread only.
+public final class ClusterNotifications {
+    /// Events committed by any node after the last delivered, oldest first.
+    public var onEvents: (([StoredEvent]) -> Void)?
+    /// Any node committed or published something (the scheduler looks for work).
+    public var onActivity: (() -> Void)?
+
+    private let store: PostgresStore
+    private let loop: EventLoop
+    private let pollInterval: UInt64
+    private var listener: PostgresLoopConnection?
+    private var connecting = false
+    private let poll: LoopTimer
+    private var lastDelivered: Int64
+    private var reading = false
+    private var readAgain = false
+    private var closed = false
+    /// How many events one read takes; more are read right after.
+    static let page = 1000
+
+    /// Listens from now on; events after `lastEventID` are delivered. Loop thread.
+    public init(store: PostgresStore, loop: EventLoop, lastEventID: Int64, pollInterval: UInt64 = 1000) {
+        self.store = store
+        self.loop = loop
+        self.pollInterval = pollInterval
+        lastDelivered = lastEventID
+        poll = LoopTimer(loop: loop)
+        poll.unref()
+    }
+
+    public func start() {
+        connect()
+        poll.start(after: pollInterval, repeat: pollInterval) { [weak self] in
+            guard let self else { return }
+            if listener == nil { connect() }
+            readEvents()
+        }
+    }
+
+    public func close() {
+        closed = true
+        poll.close()
+        listener?.close()
+        listener = nil
+    }
+
+    /// Connects on the thread pool (connecting blocks), then listens on the loop.
+    private func connect() {
+        guard !connecting, !closed else { return }
+        connecting = true
+        let url = store.url
+        loop.runOnThreadPool({ () -> Result<LoopBound<PostgresConnection>, any Error> in
+            Result {
+                let connection = try PostgresConnection(url: url, applicationName: "packd-listen")
+                try connection.listen(EventChannel.name)
+                try connection.listen(CommitChannel.name)
+                return LoopBound(connection)
+            }
+        }, then: { [weak self] result in
+            guard let self else { return }
+            connecting = false
+            guard !closed, case .success(let connection) = result,
+                  let listener = try? PostgresLoopConnection(loop: loop, connection: connection.value) else { return }
+            listener.onNotification = { [weak self] notification in self?.heard(notification) }
+            listener.onConnectionLost = { [weak self] _ in self?.listener = nil }
+            self.listener = listener
+            // What was committed while nobody listened.
+            readEvents()
+            onActivity?()
+        })
+    }
+
+    private func heard(_ notification: PostgresNotification) {
+        store.noteRemoteCommit()
+        if notification.channel == EventChannel.name, let id = Int64(notification.payload), id <= lastDelivered {
+            return
+        }
+        if notification.channel == EventChannel.name { readEvents() }
+        onActivity?()
+    }
+
+    /// Reads the events after the last delivered; one read at a time, another right after when
+    /// more was heard meanwhile or a page was full.
+    private func readEvents() {
+        guard !closed else { return }
+        guard !reading else {
+            readAgain = true
+            return
+        }
+        reading = true
+        readAgain = false
+        let after = lastDelivered
+        store.read({ reader in try reader.events(after: after, packID: nil, limit: Self.page) }) { [weak self] result in
+            guard let self else { return }
+            reading = false
+            guard !closed else { return }
+            if case .success(let events) = result, let last = events.last {
+                lastDelivered = max(lastDelivered, last.id)
+                onEvents?(events)
+                if events.count == Self.page { readAgain = true }
+            }
+            if readAgain { readEvents() }
+        }
+    }
+}

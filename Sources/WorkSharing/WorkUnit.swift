@@ -1,0 +1,51 @@
+import Geo
+
+/// A share of one pack's download that one node claims and works through under a lease: the
+/// pack's fixed resources (style, TileJSONs, sprites, glyphs), some whole zooms of a tile pyramid
+/// (low zooms, few tiles together), or a window of one zoom (a range of rows, and of columns
+/// when rows are wider than a unit). A unit's tiles are its window intersected with the
+/// pyramid's cover, so a unit is a few numbers however many tiles it holds.
+public struct WorkUnit: Hashable, Sendable {
+    /// 0-based position in the pack's cut; claim order (resources first, then low zooms).
+    public let ordinal: Int
+    public let scope: Scope
+    /// Exact number of tiles (0 for the resources unit).
+    public let tiles: Int
+
+    public init(ordinal: Int, scope: Scope, tiles: Int) {
+        self.ordinal = ordinal
+        self.scope = scope
+        self.tiles = tiles
+    }
+
+    public enum Scope: Hashable, Sendable {
+        /// Every non-tile resource of the pack's plan.
+        case resources
+        /// Every tile of `pyramid` (its index in the plan) at the zooms in `zooms`.
+        case zooms(pyramid: Int, ClosedRange<Int>)
+        /// The tiles of `pyramid` at `zoom` within `rows` × `columns`.
+        case window(pyramid: Int, zoom: Int, rows: ClosedRange<Int>, columns: ClosedRange<Int>)
+    }
+}
+
+extension WorkUnit.Scope {
+    /// The pyramid the unit's tiles belong to (nil for resources).
+    public var pyramid: Int? {
+        switch self {
+        case .resources: return nil
+        case .zooms(let pyramid, _), .window(let pyramid, _, _, _): return pyramid
+        }
+    }
+
+    /// Whether `tile` of pyramid `pyramid` falls in this unit (given it is in the pyramid's cover).
+    public func contains(pyramid: Int, tile: TileID) -> Bool {
+        switch self {
+        case .resources:
+            return false
+        case .zooms(let own, let zooms):
+            return own == pyramid && zooms.contains(tile.z)
+        case .window(let own, let zoom, let rows, let columns):
+            return own == pyramid && zoom == tile.z && rows.contains(tile.y) && columns.contains(tile.x)
+        }
+    }
+}

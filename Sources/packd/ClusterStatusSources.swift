@@ -1,0 +1,37 @@
+import API
+import Cluster
+import Fetch
+import Foundation
+import Packs
+
+/// `GET /v1/cluster` in SQLite mode: this process is the cluster's one node, holding no units.
+final class SingleNodeStatus: ClusterStatusSource {
+    private let fetcher: Fetcher
+    private let listen: () -> String
+    private let started = Int64(Date().timeIntervalSince1970)
+
+    init(fetcher: Fetcher, listen: @escaping () -> String) {
+        self.fetcher = fetcher
+        self.listen = listen
+    }
+
+    func clusterStatus(then: @escaping (Result<ClusterStatus, any Error>) -> Void) {
+        let node = ClusterStatus.Node(id: 1, listen: listen(), version: BuildInfo.version, startedAt: Timestamp(started),
+                                      lastHeartbeatAt: Timestamp(Int64(Date().timeIntervalSince1970)), unitsHeld: 0,
+                                      transfersInFlight: fetcher.runningCount)
+        then(.success(ClusterStatus(mode: .sqlite, nodes: [node], units: ClusterStatus.Units())))
+    }
+}
+
+/// `GET /v1/cluster` in cluster mode: the node table and the units, read from the database.
+final class ClusterSchedulerStatus: ClusterStatusSource {
+    private let scheduler: ClusterScheduler
+
+    init(scheduler: ClusterScheduler) {
+        self.scheduler = scheduler
+    }
+
+    func clusterStatus(then: @escaping (Result<ClusterStatus, any Error>) -> Void) {
+        scheduler.status(then: then)
+    }
+}

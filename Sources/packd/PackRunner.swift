@@ -1,0 +1,104 @@
+import API
+import Cluster
+import Fetch
+import Foundation
+import Jobs
+import Logging
+import Loop
+import Packs
+import PostgresStore
+import Store
+
+/// What runs the downloads of this process: Jobs' scheduler over the SQLite file, or, in cluster
+/// mode, the cluster scheduler over the shared PostgreSQL with the node's `LISTEN` connection.
+/// Both are told of state changes through `PackScheduling` and report to the API through
+/// `PackActivityListener`; what differs is wired here.
+enum PackRunner {
+    case single(PackScheduler)
+    case cluster(ClusterScheduler, ClusterNotifications)
+
+    /// The store and runner of `configuration`'s mode (the database opened, migrated, and in
+    /// cluster mode joined).
+    static func openStore(_ configuration: ServerConfiguration, loop: EventLoop,
+                          onCommitOnWriter: @escaping @Sendable (BatchOutcome) -> Void) throws -> any PackStore {
+        if let cluster = configuration.cluster {
+            return try PostgresStore(url: cluster.url, loop: loop, nodeName: "\(ProcessInfo.processInfo.hostName)/\(getpid())",
+                                     version: BuildInfo.version, onCommitOnWriter: onCommitOnWriter)
+        }
+        // Room held back for the state changes and events of a full disk (`StorageReserve`).
+        let writer = WriterThread.Configuration(storageReserveBytes: WriterThread.Configuration.defaultStorageReserveBytes)
+        return try SQLiteStore(path: configuration.databasePath, loop: loop, configuration: writer,
+                               onCommitOnWriter: onCommitOnWriter)
+    }
+
+    /// The runner for `store`, connected to the API both ways.
+    static func make(_ configuration: ServerConfiguration, store: any PackStore, api: PackdAPI, loop: EventLoop,
+                     fetcher: Fetcher, logger: Logger) -> PackRunner {
+        let downloads = configuration.downloads
+        if let cluster = configuration.cluster, let store = store as? PostgresStore {
+            let scheduler = ClusterScheduler(loop: loop, fetcher: fetcher, store: store, settings: .init(
+                maxActivePacks: downloads.maxActivePacks, timing: cluster.timing, unitTiles: cluster.unitTiles,
+                download: downloads.settings, transfersPerHost: downloads.clusterTransfersPerHost,
+                requestsPerSecondPerHost: downloads.fetch.requestsPerSecondPerHost))
+            scheduler.listener = api
+            scheduler.onError = { what, error in logger.warning("cluster: \(what) failed (retried): \(error)") }
+            scheduler.onNotice = { logger.warning("cluster: \($0)") }
+            api.packs.scheduling = scheduler
+            store.onCommit = { [unowned scheduler] in scheduler.committed($0) }
+            let notifications = ClusterNotifications(store: store, loop: loop, lastEventID: api.events.lastEventID)
+            let (events, packs) = (api.events, api.packs)
+            notifications.onEvents = { stored in
+                let delivered = EventLog.packEvents(stored)
+                packs.learn(from: delivered)
+                events.deliverStored(delivered)
+            }
+            notifications.onActivity = { [unowned scheduler] in scheduler.otherNodeActed() }
+            return .cluster(scheduler, notifications)
+        }
+        let scheduler = PackScheduler(loop: loop, fetcher: fetcher, store: store, maxActive: downloads.maxActivePacks,
+                                      settings: downloads.settings)
+        scheduler.listener = api
+        api.packs.scheduling = scheduler
+        store.onCommit = { [unowned scheduler] in scheduler.committed($0) }
+        scheduler.onResumeListingFailed = { error, attempt in
+            logger.error("listing the packs to continue failed (attempt \(attempt), retrying): \(error)")
+        }
+        return .single(scheduler)
+    }
+
+    /// Who answers `GET /v1/cluster`.
+    func statusSource(fetcher: Fetcher, listen: @escaping () -> String) -> any ClusterStatusSource {
+        switch self {
+        case .single: SingleNodeStatus(fetcher: fetcher, listen: listen)
+        case .cluster(let scheduler, _): ClusterSchedulerStatus(scheduler: scheduler)
+        }
+    }
+
+    /// Starts downloading (after the server listens on `address`).
+    func start(listeningOn address: String) {
+        switch self {
+        case .single(let scheduler):
+            scheduler.start()
+        case .cluster(let scheduler, let notifications):
+            scheduler.listening(on: address)
+            notifications.start()
+            scheduler.start()
+        }
+    }
+
+    /// Stops every job (packs stay `active`/`queued` for the next start); before the fetcher's shutdown.
+    func shutdown() {
+        switch self {
+        case .single(let scheduler):
+            scheduler.shutdown()
+        case .cluster(let scheduler, let notifications):
+            notifications.close()
+            scheduler.shutdown()
+        }
+    }
+
+    /// After the loop ran out: the last coordination step (cluster mode gives its units back).
+    func finishShutdown() {
+        if case .cluster(let scheduler, _) = self { scheduler.finishShutdown() }
+    }
+}

@@ -1,0 +1,185 @@
+import Foundation
+import Packs
+import Postgres
+import PostgresStore
+import PackdTestSupport
+import PostgresTestSupport
+import Testing
+import WorkSharing
+
+/// Node liveness, cluster-wide activation and event ordering against a real PostgreSQL.
+@Suite struct ClusterCoordinationTests {
+    let database: ClusterDatabase
+
+    init() throws {
+        database = try ClusterDatabase("coordination")
+    }
+
+    @Test func liveNodesAreThoseWithFreshHeartbeats() throws {
+        let connection = try database.connect()
+        let nodes = ClusterNodes(timing: LeaseTiming(lease: 30))
+        let a = try nodes.register(name: "a", listenAddress: "127.0.0.1:8001", version: "1.0", on: connection)
+        let b = try nodes.register(name: "b", listenAddress: "127.0.0.1:8002", version: "1.0", on: connection)
+        let c = try nodes.register(name: "c", listenAddress: "127.0.0.1:8003", version: "1.0", on: connection)
+        let beat = try nodes.heartbeat(node: a, unitsHeld: 3, transfersInFlight: 11, on: connection)
+        #expect(beat.stillRegistered)
+        #expect(beat.live.map(\.id) == [a, b, c])
+        let first = try #require(beat.live.first)
+        #expect(first.listenAddress == "127.0.0.1:8001" && first.unitsHeld == 3 && first.transfersInFlight == 11)
+        #expect(first.heartbeatAt >= first.startedAt && first.age >= 0)
+
+        // b went silent 31 s ago; c stopped cleanly.
+        try connection.query("UPDATE packd_nodes SET heartbeat_at = now() - interval '31 seconds' WHERE id = $1", [.int8(b)])
+        try nodes.stop(node: c, on: connection)
+        #expect(try nodes.live(on: connection).map(\.id) == [a])
+        #expect(try !nodes.heartbeat(node: c, unitsHeld: 0, transfersInFlight: 0, on: connection).stillRegistered)
+        // b comes back: live again.
+        #expect(try nodes.heartbeat(node: b, unitsHeld: 0, transfersInFlight: 0, on: connection).live.map(\.id) == [a, b])
+
+        // Long-gone nodes holding nothing are forgotten; a node holding a unit is kept.
+        let (pack, _) = try database.insertCutPack(zooms: [2], unitTiles: 100, on: connection)
+        _ = try WorkUnitLeases(node: b).claim(packs: [pack], limit: 1, on: connection)
+        try connection.query("UPDATE packd_nodes SET heartbeat_at = now() - interval '2 days', stopped_at = NULL WHERE id <> $1",
+                             [.int8(a)])
+        #expect(try nodes.forget(olderThan: 86_400, on: connection) == 1)
+        #expect(try connection.query("SELECT id FROM packd_nodes ORDER BY id").map { try $0.int64(0) } == [a, b])
+    }
+
+    /// A clean stop gives the node's units back at once.
+    @Test func stoppingReleasesUnits() throws {
+        let connection = try database.connect()
+        let (pack, _) = try database.insertCutPack(zooms: [7], unitTiles: 20, on: connection)
+        let nodes = ClusterNodes()
+        let node = try database.registerNode("leaving", on: connection)
+        let held = try WorkUnitLeases(node: node).claim(packs: [pack], limit: 5, on: connection)
+        #expect(held.count == 5)
+        try nodes.stop(node: node, on: connection)
+        let other = WorkUnitLeases(node: try database.registerNode("staying", on: connection))
+        #expect(try other.claim(packs: [pack], limit: 5, on: connection).map(\.unit.ordinal) == held.map(\.unit.ordinal))
+    }
+
+    /// Shares computed from the node table add up to the cap on every node.
+    @Test func sharesFromTheNodeTableSumToTheCap() throws {
+        let connection = try database.connect()
+        let nodes = ClusterNodes(timing: LeaseTiming(lease: 30))
+        let ids = try (0..<3).map { try nodes.register(name: "n\($0)", listenAddress: "-", version: "1", on: connection) }
+        try connection.query("UPDATE packd_nodes SET started_at = now() - interval '1 minute'")
+        let live = try nodes.live(on: connection)
+        let share = nodes.share(among: live, transferAllowance: 5)
+        #expect(ids.map { share.share(of: 12, for: $0) } == [4, 4, 4])
+        // A fourth node just joined: counted by the others, takes nothing yet.
+        let newcomer = try nodes.register(name: "n3", listenAddress: "-", version: "1", on: connection)
+        let joined = nodes.share(among: try nodes.live(on: connection), transferAllowance: 5)
+        #expect(joined.share(of: 12, for: newcomer) == 0)
+        #expect((ids + [newcomer]).map { joined.share(of: 12, for: $0) }.reduce(0, +) <= 12)
+    }
+
+    /// `--max-active-packs` holds for the cluster: four nodes activating at once activate no
+    /// more packs than the limit.
+    @Test func activationHoldsTheLimitClusterWide() throws {
+        let connection = try database.connect()
+        let packs = try (0..<10).map { try database.insertPack("p\($0)", state: PackState.queued.rawValue, on: connection) }
+        let activated = Collected<Int64>()
+        try concurrently(4) { index in
+            let own = try database.connect("activator-\(index)")
+            activated.append(contentsOf: try PackActivation.activate(limit: 3, now: 1, on: own))
+        }
+        #expect(activated.all.sorted() == Array(packs.prefix(3)))
+        #expect(try connection.scalarInt("SELECT count(*) FROM packd_packs WHERE state = $1", [.text(PackState.active.rawValue)]) == 3)
+        #expect(try PackActivation.activate(limit: 3, now: 2, on: connection).isEmpty)
+        try connection.query("UPDATE packd_packs SET state = $2 WHERE region_id = $1",
+                             [.int8(packs[1]), .text(PackState.complete.rawValue)])
+        #expect(try PackActivation.activate(limit: 3, now: 3, on: connection) == [packs[3]])
+        #expect(try connection.scalarInt("SELECT updated_at FROM packd_packs WHERE region_id = $1", [.int8(packs[3])]) == 3)
+    }
+
+    /// Event ids follow commit order: a transaction that appended first but commits last holds
+    /// the others back, so a reader that has seen id n never later finds a smaller one.
+    @Test func eventIDsFollowCommitOrder() throws {
+        let slow = try database.connect("slow")
+        let fast = try database.connect("fast")
+        let watcher = try database.connect("watcher")
+        try slow.execute("BEGIN")
+        let slowIDs = try ClusterEvents.append([(pack: nil, type: "state", data: "{\"n\":1}")], at: 1, on: slow)
+        let fastDone = DispatchSemaphore(value: 0)
+        let fastIDs = Collected<Int64>()
+        Thread {
+            fastIDs.append(contentsOf: (try? ClusterEvents.append([(pack: nil, type: "state", data: "{\"n\":2}")], at: 2, on: fast)) ?? [])
+            fastDone.signal()
+        }.start()
+        // The second append waits on the events lock (seen in pg_locks), not on time.
+        #expect(eventually {
+            (try? watcher.scalarInt("""
+                SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted AND objid = 2
+                  AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
+                """)) == 1
+        })
+        #expect(try ClusterEvents.events(after: 0, limit: 10, on: watcher).isEmpty)
+        try slow.execute("COMMIT")
+        fastDone.wait()
+        #expect(fastIDs.all.count == 1 && fastIDs.all[0] > slowIDs[0])
+        #expect(try ClusterEvents.events(after: 0, limit: 10, on: watcher).map(\.id) == slowIDs + fastIDs.all)
+    }
+
+    /// Under concurrent appends a reader polling "after the last id I saw" misses nothing.
+    @Test func aPollingReaderMissesNoEvent() throws {
+        let writers = 4, appends = 60
+        let seen = Collected<Int64>()
+        let done = DispatchSemaphore(value: 0)
+        let finished = FirstError()
+        Thread {
+            do {
+                let reader = try database.connect("reader")
+                var last: Int64 = 0
+                var count = 0
+                let deadline = Date().addingTimeInterval(120)
+                while count < writers * appends * 2, Date() < deadline {
+                    let events = try ClusterEvents.events(after: last, limit: 100, on: reader)
+                    seen.append(contentsOf: events.map(\.id))
+                    count += events.count
+                    last = events.last?.id ?? last
+                }
+            } catch {
+                finished.record(error)
+            }
+            done.signal()
+        }.start()
+        let appended = Collected<Int64>()
+        try concurrently(writers) { index in
+            let connection = try database.connect("writer-\(index)")
+            for round in 0..<appends {
+                let ids = try connection.transaction {
+                    // Work of varying length before the append, as a batch commit has.
+                    try connection.query("SELECT count(*) FROM generate_series(1, 2000 * ($1::int8 % 3))", [.int8(Int64(round))])
+                    return try ClusterEvents.append([(pack: Int64(index), type: "progress", data: "{}"),
+                                                     (pack: Int64(index), type: "state", data: "{}")], at: 0, on: connection)
+                }
+                appended.append(contentsOf: ids)
+            }
+        }
+        done.wait()
+        #expect(finished.error == nil)
+        #expect(seen.all == appended.all.sorted())
+        #expect(seen.all.count == writers * appends * 2)
+    }
+
+    /// Each append notifies every listening node with its highest id, at commit.
+    @Test func appendsNotifyListeners() throws {
+        let listener = try database.connect("listener")
+        try listener.listen(EventChannel.name)
+        let writer = try database.connect("writer")
+        let ids = try writer.transaction {
+            try ClusterEvents.append([(pack: 1, type: "state", data: "{}"), (pack: 1, type: "progress", data: "{}")], at: 5,
+                                     on: writer)
+        }
+        var notifications: [PostgresNotification] = []
+        #expect(eventually(within: 30) {
+            notifications += (try? listener.waitForNotifications(timeout: .milliseconds(200))) ?? []
+            return !notifications.isEmpty
+        })
+        #expect(notifications.map(\.payload) == [String(ids.last!)])
+        let events = try ClusterEvents.events(after: ids[0] - 1, pack: 1, limit: 10, on: listener)
+        #expect(events.map(\.type) == ["state", "progress"])
+        #expect(events.allSatisfy { $0.createdAt == 5 && $0.pack == 1 })
+    }
+}

@@ -1,0 +1,168 @@
+import Foundation
+import Postgres
+import PostgresStore
+import PostgresTestSupport
+import Testing
+import WorkSharing
+
+/// Claims and leases against a real PostgreSQL with concurrent connections.
+@Suite struct WorkUnitLeasesTests {
+    let database: ClusterDatabase
+
+    init() throws {
+        database = try ClusterDatabase("leases")
+    }
+
+    @Test func storedUnitsMatchTheCut() throws {
+        let connection = try database.connect()
+        let (pack, cut) = try database.insertCutPack(zooms: [0, 3, 5, 6], unitTiles: 40, on: connection)
+        let units = Array(cut)
+        #expect(try connection.scalarInt("SELECT count(*) FROM packd_work_units WHERE pack_id = $1", [.int8(pack)])
+            == Int64(units.count))
+        #expect(try connection.scalarInt("SELECT sum(tiles)::int8 FROM packd_work_units WHERE pack_id = $1", [.int8(pack)])
+            == Int64(cut.totalTiles))
+        #expect(try connection.scalarInt("SELECT work_unit_tiles FROM packd_packs WHERE region_id = $1", [.int8(pack)]) == 40)
+        // Read back through a claim, every unit is what was cut.
+        let node = try database.registerNode("reader", on: connection)
+        let claimed = try WorkUnitLeases(node: node).claim(packs: [pack], limit: 10_000, on: connection)
+        #expect(claimed.map(\.unit) == units)
+        #expect(claimed.allSatisfy { $0.claims == 1 && $0.storedTiles == 0 && $0.pack == pack })
+    }
+
+    /// Two nodes cutting the same pack at once store one cut.
+    @Test func aPackIsCutOnce() throws {
+        let connection = try database.connect()
+        let pack = try database.insertPack(on: connection)
+        let cut = try WorkUnitCut(pyramids: [WorkUnitCutFixtures.box(zooms: [4, 6])], unitTiles: 10)
+        let stored = Collected<Int>()
+        try concurrently(3) { _ in
+            let own = try database.connect()
+            stored.append(contentsOf: [try WorkUnitLeases.store(cut, pack: pack, on: own)])
+        }
+        let count = Array(cut).count
+        #expect(stored.all.sorted() == [0, 0, count])
+        #expect(try connection.scalarInt("SELECT count(*) FROM packd_work_units WHERE pack_id = $1", [.int8(pack)]) == Int64(count))
+    }
+
+    /// Four nodes claim and finish units concurrently until none is left: every unit is
+    /// claimed exactly once.
+    @Test func concurrentClaimersNeverGetTheSameUnit() throws {
+        let setup = try database.connect()
+        let (pack, cut) = try database.insertCutPack(zooms: [3, 5, 6, 7, 8], unitTiles: 10, on: setup)
+        let total = Array(cut).count
+        #expect(total > 200)
+        let claimed = Collected<WorkUnitLeases.Key>()
+        try concurrently(4) { index in
+            let connection = try database.connect("claimer-\(index)")
+            let leases = WorkUnitLeases(node: try database.registerNode("node-\(index)", on: connection))
+            while true {
+                let units = try leases.claim(packs: [pack], limit: 1 + index, on: connection)
+                if units.isEmpty { break }
+                let keys = units.map { WorkUnitLeases.Key(pack: $0.pack, ordinal: $0.unit.ordinal) }
+                claimed.append(contentsOf: keys)
+                for key in keys { #expect(try leases.complete(key, on: connection)) }
+            }
+        }
+        let keys = claimed.all
+        #expect(keys.count == total)
+        #expect(Set(keys).count == total)
+        #expect(try setup.scalarInt("SELECT count(*) FROM packd_work_units WHERE state = 'done' AND claims = 1") == Int64(total))
+    }
+
+    /// A claimer never waits for units another transaction has locked: it takes others.
+    @Test func lockedUnitsAreSkippedNotWaitedFor() throws {
+        let first = try database.connect("first")
+        let second = try database.connect("second")
+        try second.execute("SET statement_timeout = '20s'")
+        let (pack, _) = try database.insertCutPack(zooms: [7], unitTiles: 20, on: first)
+        let a = WorkUnitLeases(node: try database.registerNode("a", on: first))
+        let b = WorkUnitLeases(node: try database.registerNode("b", on: second))
+        try first.transaction {
+            let held = try a.claim(packs: [pack], limit: 2, on: first)
+            // Still uncommitted: the rows stay locked by `first` while `second` claims.
+            let other = try b.claim(packs: [pack], limit: 2, on: second)
+            #expect(held.count == 2 && other.count == 2)
+            #expect(Set(held.map(\.unit.ordinal)).isDisjoint(with: other.map(\.unit.ordinal)))
+        }
+    }
+
+    /// A node dies: once its leases expire by the database's clock, another node claims its
+    /// units (claims = 2); the dead node's renewal and completion find them gone.
+    @Test func anExpiredLeaseIsReclaimed() throws {
+        let connection = try database.connect()
+        let (pack, _) = try database.insertCutPack(zooms: [7], unitTiles: 20, on: connection)
+        let dying = WorkUnitLeases(node: try database.registerNode("dying", on: connection))
+        let survivor = WorkUnitLeases(node: try database.registerNode("survivor", on: connection))
+        let lost = try dying.claim(packs: [pack], limit: 3, on: connection)
+        let lostKeys = Set(lost.map { WorkUnitLeases.Key(pack: pack, ordinal: $0.unit.ordinal) })
+        // Live leases are not claimable.
+        let others = try survivor.claim(packs: [pack], limit: 100, on: connection)
+        #expect(Set(others.map(\.unit.ordinal)).isDisjoint(with: lost.map(\.unit.ordinal)))
+        #expect(try survivor.claim(packs: [pack], limit: 100, on: connection).isEmpty)
+
+        // The dying node's last renewal was a minute ago.
+        try connection.query("UPDATE packd_work_units SET lease_expires_at = now() - interval '1 minute' WHERE lease_owner = $1",
+                             [.int8(dying.node)])
+        try connection.query("UPDATE packd_work_units SET stored_tiles = 7 WHERE pack_id = $1 AND ordinal = $2",
+                             [.int8(pack), .int8(Int64(lost[0].unit.ordinal))])
+        let taken = try survivor.claim(packs: [pack], limit: 100, on: connection)
+        #expect(Set(taken.map(\.unit.ordinal)) == Set(lost.map(\.unit.ordinal)))
+        #expect(taken.allSatisfy { $0.claims == 2 })
+        #expect(taken.first { $0.unit.ordinal == lost[0].unit.ordinal }?.storedTiles == 7)
+
+        // Back from its pause, the old owner learns it lost them and cannot finish them.
+        #expect(try dying.renew(lostKeys, on: connection).isEmpty)
+        for key in lostKeys { #expect(try !dying.complete(key, on: connection)) }
+        for key in lostKeys { #expect(try survivor.complete(key, on: connection)) }
+    }
+
+    /// Renewal extends what the node still works on and gives back what it dropped.
+    @Test func renewalExtendsHeldUnitsAndReleasesDroppedOnes() throws {
+        let connection = try database.connect()
+        let (pack, _) = try database.insertCutPack(zooms: [7], unitTiles: 20, on: connection)
+        let leases = WorkUnitLeases(node: try database.registerNode("renewer", on: connection), timing: LeaseTiming(lease: 30))
+        let claimed = try leases.claim(packs: [pack], limit: 4, on: connection)
+        let keys = claimed.map { WorkUnitLeases.Key(pack: pack, ordinal: $0.unit.ordinal) }
+        // Pretend the leases are nearly out.
+        try connection.query("UPDATE packd_work_units SET lease_expires_at = now() + interval '1 second' WHERE lease_owner = $1",
+                             [.int8(leases.node)])
+        let kept = try leases.renew(Set(keys.prefix(2)), on: connection)
+        #expect(kept == Set(keys.prefix(2)))
+        let remaining = try connection.query("""
+            SELECT ordinal, extract(epoch FROM lease_expires_at - now())::float8 FROM packd_work_units
+            WHERE lease_owner = $1 ORDER BY ordinal
+            """, [.int8(leases.node)])
+        #expect(try remaining.map { Int(try $0.int64(0)) } == keys.prefix(2).map(\.ordinal))
+        #expect(try remaining.allSatisfy { try $0.doubleOrNil(1)! > 25 })
+        #expect(try connection.scalarInt("SELECT count(*) FROM packd_work_units WHERE state = 'pending' AND ordinal = ANY($1)",
+                                         [.int8Array(keys.suffix(2).map { Int64($0.ordinal) })]) == 2)
+        // Renewing nothing releases everything.
+        #expect(try leases.renew([], on: connection).isEmpty)
+        #expect(try connection.scalarInt("SELECT count(*) FROM packd_work_units WHERE lease_owner = $1", [.int8(leases.node)]) == 0)
+    }
+
+    @Test func countsTreatExpiredLeasesAsPending() throws {
+        let connection = try database.connect()
+        let (pack, cut) = try database.insertCutPack(zooms: [7], unitTiles: 20, on: connection)
+        let total = Array(cut).count
+        let leases = WorkUnitLeases(node: try database.registerNode("counter", on: connection))
+        let claimed = try leases.claim(packs: [pack], limit: 3, on: connection)
+        #expect(try leases.complete(.init(pack: pack, ordinal: claimed[0].unit.ordinal), on: connection))
+        #expect(try WorkUnitLeases.counts(pack: pack, on: connection) == [.done: 1, .leased: 2, .pending: total - 3])
+        try connection.query("UPDATE packd_work_units SET lease_expires_at = now() - interval '1 second' WHERE lease_owner = $1",
+                             [.int8(leases.node)])
+        #expect(try WorkUnitLeases.counts(pack: pack, on: connection) == [.done: 1, .pending: total - 1])
+    }
+
+    @Test func storedTilesAddUp() throws {
+        let connection = try database.connect()
+        let (pack, _) = try database.insertCutPack(zooms: [7], unitTiles: 20, on: connection)
+        let leases = WorkUnitLeases(node: try database.registerNode("writer", on: connection))
+        let unit = try #require(try leases.claim(packs: [pack], limit: 1, on: connection).first)
+        let key = WorkUnitLeases.Key(pack: pack, ordinal: unit.unit.ordinal)
+        try WorkUnitLeases.addStoredTiles(5, to: key, on: connection)
+        try WorkUnitLeases.addStoredTiles(3, to: key, on: connection)
+        #expect(try connection.scalarInt("SELECT stored_tiles FROM packd_work_units WHERE pack_id = $1 AND ordinal = $2",
+                                         [.int8(pack), .int8(Int64(key.ordinal))]) == 8)
+    }
+}
