@@ -1,23 +1,25 @@
 import API
 import Cluster
 import Fetch
-import Foundation
 import Packs
 
 /// `GET /v1/cluster` in SQLite mode: this process is the cluster's one node, holding no units.
 final class SingleNodeStatus: ClusterStatusSource {
     private let fetcher: Fetcher
     private let listen: () -> String
-    private let started = Int64(Date().timeIntervalSince1970)
+    private let clock: WallClock
+    private let started: Int64
 
-    init(fetcher: Fetcher, listen: @escaping () -> String) {
+    init(fetcher: Fetcher, listen: @escaping () -> String, clock: WallClock) {
         self.fetcher = fetcher
         self.listen = listen
+        self.clock = clock
+        started = clock.now
     }
 
     func clusterStatus(then: @escaping (Result<ClusterStatus, any Error>) -> Void) {
         let node = ClusterStatus.Node(id: 1, listen: listen(), version: BuildInfo.version, startedAt: Timestamp(started),
-                                      lastHeartbeatAt: Timestamp(Int64(Date().timeIntervalSince1970)), unitsHeld: 0,
+                                      lastHeartbeatAt: Timestamp(clock.now), unitsHeld: 0,
                                       transfersInFlight: fetcher.runningCount)
         then(.success(ClusterStatus(mode: .sqlite, nodes: [node], units: ClusterStatus.Units())))
     }

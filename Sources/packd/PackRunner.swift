@@ -67,9 +67,9 @@ enum PackRunner {
     }
 
     /// Who answers `GET /v1/cluster`.
-    func statusSource(fetcher: Fetcher, listen: @escaping () -> String) -> any ClusterStatusSource {
+    func statusSource(fetcher: Fetcher, listen: @escaping () -> String, clock: WallClock) -> any ClusterStatusSource {
         switch self {
-        case .single: SingleNodeStatus(fetcher: fetcher, listen: listen)
+        case .single: SingleNodeStatus(fetcher: fetcher, listen: listen, clock: clock)
         case .cluster(let scheduler, _): ClusterSchedulerStatus(scheduler: scheduler)
         }
     }

@@ -76,7 +76,7 @@ struct ServerProcess {
         // state changes (`PackScheduling`), it tells the API what it committed (`PackActivityListener`).
         let runner = PackRunner.make(configuration, store: store, api: api, loop: loop, fetcher: fetcher, logger: logger)
         let listening = ListeningAddress()
-        ClusterRoutes(source: runner.statusSource(fetcher: fetcher, listen: { listening.text }), logger: Logger(label: "packd.api"))
+        ClusterRoutes(source: runner.statusSource(fetcher: fetcher, listen: { listening.text }, clock: api.clock), logger: Logger(label: "packd.api"))
             .register(in: &router, using: api.routes)
         downloadMetrics.connect(fetcher)
         api.showTransfers { [unowned fetcher, clock = api.clock] in PackTransferStatuses.of(fetcher, clock: clock) }
