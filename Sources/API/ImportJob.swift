@@ -38,6 +38,9 @@ enum ImportJob {
         case .tooLarge: return Problem(.payloadTooLarge, detail: error.description)
         case .tileLimitExceeded: return Problem(.tileLimitExceeded, detail: error.description)
         case .store, .file: return nil
+        case .invalidRegions(let problems):
+            return Problem(.validationFailed, detail: error.description,
+                           errors: problems.map { Problem.FieldError(pointer: $0.pointer, detail: $0.detail) })
         default:
             return Problem(.validationFailed, detail: error.description,
                            errors: [Problem.FieldError(pointer: "", detail: error.description)])

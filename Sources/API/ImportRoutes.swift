@@ -64,7 +64,10 @@ final class ImportRoutes {
     private func process(_ path: String, _ responder: APIResponder, done: @escaping () -> Void) {
         let settings = settings
         let store = store
-        loop.runOnThreadPool({ store.checkUpload(path: path, limits: settings.importLimits, scratchDirectory: settings.scratchDirectory) }) { [self] checked in
+        loop.runOnThreadPool({
+            store.checkUpload(path: path, limits: settings.importLimits, scratchDirectory: settings.scratchDirectory)
+                .flatMap { upload in Result { () throws(ImportError) in try ImportedRegions.check(upload); return upload } }
+        }) { [self] checked in
             let upload: any CheckedUpload
             switch checked {
             case .failure(let error):

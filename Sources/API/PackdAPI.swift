@@ -12,6 +12,8 @@ public final class PackdAPI {
     /// Every time the API stores (creation, state changes, events, preloads); tests inject their own.
     public let clock: WallClock
     public let events: EventBroadcaster
+    /// The durable log behind `events` (and its backlog of appends a full disk refused).
+    public let eventLog: EventLog
     public let packs: PackRoutes
     public let maintenance: PackMaintenanceRoutes
     public let routes: APIRouteBuilder
@@ -38,7 +40,7 @@ public final class PackdAPI {
         self.logger = logger
         let lastEventID = try store.readNow { try $0.lastEventID() }
         events = EventBroadcaster(loop: loop, lastEventID: lastEventID, configuration: eventConfiguration)
-        EventLog.attach(events, to: store, clock: clock, logger: logger)
+        eventLog = EventLog.attach(events, to: store, loop: loop, clock: clock, logger: logger)
         let metrics = routes.metrics
         events.onSubscriberCountChange = { metrics.sseSubscribers.set(Int64($0)) }
         packs = PackRoutes(store: store, events: events, clock: clock, logger: logger)
@@ -85,6 +87,7 @@ public final class PackdAPI {
         transferWatch?.close()
         transferWatch = nil
         events.close()
+        eventLog.close()
     }
 
     /// How often a change of what holds a pack's transfers back becomes a `progress` event when

@@ -20,7 +20,11 @@ public final class HTTPServer: LoopHandleOwner {
     public let loop: EventLoop
     public let limits: ServerLimits
     public let logger: Logger
-    let router: Router
+    /// Emptied once shutdown has finished: handlers often keep what they were handed (a parked
+    /// `Responder`, an event subscription), and a responder keeps its connection, which keeps
+    /// this server, which kept the handlers — a cycle that outlived every server stopped while
+    /// a handler still held one (LeakSanitizer, `make sanitize`).
+    private(set) var router: Router
 
     private var listener: UnsafeMutablePointer<uv_tcp_t>?
     private var connections: [ObjectIdentifier: HTTPConnection] = [:]
@@ -184,6 +188,8 @@ public final class HTTPServer: LoopHandleOwner {
     private func finishShutdown() {
         graceTimer?.close()
         graceTimer = nil
+        // Every connection is closed: no request is dispatched after this.
+        router = Router()
         let completion = shutdownCompletion
         shutdownCompletion = nil
         completion?()

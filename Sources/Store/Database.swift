@@ -27,6 +27,7 @@ public final class Database {
     public let path: String
     public let mode: Mode
     private var statements: [String: Statement] = [:]
+    private let busyTimeout: Int32
 
     /// Opens `path`. `busyTimeoutMilliseconds` bounds how long a reader waits for a WAL
     /// checkpoint or the writer for a reader; never infinite, so a stuck peer surfaces as
@@ -42,6 +43,7 @@ public final class Database {
         self.handle = handle
         self.path = path
         self.mode = mode
+        busyTimeout = busyTimeoutMilliseconds
         sqlite3_extended_result_codes(handle, 1)
         sqlite3_busy_timeout(handle, busyTimeoutMilliseconds)
     }
@@ -175,6 +177,16 @@ public final class Database {
     /// Caps how large the file may grow (SQLite answers SQLITE_FULL beyond it).
     public func setMaximumPageCount(_ pages: Int64) throws(DatabaseError) {
         try execute("PRAGMA max_page_count = \(pages)")
+    }
+
+    /// Copies the write-ahead log into the database and truncates it to zero bytes, giving the
+    /// file system back what it held; waits at most `busyTimeoutMilliseconds` for readers on an
+    /// older snapshot (the connection's own timeout is restored after). False when it could not.
+    @discardableResult
+    public func truncateWriteAheadLog(busyTimeoutMilliseconds: Int32 = 100) -> Bool {
+        sqlite3_busy_timeout(handle, busyTimeoutMilliseconds)
+        defer { sqlite3_busy_timeout(handle, busyTimeout) }
+        return sqlite3_wal_checkpoint_v2(handle, nil, SQLITE_CHECKPOINT_TRUNCATE, nil, nil) == SQLITE_OK
     }
 
     /// Releases the cached statements (finalized unless the caller still holds one), e.g.

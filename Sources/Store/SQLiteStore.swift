@@ -24,10 +24,15 @@ public final class SQLiteStore: PackStore, @unchecked Sendable {
             onCommitOnWriter?(outcome)
             loop.execute { relay.store?.onCommit?(outcome) }
         }
-        readers = StoreReaderPool(path: path, onAccess: { [weak writer] key, id in
+        // Strong, not weak: no cycle (the writer never sees the readers), a read still running
+        // after `close` only records a touch nobody commits, and a weak reference would give the
+        // writer a side table that LeakSanitizer reports as leaked whenever `packd serve` exits
+        // while the writer thread is still letting go of it (the runtime keeps the side table's
+        // address encoded in the object's reference count; see scripts/sanitizers/leak.supp).
+        readers = StoreReaderPool(path: path, onAccess: { [writer] key, id in
             switch key {
-            case .tile: writer?.touch(tileID: id)
-            case .resource: writer?.touch(resourceID: id)
+            case .tile: writer.touch(tileID: id)
+            case .resource: writer.touch(resourceID: id)
             }
         })
         relay.store = self
@@ -104,18 +109,19 @@ public final class SQLiteStore: PackStore, @unchecked Sendable {
     public var pendingWrites: Int { writer.pendingWrites }
 
     /// Appends an event to the durable log in the open batch; it changes no pack document.
+    /// `failed` hears once, after the batch: its own error, or the batch's. (A batch a full disk
+    /// refused applies its operations a second time, alone: only the last attempt counts.)
     public func logEvent(_ event: StoredEvent, failed: @escaping @Sendable (any Error) -> Void) {
+        let box = OperationResult<Void>(then: nil)
         writer.inBatch(WriterThread.BatchOperation(changesPacks: false, apply: { database in
-            do {
+            box.result = Result {
                 try database.database.transaction {
                     _ = try database.appendEvent(id: event.id, packID: event.packID, type: event.type, json: event.json,
                                                  now: event.createdAt)
                 }
-            } catch {
-                failed(error)
-            }
+            }.mapError(SQLiteStore.neutral)
         }, finish: { batchError in
-            if let batchError { failed(batchError) }
+            if let error = batchError ?? box.failure { failed(error) }
         }))
     }
 }
@@ -133,6 +139,12 @@ private final class OperationResult<T: Sendable>: @unchecked Sendable {
 
     init(then: (@Sendable (Result<T, any Error>) -> Void)?) {
         self.then = then
+    }
+
+    /// The operation's own error, if it threw.
+    var failure: (any Error)? {
+        if case .failure(let error)? = result { return error }
+        return nil
     }
 
     /// The operation's result once its batch committed, or the batch's error.

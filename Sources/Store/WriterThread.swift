@@ -18,13 +18,21 @@ public final class WriterThread: @unchecked Sendable {
         public var clock: WallClock
         /// Page size for a newly created database (see `SchemaMigrator.openWriter`).
         public var pageSize: Int?
+        /// Bytes held back on the database's file system for the state changes and events that
+        /// must land once it is full (`StorageReserve`); 0: none. `packd serve` holds
+        /// `defaultStorageReserveBytes`.
+        public var storageReserveBytes: Int64
+
+        /// 4 MiB: a pack's failure, its events and a few hundred more such commits.
+        public static let defaultStorageReserveBytes: Int64 = 4 << 20
 
         public init(maximumBatchCount: Int = 256, maximumBatchDelay: Duration = .milliseconds(50),
-                    clock: WallClock = .system, pageSize: Int? = nil) {
+                    clock: WallClock = .system, pageSize: Int? = nil, storageReserveBytes: Int64 = 0) {
             self.maximumBatchCount = max(1, maximumBatchCount)
             self.maximumBatchDelay = maximumBatchDelay
             self.clock = clock
             self.pageSize = pageSize
+            self.storageReserveBytes = storageReserveBytes
         }
     }
 
@@ -68,6 +76,8 @@ public final class WriterThread: @unchecked Sendable {
     /// Guards `changes`: read by the loop on every cached `GET /v1/packs/{id}`, never held long.
     private let changesLock = NSLock()
     private var changes: UInt64 = 0
+    /// Writer thread only (after `init`).
+    private let reserve: StorageReserve
 
     /// Opens (creating/migrating) the database at `path` and starts the thread.
     public init(path: String, configuration: Configuration = Configuration(),
@@ -78,6 +88,9 @@ public final class WriterThread: @unchecked Sendable {
         checkpointer.attach(to: store.database)
         self.configuration = configuration
         self.onCommit = onCommit
+        reserve = StorageReserve(databasePath: path, bytes: configuration.storageReserveBytes)
+        // A disk too full for the reserve is treated as full from the start.
+        reserve.hold()
         // The thread keeps the writer alive until `stop()` returns. Not stored: a stored Thread
         // keeps its closure, and with it the writer and its connections, for good.
         let thread = Thread { self.run() }
@@ -143,6 +156,7 @@ public final class WriterThread: @unchecked Sendable {
                                      completion: @escaping @Sendable (Result<T, any Error>) -> Void) {
         enqueue(.operation(run: { [self] store in
                                let result = Result { try operation(store) }
+                               if case .failure(let error) = result, Self.isStorageFull(error) { reserve.release() }
                                if changesPacks { countChange() }
                                completion(result)
                            },
@@ -302,6 +316,11 @@ public final class WriterThread: @unchecked Sendable {
         return taken
     }
 
+    /// Commits the batch's writes and the operations riding it in one transaction. On a full
+    /// disk (`StorageReserve`): the batch that meets it is rolled back and the reserve released,
+    /// and its operations (state changes, failures, events) are applied again alone, in the room
+    /// the reserve held; until the file system has room again, writes are refused without
+    /// touching it and operations are committed alone.
     private func commit(_ batch: inout [ResourceWrite]) {
         guard !batch.isEmpty || !batchOperations.isEmpty else { return }
         let now = configuration.clock.now
@@ -309,23 +328,80 @@ public final class WriterThread: @unchecked Sendable {
         let started = ContinuousClock.now
         let operations = batchOperations
         batchOperations.removeAll(keepingCapacity: true)
-        var outcome = store.apply(batch, operations: operations.map(\.apply), now: now, touches: pendingTouches)
+        var outcome: BatchOutcome
+        var operationsError: StoreError?
+        if batch.isEmpty || regainReserve() {
+            let held = reserve.isHeld
+            outcome = store.apply(batch, operations: operations.map(\.apply), now: now,
+                                  touches: held ? pendingTouches : AccessTouches())
+            operationsError = outcome.error
+            if let error = outcome.error, error.isStorageFull, held {
+                reserve.release()
+                if !operations.isEmpty {
+                    operationsError = store.apply([], operations: operations.map(\.apply), now: now).error
+                }
+            }
+        } else {
+            outcome = BatchOutcome()
+            outcome.error = StoreError(.storageFull, Self.diskFullMessage(reserve))
+            outcome.failedPackIDs = Set(batch.compactMap(\.packID))
+            if !operations.isEmpty {
+                operationsError = store.apply([], operations: operations.map(\.apply), now: now).error
+            }
+        }
         outcome.duration = started.duration(to: .now)
         outcome.committedWrites = batch.count
         let changedPacks = !batch.isEmpty || operations.contains(where: \.changesPacks)
         batch.removeAll(keepingCapacity: true)
         if changedPacks { countChange() }
         if outcome.committedWrites > 0 || outcome.error != nil { onCommit(outcome) }
-        for operation in operations { operation.finish(outcome.error) }
+        for operation in operations { operation.finish(operationsError) }
         let waiters = commitWaiters
         commitWaiters.removeAll(keepingCapacity: true)
         for waiter in waiters { waiter() }
     }
 
+    /// Takes the reserve back when the file system has room again. A batch the full disk
+    /// refused left its pages allocated at the end of the write-ahead log (reused by later
+    /// commits, but not free to the file system), so while that is short of room the log is
+    /// checkpointed and truncated, at most every `truncateInterval`.
+    private func regainReserve() -> Bool {
+        if reserve.regain() { return true }
+        let now = ContinuousClock.now
+        if let last = lastLogTruncation, last.duration(to: now) < Self.truncateInterval { return false }
+        lastLogTruncation = now
+        store.database.truncateWriteAheadLog()
+        return reserve.regain()
+    }
+
+    private static let truncateInterval: Duration = .seconds(5)
+    /// Writer thread only.
+    private var lastLogTruncation: ContinuousClock.Instant?
+
+    /// Why writes are refused while the disk is full.
+    private static func diskFullMessage(_ reserve: StorageReserve) -> String {
+        let free = reserve.availableBytes.map { "\($0 >> 10) KiB free" } ?? "free space unknown"
+        return "the file system holding the database is full (\(free)); writes resume once \(2 * reserve.bytes >> 10) KiB are free"
+    }
+
+    /// A failure SQLite reported as a full disk (or the configured size cap), however wrapped.
+    private static func isStorageFull(_ error: any Error) -> Bool {
+        switch error {
+        case let error as DatabaseError: error.isStorageFull
+        case let error as StoreError: error.isStorageFull
+        case ImportError.store(let error): error.isStorageFull
+        default: false
+        }
+    }
+
+    /// Access times are not worth the reserve's room: dropped while the disk is full.
     private func commitTouchesIfAny() {
         let pendingTouches = takeTouches()
-        guard !pendingTouches.isEmpty else { return }
+        guard !pendingTouches.isEmpty, reserve.isHeld else { return }
         let outcome = store.apply([], now: configuration.clock.now, touches: pendingTouches)
-        if outcome.error != nil { onCommit(outcome) }
+        if let error = outcome.error {
+            if error.isStorageFull { reserve.release() }
+            onCommit(outcome)
+        }
     }
 }

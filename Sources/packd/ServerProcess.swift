@@ -40,7 +40,9 @@ struct ServerProcess {
         let store: any PackStore
         do {
             // Opens, creating or migrating, the database before anything listens.
-            store = try SQLiteStore(path: configuration.databasePath, loop: loop,
+            // Room held back for the state changes and events of a full disk (`StorageReserve`).
+            let writer = WriterThread.Configuration(storageReserveBytes: WriterThread.Configuration.defaultStorageReserveBytes)
+            store = try SQLiteStore(path: configuration.databasePath, loop: loop, configuration: writer,
                                     onCommitOnWriter: { downloadMetrics.committed($0) })
         } catch {
             logger.critical("cannot open the database \(configuration.databasePath): \(error)")

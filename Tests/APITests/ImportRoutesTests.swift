@@ -172,6 +172,47 @@ import Testing
         }
     }
 
+    /// A database written the way MapLibre writes one, whose second and third regions do not read
+    /// as regions: the upload is refused with a 422 naming each (the `regions` row, then the field
+    /// of its definition) and nothing is merged — never a pack shown as `"region": {}`. The first
+    /// region alone imports.
+    @Test func anUploadWithAnUnreadableRegionDefinitionIsRefusedPointingAtTheRegion() throws {
+        try withServers { _, target, scratch in
+            let styleURL = "mapbox://styles/mapbox/streets-v11"
+            let good = MapLibreWrittenDatabase.definition(styleURL: styleURL)
+            let latitudeOutOfRange = #"{"style_url":"\#(styleURL)","min_zoom":0.0,"max_zoom":1.0,"pixel_ratio":1.0,"include_ideographs":false,"bounds":[-10.0,-20.0,95.0,20.0]}"#
+            let truncated = String(good.prefix(40))
+            let noStyle = #"{"min_zoom":0.0,"max_zoom":1.0,"pixel_ratio":1.0,"bounds":[-10.0,-20.0,10.0,20.0]}"#
+            func upload(_ definitions: [String]) throws -> BinaryExchange {
+                let path = scratch + "/phone-\(UUID().uuidString).db"
+                defer { try? FileManager.default.removeItem(atPath: path) }
+                try MapLibreWrittenDatabase.write(to: path, styleURL: styleURL, definitions: definitions)
+                return try BinaryExchange.send(port: target.port, "POST", "/v1/imports", headers: Self.sqlite,
+                                               body: Array(try Data(contentsOf: URL(fileURLWithPath: path))))
+            }
+
+            let refused = try upload([good, latitudeOutOfRange, truncated, noStyle])
+            #expect(refused.status == 422, "\(String(decoding: refused.body, as: UTF8.self))")
+            #expect(refused.header("Content-Type") == "application/problem+json")
+            let problem = refused.json
+            #expect(problem["type"] as? String == "urn:packd:problem:validation-failed")
+            let errors = try #require(problem["errors"] as? [[String: Any]])
+            let pointers = errors.compactMap { $0["pointer"] as? String }
+            #expect(pointers.contains { $0.hasPrefix("/regions/2/definition/bounds") }, "\(errors)")
+            #expect(pointers.contains("/regions/3/definition"), "\(errors)")
+            #expect(pointers.contains("/regions/4/definition"), "\(errors)")
+            #expect(!pointers.contains { $0.hasPrefix("/regions/1/") }, "the readable region is not named: \(errors)")
+            #expect(errors.allSatisfy { ($0["detail"] as? String)?.isEmpty == false })
+            #expect(try packCount(target) == 0, "nothing is merged")
+
+            let imported = try upload([good])
+            #expect(imported.status == 200, "\(String(decoding: imported.body, as: UTF8.self))")
+            let region = try #require((imported.json["added"] as? [[String: Any]])?.first?["region"] as? [String: Any])
+            #expect(region["style_url"] as? String == styleURL)
+            #expect(try packCount(target) == 1)
+        }
+    }
+
     @Test func hostileUploadsAreRefusedAndMergeNothing() throws {
         try withServers(uploadLimit: 256 << 10) { source, target, scratch in
             let pack = try SharedPackSeed.pack(in: source)

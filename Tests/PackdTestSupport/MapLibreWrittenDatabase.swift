@@ -73,8 +73,10 @@ public enum MapLibreWrittenDatabase {
     }
 
     /// Writes the database at `path` with its region's style at `styleURL`.
+    /// `definitions`: the `regions` rows' definitions (default: the one `definition(styleURL:)`),
+    /// each linked to every resource and tile.
     public static func write(to path: String, styleURL: String, description: [UInt8] = Array(#"{"name":"Phone pack"}"#.utf8),
-                             now: Int64 = 1_800_000_000) throws {
+                             definitions: [String]? = nil, now: Int64 = 1_800_000_000) throws {
         let database = try Database(path: path, mode: .readWriteCreate)
         // createSchema(): vacuum() switches to incremental auto-vacuum, then journal and sync modes.
         try database.execute("PRAGMA auto_vacuum = INCREMENTAL")
@@ -85,13 +87,25 @@ public enum MapLibreWrittenDatabase {
         try database.execute(schema6)
         try database.execute("COMMIT")
 
-        try database.execute("INSERT INTO regions (definition, description) VALUES (?1, ?2)",
-                             [.text(definition(styleURL: styleURL)), .blob(description)])
-        let region = database.lastInsertedRowID
+        for definition in definitions ?? [definition(styleURL: styleURL)] {
+            try database.execute("INSERT INTO regions (definition, description) VALUES (?1, ?2)",
+                                 [.text(definition), .blob(description)])
+            try writeRegionRows(database, region: database.lastInsertedRowID, styleURL: styleURL, now: now)
+        }
+        // putResourceWithUrl / preloadData: an ambient row of kind 0, in no region.
+        try database.execute("""
+            INSERT OR IGNORE INTO resources (url, kind, etag, expires, must_revalidate, modified, accessed, data, compressed)
+            VALUES                (?1,  ?2,   ?3,   ?4,      ?5,              ?6,       ?7,       ?8,   ?9)
+            """, [.text(ambientURL), .integer(0), .null, .null, .integer(0), .null, .integer(now), .blob(Array("{}".utf8)), .integer(0)])
+    }
+
+    /// `putResource`/`putTile` of every row of a region, linked by `markUsed` (rows already
+    /// stored for an earlier region are linked again, as MapLibre's upsert keeps their ids).
+    private static func writeRegionRows(_ database: Database, region: Int64, styleURL: String, now: Int64) throws {
         for resource in resources(styleURL: styleURL) {
             let (data, compressed) = stored(resource.body)
             try database.execute("""
-                INSERT INTO resources (url, kind, etag, expires, must_revalidate, modified, accessed, data, compressed)
+                INSERT OR IGNORE INTO resources (url, kind, etag, expires, must_revalidate, modified, accessed, data, compressed)
                 VALUES                (?1,  ?2,   ?3,   ?4,      ?5,              ?6,       ?7,       ?8,   ?9)
                 """, [.text(resource.url), .integer(resource.kind), .text("\"\(resource.url.utf8.count)\""),
                       .integer(now + 86_400), .integer(0), .integer(now - 3_600), .integer(now), .blob(data),
@@ -104,7 +118,7 @@ public enum MapLibreWrittenDatabase {
         for tile in tiles {
             let (data, compressed) = stored(tile.body)
             try database.execute("""
-                INSERT INTO tiles (url_template, pixel_ratio, x,  y,  z,  modified, must_revalidate, etag, expires, accessed,  data, compressed)
+                INSERT OR IGNORE INTO tiles (url_template, pixel_ratio, x,  y,  z,  modified, must_revalidate, etag, expires, accessed,  data, compressed)
                 VALUES            (?1,           ?2,          ?3, ?4, ?5, ?6,       ?7,              ?8,   ?9,      ?10,       ?11,  ?12)
                 """, [.text(tileTemplate), .integer(1), .integer(tile.x), .integer(tile.y), .integer(tile.z), .integer(now - 3_600),
                       .integer(0), .null, .integer(now + 86_400), .integer(now), .blob(data), .integer(compressed ? 1 : 0)])
@@ -113,11 +127,6 @@ public enum MapLibreWrittenDatabase {
                 SELECT ?1, tiles.id FROM tiles WHERE url_template = ?2 AND pixel_ratio = ?3 AND x = ?4 AND y = ?5 AND z = ?6
                 """, [.integer(region), .text(tileTemplate), .integer(1), .integer(tile.x), .integer(tile.y), .integer(tile.z)])
         }
-        // putResourceWithUrl / preloadData: an ambient row of kind 0, in no region.
-        try database.execute("""
-            INSERT INTO resources (url, kind, etag, expires, must_revalidate, modified, accessed, data, compressed)
-            VALUES                (?1,  ?2,   ?3,   ?4,      ?5,              ?6,       ?7,       ?8,   ?9)
-            """, [.text(ambientURL), .integer(0), .null, .null, .integer(0), .null, .integer(now), .blob(Array("{}".utf8)), .integer(0)])
     }
 
     /// `util::compress` (zlib) when that is smaller, as `putInternal` decides.

@@ -10,6 +10,10 @@ public protocol PackImporting {
 public protocol CheckedUpload: AnyObject, Sendable {
     /// The file the merge reads.
     var path: String { get }
+    /// Calls `body` with each uploaded region's id and stored definition (MapLibre's JSON text),
+    /// in id order, one at a time, so that a layer that knows regions can refuse one it cannot
+    /// read before anything is merged.
+    func forEachRegionDefinition(_ body: (_ regionID: Int64, _ definition: String) -> Void) throws(ImportError)
 }
 
 /// Bounds on an uploaded database.
@@ -73,6 +77,9 @@ public enum ImportError: Error, CustomStringConvertible, Sendable, Equatable {
     case triggersOrViews([String])
     /// Rows whose values MapLibre could not have written (wrong types, zooms out of range, …).
     case invalidRows(String)
+    /// Region definitions that do not decode as a region: each problem of the first regions
+    /// found, its pointer naming the upload's row and the field (`/regions/{id}/definition/…`).
+    case invalidRegions([(pointer: String, detail: String)])
     /// Merging would link more distinct tiles than the configured global tile limit.
     case tileLimitExceeded(tiles: Int64, limit: Int64)
     case store(StoreError)
@@ -95,6 +102,8 @@ public enum ImportError: Error, CustomStringConvertible, Sendable, Equatable {
         case .unexpectedSchema(let detail): return "not a MapLibre offline database: \(detail)"
         case .triggersOrViews(let names): return "database contains triggers or views: \(names.joined(separator: ", "))"
         case .invalidRows(let detail): return "invalid rows: \(detail)"
+        case .invalidRegions(let problems):
+            return "unreadable region definitions: " + problems.map { "\($0.pointer): \($0.detail)" }.joined(separator: "; ")
         case .tileLimitExceeded(let tiles, let limit):
             return "importing would store \(tiles) pack tiles, more than the limit of \(limit)"
         case .store(let error): return error.description

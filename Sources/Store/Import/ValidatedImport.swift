@@ -76,6 +76,18 @@ public final class ValidatedImport: CheckedUpload {
         }
     }
 
+    /// The upload's region definitions, read through the same untrusted connection as the checks
+    /// (the rows are text of bounded length: `OfflineRowChecks`).
+    public func forEachRegionDefinition(_ body: (_ regionID: Int64, _ definition: String) -> Void) throws(ImportError) {
+        try Self.withUntrustedConnection(path) { database throws(ImportError) in
+            try Self.run(database) {
+                try database.makeStatement("SELECT id, definition FROM regions ORDER BY id").forEachRow { row in
+                    body(row.int64(at: 0), row.string(at: 1) ?? "")
+                }
+            }
+        }
+    }
+
     /// MapLibre's own 5 → 6 migration (`migrateToVersion6`), applied to the private copy.
     private static func upgradeFromVersion5(_ copy: String) throws(ImportError) {
         try run(nil) {
