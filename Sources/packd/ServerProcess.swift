@@ -79,7 +79,7 @@ struct ServerProcess {
         api.packs.scheduling = scheduler
         store.onCommit = { [unowned scheduler] in scheduler.committed($0) }
         downloadMetrics.connect(fetcher)
-        api.showTransfers { [unowned fetcher, clock = api.clock] in PackTransferStatuses.of(fetcher, clock: clock) }
+        api.showTransfers { [unowned fetcher] in PackTransferStatuses.of(fetcher) }
         if !configuration.authenticator.isEnabled {
             logger.notice("no API keys configured: every request is allowed (loopback only)")
         }
