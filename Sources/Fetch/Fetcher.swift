@@ -466,17 +466,17 @@ public final class Fetcher {
         release(transfer, .success(response))
     }
 
-    /// Tells the host's limiter (and `onHostSample`) how a transfer went: its latency from being
-    /// handed to curl to its last byte, less a new connection's set-up (a one-off, not load), and
-    /// whether it was a "slow down". Time spent waiting in our own client counts: when the
-    /// machine is the bottleneck, more transfers in flight buy no throughput either.
+    /// Tells the host's limiter (and `onHostSample`) how a transfer went: its latency from request
+    /// sent to last byte (connection set-up and waiting for a stream excluded: they are not the
+    /// server's queue), and whether it was a "slow down". Our own client being the bottleneck
+    /// shows in the rounds' throughput instead (the slow start's exit).
     private func measure(_ transfer: Transfer, easy: UnsafeMutableRawPointer, outcome: Result<Int, FetchError>) {
         guard var host = hosts[transfer.hostKey] else { return }
-        var connect: curl_off_t = 0
-        var tlsConnect: curl_off_t = 0
-        packd_easy_getinfo_off(easy, CURLINFO_CONNECT_TIME_T, &connect)
-        packd_easy_getinfo_off(easy, CURLINFO_APPCONNECT_TIME_T, &tlsConnect)
-        let latency = max(.zero, ContinuousClock.now - transfer.startedAt - .microseconds(Int64(max(connect, tlsConnect))))
+        var total: curl_off_t = 0
+        var pretransfer: curl_off_t = 0
+        packd_easy_getinfo_off(easy, CURLINFO_TOTAL_TIME_T, &total)
+        packd_easy_getinfo_off(easy, CURLINFO_PRETRANSFER_TIME_T, &pretransfer)
+        let latency = Duration.microseconds(Int64(max(0, total - pretransfer)))
         let signal: HostConcurrencyLimiter.Signal
         switch outcome {
         case .success(let status):

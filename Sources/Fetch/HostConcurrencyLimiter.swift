@@ -13,8 +13,8 @@
 ///   round after the first setback (congestion avoidance). At a steady latency, transfers in
 ///   flight ÷ latency *is* the throughput (Little's law), so "latency holds while the limit grows"
 ///   is "throughput keeps rising";
-/// - the slow start also ends (without a cut) when a round at the doubled limit delivered less
-///   than `slowStartGain` × the throughput of the round before: the doubling is bought with
+/// - the slow start also ends (without a cut) when two rounds running at the doubled limit
+///   delivered less than `slowStartGain` × the throughput of the last round that grew it: the doubling is bought with
 ///   transfers that wait somewhere — in the server's queue, or in our own client when the
 ///   machine is the bottleneck — and more of them would only overshoot (a delay-based slow
 ///   start exit, as TCP's HyStart, measured as throughput because a host's mixed resources —
@@ -129,6 +129,9 @@ public struct HostConcurrencyLimiter: Sendable {
     }
 
     private var roundCompletions = 0
+    /// Every transfer that finished during the round, whenever it started: the host's
+    /// throughput over the round.
+    private var roundAnswers = 0
     /// The round's answer latencies in seconds; the round's latency is their median, which a
     /// few slow tiles (a render among cache hits, a slow body) do not move.
     private var roundLatencies: [Double] = []
@@ -140,6 +143,8 @@ public struct HostConcurrencyLimiter: Sendable {
     private var roundStarted: ContinuousClock.Instant?
     /// The completions per second of the last slow-start round that grew the limit.
     private var slowStartRate: Double?
+    /// Slow-start rounds in a row that bought too little throughput.
+    private var slowStartShortfalls = 0
 
     private var baselineCurrent = Double.infinity
     private var baselinePrevious = Double.infinity
@@ -213,6 +218,7 @@ public struct HostConcurrencyLimiter: Sendable {
         recentErrors = recentErrors << 1 | (signal == .overloaded(.errors) ? 1 : 0)
         recentCount = min(recentCount + 1, 32)
         let inRound = ticket.round == round
+        roundAnswers += 1
         switch signal {
         case .answered(let latency):
             if inRound { roundLatencies.append(Self.seconds(latency)) }
@@ -247,8 +253,8 @@ public struct HostConcurrencyLimiter: Sendable {
         roundLatencies.sort()
         let latency = roundLatencies.isEmpty ? nil : roundLatencies[roundLatencies.count / 2]
         let limited = roundLimited
-        let completions = roundCompletions
-        let rate = roundStarted.map { Double(completions) / max(Self.seconds(now - $0), 1e-6) }
+        let answers = roundAnswers
+        let rate = roundStarted.map { Double(answers) / max(Self.seconds(now - $0), 1e-6) }
         startRound()
         roundStarted = now
         switch probe {
@@ -284,9 +290,14 @@ public struct HostConcurrencyLimiter: Sendable {
         guard limited else { return }
         if slowStart, let rate {
             if let previous = slowStartRate, rate < previous * settings.slowStartGain {
-                slowStart = false
+                // Two rounds running, as for latency: one round's throughput is noise on a
+                // loaded machine or a jittery path, and ending the slow start early costs a
+                // short download most of its speed.
+                slowStartShortfalls += 1
+                if slowStartShortfalls >= 2 { slowStart = false }
                 return
             }
+            slowStartShortfalls = 0
             slowStartRate = rate
         }
         grow()
@@ -372,6 +383,7 @@ public struct HostConcurrencyLimiter: Sendable {
     private mutating func startRound() {
         round &+= 1
         roundCompletions = 0
+        roundAnswers = 0
         roundLatencies.removeAll(keepingCapacity: true)
         roundLimited = false
     }

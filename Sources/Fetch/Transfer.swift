@@ -16,8 +16,6 @@ final class Transfer {
     var redirects = 0
     /// The host limiter's ticket when this hop started (`HostConcurrencyLimiter.finished`).
     var limiterTicket: HostConcurrencyLimiter.Ticket?
-    /// When this hop was handed to curl.
-    var startedAt = ContinuousClock.now
 
     var easy: UnsafeMutableRawPointer?
     var headerList: UnsafeMutablePointer<curl_slist>?
@@ -50,7 +48,6 @@ final class Transfer {
 
     /// Clears what a previous hop received.
     func resetForHop() {
-        startedAt = .now
         body = []
         headers.removeAll()
         refusedAddress = false

@@ -79,7 +79,7 @@ struct ServerProcess {
         ClusterRoutes(source: runner.statusSource(fetcher: fetcher, listen: { listening.text }, clock: api.clock), logger: Logger(label: "packd.api"))
             .register(in: &router, using: api.routes)
         downloadMetrics.connect(fetcher)
-        api.showTransfers { [unowned fetcher, clock = api.clock] in PackTransferStatuses.of(fetcher, clock: clock) }
+        api.showTransfers { [unowned fetcher] in PackTransferStatuses.of(fetcher) }
         if !configuration.authenticator.isEnabled {
             logger.notice("no API keys configured: every request is allowed (loopback only)")
         }

@@ -43,7 +43,7 @@ import Testing
     /// The client itself is the bottleneck (a loaded machine: 2,000 answers a second at most,
     /// whatever is in flight) while each answer still takes 5 ms once sent. Latency cannot see it;
     /// throughput does: the slow start stops doubling once a round at twice the limit delivers
-    /// no more, and the limit then creeps up by one per round instead of doubling to the ceiling
+    /// no more two rounds running, and the limit then creeps up by one per round instead of doubling to the ceiling
     /// (where, against a server allowing a few at once, it would meet a wave of 429s).
     @Test func slowStartEndsWhenDoublingBuysNoThroughput() {
         let clock = SyntheticClock()
@@ -52,8 +52,8 @@ import Testing
                                 roundDuration: { inFlight in max(.milliseconds(5), .microseconds(500) * inFlight) }) { _, _ in
             .answered(latency: .milliseconds(5))
         }
-        // 8 → 1,600/s, 16 → 2,000/s (× 1.25: grow), 32 → 2,000/s: the slow start ends.
-        #expect(run.limits == [16, 32, 32, 33, 34, 35])
+        // 8 → 1,600/s, 16 → 2,000/s (× 1.25: grow), 32 → 2,000/s twice: the slow start ends.
+        #expect(run.limits == [16, 32, 32, 32, 33, 34])
         #expect(limiter.lastCut == nil)
     }
 
