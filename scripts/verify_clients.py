@@ -239,7 +239,10 @@ def main(argv):
     created_model = models.Pack.model_validate_json(sent.content)
     expect(created_model.state == models.PackState.inactive and created_model.name.root == "verify clients pydantic",
            f"{created_model.state} {created_model.name}")
+    # Pack.region is a PackRegion: one of Region's shapes, or an imported style region.
     region = created_model.region.root
+    if isinstance(region, models.Region):
+        region = region.root
     expect(isinstance(region, models.TilesBoundsRegion) and region.tile_size.root == 256,
            f"normalised region: {region!r}")
     check.step(f"a pydantic PackCreate posted; the Pack answer parses (inactive, region {type(region).__name__})")
