@@ -24,6 +24,11 @@
 ///   latency (to 0.7 at most per cut), which lands it near the knee where more transfers stop
 ///   buying throughput. A round's latency is its median: a few slow tiles (a render among cache
 ///   hits, a large body) say nothing about the server's queue.
+///   The round after such a cut checks it: draining a server's queue lowers latency in
+///   proportion to the transfers taken away (Little's law at a flat throughput); when it falls
+///   back under the threshold and far below that, the slow rounds were a stall on our side or
+///   the path's, and the cut is undone (as TCP undoes a spurious timeout's) instead of the limit
+///   creeping back a transfer per round.
 ///
 /// A 429 or 503 shrinks the limit *at once* (not at the round's end) to `backoffFactor` × what
 /// was in flight; so do timeouts, resets and truncated bodies once they are more than
@@ -53,10 +58,12 @@
 /// streams instead of waiting for a second one. 128 on HTTP/1.1, where each transfer is a
 /// connection and a worker on the server; until the protocol is known, the HTTP/1.1 ceiling. Tolerance 1.5 × baseline + 5 ms: WAN latency jitters by tens of percent, and the
 /// few milliseconds of a loaded loopback are not a server queueing. Baseline: the lowest round
-/// mean of the last 16 to 32 rounds, so it follows a server that really became slower; after the
-/// first setback every 16th round is a measurement at half the limit (as BBR's ProbeRTT), since a
-/// limit held above the knee would otherwise only ever see queueing latency, take it for the
-/// baseline and ratchet up to the ceiling. That costs about 3 % of a host's throughput.
+/// median of the last two buckets of 16 rounds and at least a second each, so it follows a server
+/// that really became slower; after the first setback each bucket starts with a measurement at
+/// half the limit (as BBR's ProbeRTT), since a limit held above the knee would otherwise only
+/// ever see queueing latency, take it for the baseline and ratchet up to the ceiling. Two rounds
+/// at half the limit in eighteen cost a host about 5 % of its throughput; the floor of a second
+/// keeps a near, fast server (rounds of a few milliseconds) from paying that several times a second.
 ///
 /// A pure value: the fetcher feeds it with the loop's clock; tests feed it a synthetic one.
 public struct HostConcurrencyLimiter: Sendable {
@@ -149,9 +156,14 @@ public struct HostConcurrencyLimiter: Sendable {
     private var baselineCurrent = Double.infinity
     private var baselinePrevious = Double.infinity
     private var roundsInBucket = 0
+    private var bucketStarted: ContinuousClock.Instant?
     static let roundsPerBucket = 16
+    /// A bucket also lasts at least this long: on a near, fast server 16 rounds are a few hundred
+    /// milliseconds, and a probe (two rounds at half the limit) that often costs it 5 % of its
+    /// throughput. (BBR probes every 10 s; a second still follows a server that became slower.)
+    static let minimumBucketDuration = Duration.seconds(1)
 
-    /// Measuring the baseline afresh (after a setback, every `roundsPerBucket` rounds): the limit
+    /// Measuring the baseline afresh (after a setback, at each new bucket): the limit
     /// is halved for a round that drains the server's queue, then a round that measures latency
     /// without it, then restored. Without this, a limit held above the knee only ever sees
     /// queueing latency, takes it for the baseline, and ratchets up to the ceiling.
@@ -164,6 +176,9 @@ public struct HostConcurrencyLimiter: Sendable {
 
     /// Rounds in a row whose latency was above the threshold.
     private var highLatencyRounds = 0
+    /// The last latency cut, until the round after it says whether it was right: the level it
+    /// cut, the latency that cut it, and the share of the level kept.
+    private var latencyCutUndo: (level: Double, latency: Double, share: Double)?
     private var lastCutLevel: Double?
     /// The level the last 429/503 cut found too high, the epoch its transfers started in, and how
     /// many of them have been refused.
@@ -263,27 +278,43 @@ public struct HostConcurrencyLimiter: Sendable {
             return
         case .measuring(let restore):
             probe = .none
-            if let latency { record(latency) }
+            if let latency { record(latency, now) }
             window = min(restore, Double(maximum))
             return
         case .none:
             break
         }
         guard let latency else { return }
-        record(latency)
+        record(latency, now)
+        let threshold = min(baselineCurrent, baselinePrevious) * settings.latencyTolerance
+            + Self.seconds(settings.latencySlack)
+        if let undo = latencyCutUndo {
+            latencyCutUndo = nil
+            // A queue at the server drains in proportion to the cut (Little's law at a flat
+            // throughput): latency × the share kept. Far lower, and back under the threshold, the
+            // slow rounds were a stall of our own — a loaded machine not reading its sockets — or
+            // of the path, not the server's knee: the cut is undone (as TCP undoes a spurious
+            // timeout's), instead of creeping back one transfer a round.
+            if latency <= threshold, latency < undo.latency * undo.share * 0.8 {
+                window = max(window, min(undo.level, Double(maximum)))
+                return
+            }
+        }
         if !slowStart, roundsInBucket == 0 {
             // A fresh bucket starts with a measurement at half the limit.
             probe = .draining(restore: window)
             window = max(1, (window / 2).rounded(.down))
             return
         }
-        let threshold = min(baselineCurrent, baselinePrevious) * settings.latencyTolerance
-            + Self.seconds(settings.latencySlack)
         guard latency <= threshold else {
             // Two rounds running: a queue at the server persists, a stall of our own loop (a
             // loaded machine) or of one network path passes.
             highLatencyRounds += 1
-            if highLatencyRounds >= 2 { cut(to: window * max(0.7, threshold / latency), nil, now) }
+            if highLatencyRounds >= 2 {
+                let level = self.level
+                cut(to: window * max(0.7, threshold / latency), nil, now)
+                latencyCutUndo = (level, latency, window / level)
+            }
             return
         }
         highLatencyRounds = 0
@@ -304,11 +335,13 @@ public struct HostConcurrencyLimiter: Sendable {
     }
 
     /// One round's mean latency into the baseline's buckets.
-    private mutating func record(_ latency: Double) {
+    private mutating func record(_ latency: Double, _ now: ContinuousClock.Instant) {
         lastRoundLatency = .nanoseconds(Int64(latency * 1e9))
         baselineCurrent = min(baselineCurrent, latency)
         roundsInBucket += 1
-        if roundsInBucket >= Self.roundsPerBucket {
+        if bucketStarted == nil { bucketStarted = now }
+        if roundsInBucket >= Self.roundsPerBucket, let started = bucketStarted, now - started >= Self.minimumBucketDuration {
+            bucketStarted = now
             baselinePrevious = baselineCurrent
             baselineCurrent = .infinity
             roundsInBucket = 0
@@ -344,6 +377,7 @@ public struct HostConcurrencyLimiter: Sendable {
     private mutating func cut(to target: Double, _ reason: ThrottleReason?, _ now: ContinuousClock.Instant) {
         let level = self.level
         probe = .none
+        latencyCutUndo = nil
         // Only "too many requests" says where a ceiling is: the step onto its level waits, longer
         // each time it is refused again. Resets and latency leave that memory alone.
         if reason == .rateLimited {

@@ -219,6 +219,24 @@ import Testing
         #expect(settled.last! <= workers * 2, "\(Set(settled).sorted())")
     }
 
+    /// A near, fast server (rounds of 5 ms, 200 a second) once the slow start is over: the
+    /// baseline probe — two rounds at half the limit — comes at most once a second, not every
+    /// 16 rounds (which cost such a host 5 % of its throughput), while a slow server (rounds of
+    /// 100 ms) is still probed every 16 rounds.
+    @Test(arguments: [(5, 2_000, 10), (100, 96, 6)])
+    func baselineProbesComeEveryFewRoundsButAtMostOnceASecond(latencyMilliseconds: Int, rounds: Int, maximumProbes: Int) {
+        let clock = SyntheticClock()
+        var limiter = HostConcurrencyLimiter(maximum: 100)
+        let latency = Duration.milliseconds(latencyMilliseconds)
+        _ = Self.simulate(&limiter, clock: clock, rounds: 3) { _, _ in .answered(latency: latency) }
+        // A reset burst ends the slow start: probing starts after the first setback.
+        for _ in 0..<8 { limiter.finished(.overloaded(.errors), ticket: limiter.ticket, inFlight: limiter.limit, now: clock.advance()) }
+        let run = Self.simulate(&limiter, clock: clock, rounds: rounds) { _, _ in .answered(latency: latency) }
+        let probes = zip(run.limits, run.limits.dropFirst()).filter { $1 * 2 <= $0 + 1 }.count
+        // 2,000 rounds of 5 ms are 10 s: one probe a second. 96 rounds of 100 ms: one in 16 rounds.
+        #expect(probes >= maximumProbes - 2 && probes <= maximumProbes, "\(probes) probes: \(run.limits)")
+    }
+
     @Test func latencyClimbWithoutErrorsCutsByTheGradient() {
         let clock = SyntheticClock()
         var limiter = HostConcurrencyLimiter(maximum: 128)
@@ -232,6 +250,35 @@ import Testing
         #expect(limiter.limit == 22)
         // Holding a knee is routine: not reported as a slow-down.
         #expect(limiter.lastCut == nil)
+    }
+
+    /// Two slow rounds that were a stall of our own (a loaded machine reading its sockets late):
+    /// the round after the cut answers at the baseline, far below what draining a server's
+    /// queue by 0.7 would give, so the cut is undone instead of creeping back a transfer a round.
+    /// A real queue (latency in proportion to what is in flight) keeps its cut.
+    @Test func aLatencyCutThatTheNextRoundContradictsIsUndone() {
+        let clock = SyntheticClock()
+        var limiter = HostConcurrencyLimiter(maximum: 128)
+        _ = Self.simulate(&limiter, clock: clock, rounds: 3) { _, _ in .answered(latency: .milliseconds(20)) }
+        #expect(limiter.limit == 64)
+        _ = Self.simulate(&limiter, clock: clock, rounds: 2) { _, _ in .answered(latency: .milliseconds(50)) }
+        #expect(limiter.limit == 44)
+        _ = Self.simulate(&limiter, clock: clock, rounds: 1) { _, _ in .answered(latency: .milliseconds(21)) }
+        #expect(limiter.limit == 64)
+        #expect(limiter.lastCut == nil)
+
+        // A server with 32 workers of 20 ms: at 64 in flight answers take 40 ms; cut to 0.7,
+        // they take 28 ms — what the queue explains — and the cut stands.
+        var queued = HostConcurrencyLimiter(maximum: 128)
+        let queueClock = SyntheticClock()
+        _ = Self.simulate(&queued, clock: queueClock, rounds: 3) { inFlight, _ in
+            .answered(latency: .milliseconds(20) * max(1, Double(inFlight) / 32))
+        }
+        #expect(queued.limit == 64)
+        let run = Self.simulate(&queued, clock: queueClock, rounds: 3) { inFlight, _ in
+            .answered(latency: .milliseconds(20) * max(1, Double(inFlight) / 32))
+        }
+        #expect(run.limits[1] < 64 && run.limits[2] < 64, "\(run.limits)")
     }
 
     @Test func fixedLimitNeverMoves() {
