@@ -17,10 +17,15 @@ struct DownloadConfiguration {
     var settings = DownloadSettings(maxInFlight: Self.defaultTransfersPerPack)
 
     /// Resources one pack keeps under way by default: as many as the adaptive limit may give one
-    /// host, so a single pack can use all a fast host allows. They wait in the fetcher's per-host
-    /// queue (a few bytes each) until the host's limit admits them.
-    static let defaultTransfersPerPack = max(HostConcurrencyLimiter.Settings().http1Maximum,
-                                             HostConcurrencyLimiter.Settings().http2Maximum)
+    /// host and a quarter more, so a single pack can use all a fast host allows — answers being
+    /// handed to the pack and bodies being encoded still count as under way, and without the
+    /// extra a host at its ceiling would idle while they are, and its limiter would never see a
+    /// transfer wait. The extra wait in the fetcher's per-host queue (a few bytes each) until
+    /// the host's limit admits them.
+    static let defaultTransfersPerPack: Int = {
+        let ceiling = max(HostConcurrencyLimiter.Settings().http1Maximum, HostConcurrencyLimiter.Settings().http2Maximum)
+        return ceiling + ceiling / 4
+    }()
 
     init() {}
 

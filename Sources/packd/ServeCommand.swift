@@ -64,7 +64,7 @@ struct ServeCommand: ParsableCommand {
         var maxTransfers: String?
         @Option(help: "Cap on upstream transfers in flight to one host; below it the limit still adapts (PACKD_MAX_TRANSFERS_PER_HOST; default: adaptive, from 8 up to 128 on HTTP/1.1 and 100 on HTTP/2). In cluster mode the whole cluster's cap, shared out between the live nodes (default 16).")
         var maxTransfersPerHost: String?
-        @Option(help: "Upstream transfers one pack keeps under way, waiting for its hosts' limits or in flight (PACKD_MAX_TRANSFERS_PER_PACK; default 128).")
+        @Option(help: "Upstream transfers one pack keeps under way, waiting for its hosts' limits or in flight (PACKD_MAX_TRANSFERS_PER_PACK; default 160).")
         var maxTransfersPerPack: String?
         @Option(help: "New requests per second to one upstream host, e.g. 20 (PACKD_REQUESTS_PER_SECOND_PER_HOST; default unlimited).")
         var requestsPerSecondPerHost: String?
