@@ -35,6 +35,8 @@ struct DownloadWANBenchmark: ParsableCommand {
     @Option(parsing: .upToNextOption, help: "Extra arguments for packd serve (the default settings when none).")
     var packdArguments: [String] = []
     @Option(help: "Milliseconds between polls of the pack's state.") var pollMilliseconds = 25
+    @Option(help: "HTTP/2 streams nginx allows on a connection (http2_max_concurrent_streams; nginx's default 128, Apache's 100).")
+    var serverStreams = 128
     @Option(help: "Keep the work folder (logs, databases) here instead of a deleted temporary one.") var keep: String?
 
     struct Row {
@@ -75,7 +77,8 @@ struct DownloadWANBenchmark: ParsableCommand {
             let upstream = try DelayedTileUpstream(delay: .milliseconds(delay), tile: tile)
             defer { upstream.stop() }
             let fronts = try Dictionary(uniqueKeysWithValues: protocolList.map { proto in
-                (proto, try Self.tlsFront(proto, upstreamPort: upstream.port, authority: authority, directory: directory))
+                (proto, try Self.tlsFront(proto, upstreamPort: upstream.port, authority: authority, directory: directory,
+                                           serverStreams: serverStreams))
             })
             defer { for front in fronts.values { front.stop() } }
             for proto in protocolList {
@@ -163,7 +166,7 @@ struct DownloadWANBenchmark: ParsableCommand {
     /// HTTP/1.1 offered by ALPN, proxying to the delaying server over kept-alive connections,
     /// logging each request's connection number (to count the connections a client opened).
     static func tlsFront(_ proto: String, upstreamPort: Int, authority: TestCertificateAuthority,
-                         directory: URL) throws -> NginxBaseline {
+                         directory: URL, serverStreams: Int = 128) throws -> NginxBaseline {
         try NginxBaseline.start(
             in: directory, root: directory, workers: 1, accessLog: true,
             locations: """
@@ -179,6 +182,7 @@ struct DownloadWANBenchmark: ParsableCommand {
             httpDirectives: """
                 log_format connection '$connection';
                 access_log \(directory.path)/\(proto)-access.log connection;
+                http2_max_concurrent_streams \(max(1, serverStreams));
                 upstream delayed { server 127.0.0.1:\(upstreamPort); keepalive 1024; }
                 """,
             name: "nginx-\(proto)")
