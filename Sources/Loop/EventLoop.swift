@@ -57,7 +57,8 @@ public final class EventLoop: @unchecked Sendable {
     }
 
     /// Closes every handle still open, runs their close callbacks and releases the loop.
-    /// Call after `run()` has returned, on the thread that ran it.
+    /// Call after `run()` has returned, on the thread that ran it (a loop that never ran: on the
+    /// thread that made it, e.g. when starting up failed).
     public func close() {
         guard !closed else { return }
         closed = true

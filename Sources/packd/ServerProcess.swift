@@ -45,6 +45,9 @@ struct ServerProcess {
             store = try PackRunner.openStore(configuration, loop: loop, onCommitOnWriter: { downloadMetrics.committed($0) })
         } catch {
             logger.critical("cannot open the database \(databaseName): \(error)")
+            // The loop never ran, but its inbox handle (and whatever the store registered before
+            // failing) is open: an unclosed uv loop and its handles keep each other alive.
+            loop.close()
             throw ExitCode(1)
         }
         var events = configuration.events

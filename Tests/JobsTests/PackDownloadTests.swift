@@ -205,6 +205,61 @@ import Testing
         let progress = try #require(try StoreReader(path: database.path).progress(packID))
         #expect(progress.completedResources == Int64(try Self.planned(upstream).count))
     }
+
+    /// A download stopped before its style arrived (a suspend or delete early in the pack, or a
+    /// cluster unit given up) is released once the fetcher has delivered the cancelled request:
+    /// its document phase holds the download as its source until the phase ends, and a stopped
+    /// phase never ends. Kept, the two held the fetcher, the store and the loop until exit
+    /// (LeakSanitizer in `packd serve` cluster nodes, issue 17).
+    @Test func downloadStoppedInItsDocumentPhaseIsReleased() throws {
+        let database = try TemporaryDatabase()
+        defer { database.remove() }
+        let upstream = try MapUpstream(faults: .init(everything: .hang))
+        defer { upstream.stop() }
+        let harness = try JobsHarness(path: database.path)
+        defer { harness.close() }
+        let packID = try harness.createQueuedPack(region: Self.region(upstream))
+        let region = try RegionDefinition(json: Self.region(upstream))
+        let owner = SilentJobOwner()
+        let download = try harness.onLoop { () -> WeakReference<PackDownload> in
+            let download = PackDownload(packID: packID, region: region, limits: PackLimits(), loop: harness.thread.loop,
+                                        fetcher: harness.fetcher, store: harness.store, settings: JobsHarness.fastRetries,
+                                        clock: .system, owner: owner, listener: nil)
+            download.start()
+            // Still in the document phase: the style's answer can only come on a later turn.
+            download.stop()
+            return WeakReference(download)
+        }
+        let released = Box<Bool>()
+        let deadline = ContinuousClock.now + .seconds(30)
+        @Sendable func poll() {
+            harness.thread.loop.execute {
+                if harness.fetcher.transferCount(owner: UInt64(bitPattern: packID)) == 0 {
+                    released.set(download.value == nil)
+                } else if ContinuousClock.now > deadline {
+                    released.set(false)
+                } else {
+                    poll()
+                }
+            }
+        }
+        poll()
+        #expect(released.wait(deadline: .seconds(60)) == true, "the stopped download is still alive")
+    }
+}
+
+/// A job owner that ignores what its job reports.
+private final class SilentJobOwner: JobOwner {
+    func jobPlanKnown(_ packID: Int64, _ counts: ExpectedCounts) -> Bool { true }
+    func jobLinked(_ packID: Int64, _ progress: StoredProgress) {}
+    func jobCounted(_ packID: Int64, _ counts: PackInvalidation, progress: StoredProgress) {}
+    func jobEnded(_ packID: Int64, _ event: PackLifecycle.Event) {}
+}
+
+/// A weak reference a loop callback can hand to the test's thread.
+private final class WeakReference<Object: AnyObject>: @unchecked Sendable {
+    weak var value: Object?
+    init(_ value: Object) { self.value = value }
 }
 
 /// One queued pack against its own upstream and database: the common set-up of these tests.

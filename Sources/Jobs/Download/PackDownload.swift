@@ -118,7 +118,11 @@ public final class PackDownload {
     public func stop() {
         guard !ended else { return }
         ended = true
+        // The phase holds its source (this download) strongly until it ends, and a stopped phase
+        // never ends: drop it here or the two keep each other, and the fetcher, store and loop
+        // they hold, alive for good.
         documentPhase?.stop()
+        documentPhase = nil
         resolver.stop()
         lookup?.stop()
         writes.stop()
