@@ -9,8 +9,8 @@ enum CurlParallel {
         let list = directory.appendingPathComponent("urls.txt")
         try Data(urls.map { "url = \"\($0)\"\noutput = \"/dev/null\"\n" }.joined().utf8).write(to: list)
         let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
-        process.arguments = ["--silent", "--parallel", "--parallel-max", "\(maximum)"] + arguments + ["--config", list.path]
+        ClientCPUs.launch(process, URL(fileURLWithPath: "/usr/bin/curl"),
+                          ["--silent", "--parallel", "--parallel-max", "\(maximum)"] + arguments + ["--config", list.path])
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
         let start = Date().timeIntervalSince1970

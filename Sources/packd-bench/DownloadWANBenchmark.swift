@@ -37,6 +37,8 @@ struct DownloadWANBenchmark: ParsableCommand {
     @Option(help: "Milliseconds between polls of the pack's state.") var pollMilliseconds = 25
     @Option(help: "HTTP/2 streams nginx allows on a connection (http2_max_concurrent_streams; nginx's default 128, Apache's 100).")
     var serverStreams = 128
+    @Option(help: "CPUs for the clients (packd, curl, mapproxy-seed), as taskset lists them, e.g. 1; run the benchmark itself under taskset -c on the others so the simulated upstream has its own.")
+    var clientCpus: String?
     @Option(help: "Keep the work folder (logs, databases) here instead of a deleted temporary one.") var keep: String?
 
     struct Row {
@@ -55,6 +57,12 @@ struct DownloadWANBenchmark: ParsableCommand {
         let protocolList = protocols.split(separator: ",").map { String($0).trimmingCharacters(in: .whitespaces) }
         guard !delayList.isEmpty, delayList.allSatisfy({ $0 >= 0 }), protocolList.allSatisfy({ ["h2", "http1.1"].contains($0) })
         else { throw ValidationError("--delays: milliseconds like 20,40,100; --protocols: h2 and/or http1.1") }
+        if let clientCpus {
+            guard FileManager.default.isExecutableFile(atPath: "/usr/bin/taskset"),
+                  clientCpus.allSatisfy({ $0.isNumber || $0 == "," || $0 == "-" }), !clientCpus.isEmpty
+            else { throw ValidationError("--client-cpus: a CPU list such as 1 or 2-3, and /usr/bin/taskset (util-linux)") }
+            ClientCPUs.list = clientCpus
+        }
         if mapproxy, !FileManager.default.isExecutableFile(atPath: mapproxySeed) {
             throw ValidationError("no mapproxy-seed at \(mapproxySeed): run `make bench-wan` (or pass --no-mapproxy)")
         }
@@ -69,7 +77,7 @@ struct DownloadWANBenchmark: ParsableCommand {
         print("""
             \(tiles) tiles of \(tile.count) bytes (PNG) at z\(zoom); nginx (TLS) in front of an in-process server answering \
             after the delay; \(ProcessInfo.processInfo.activeProcessorCount) cores, load \(DownloadBenchmark.loadAverage()) \
-            (a shared machine: compare within a row)
+            (a shared machine: compare within a row)\(clientCpus.map { "; clients on CPUs \($0)" } ?? "")
             """)
 
         var rows: [Row] = []

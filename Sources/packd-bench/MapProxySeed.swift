@@ -64,9 +64,9 @@ struct MapProxySeed {
         try Data(configuration.utf8).write(to: directory.appendingPathComponent("mapproxy.yaml"))
         try Data(seed.utf8).write(to: directory.appendingPathComponent("seed.yaml"))
         let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = ["-f", directory.appendingPathComponent("mapproxy.yaml").path,
-                             "-s", directory.appendingPathComponent("seed.yaml").path, "-c", "\(concurrency)", "--quiet"]
+        ClientCPUs.launch(process, URL(fileURLWithPath: executable),
+                          ["-f", directory.appendingPathComponent("mapproxy.yaml").path,
+                           "-s", directory.appendingPathComponent("seed.yaml").path, "-c", "\(concurrency)", "--quiet"])
         process.currentDirectoryURL = directory
         let log = directory.appendingPathComponent("mapproxy-seed.log")
         _ = FileManager.default.createFile(atPath: log.path, contents: nil)

@@ -23,9 +23,8 @@ struct PackdServeProcess {
         let portFile = directory.appendingPathComponent("\(logName).port").path
         try? FileManager.default.removeItem(atPath: portFile)
         let process = Process()
-        process.executableURL = binDirectory.appendingPathComponent("packd")
-        process.arguments = ["serve", "--listen", "127.0.0.1:0", "--port-file", portFile, "--database", database]
-            + arguments
+        ClientCPUs.launch(process, binDirectory.appendingPathComponent("packd"),
+                          ["serve", "--listen", "127.0.0.1:0", "--port-file", portFile, "--database", database] + arguments)
         let log = directory.appendingPathComponent(logName)
         _ = FileManager.default.createFile(atPath: log.path, contents: nil)
         process.standardError = try FileHandle(forWritingTo: log)
