@@ -119,7 +119,17 @@ import Testing
             replayed.append(event)
             if (event.id ?? 0) >= lastToRead.value { break }
         }
-        #expect(replayed == logged.filter { $0.id! > missedAfter }, "C replays exactly what was missed after \(missedAfter)")
+        let missed = logged.filter { $0.id! > missedAfter }
+        if missed.count < 1000 {
+            #expect(replayed == missed, "C replays exactly what was missed after \(missedAfter)")
+        } else {
+            // Further behind than packd replays from the log (`EventRoutes.maximumStoredReplay`,
+            // 1,000 events; a sanitizer's slow run logs more progress): as documented, the stream
+            // starts with a snapshot — the pack's progress now, at C's newest id — then goes on live.
+            let snapshot = try #require(replayed.first)
+            #expect(snapshot.type == "progress" && snapshot.data.contains(#""state":"complete""#), "\(snapshot)")
+            #expect(Array(replayed.dropFirst()) == logged.filter { $0.id! > snapshot.id ?? 0 })
+        }
     }
 }
 

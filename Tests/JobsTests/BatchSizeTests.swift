@@ -18,10 +18,11 @@ import Testing
         defer { database.remove() }
         let settings = DownloadSettings(maxInFlight: 32, maxAttempts: 2, initialBackoff: .milliseconds(1),
                                         maxBackoff: .milliseconds(5), tolerableFailureShare: 0.2)
-        // Only the count may end a batch (or the download's final flush): a long delay.
+        // Only the count may end a batch (or the download's final flush): a long delay, longer
+        // under a sanitizer (a ThreadSanitizer run on a loaded machine once took 5 s for 236 rows).
         let batch = 256
-        let harness = try JobsHarness(path: database.path, settings: settings,
-                                      writer: WriterThread.Configuration(maximumBatchCount: batch, maximumBatchDelay: .seconds(5)))
+        let writer = WriterThread.Configuration(maximumBatchCount: batch, maximumBatchDelay: TestTimeScale.scaled(.seconds(5)))
+        let harness = try JobsHarness(path: database.path, settings: settings, writer: writer)
         defer { harness.close() }
         let region = ChaosDownloadTests.region(upstream, halfWidth: 21.2, maxZoom: 10)
         let tiles = try ChaosDownloadTests.planned(upstream, region).filter { $0.kind == .tile }.count
