@@ -182,21 +182,10 @@ extension PostgresStoreConnection {
             case .failure(let refusal):
                 return .refused(refusal)
             case .success(let transition):
-                for action in transition.storageActions {
-                    switch action {
-                    case .clearFailures: try clearFailures(packID: packID)
-                    case .restartRevalidation: try restartInvalidation(packID, now: now)
-                    case .storeExpected(let counts): try setExpected(packID, counts, now: now)
-                    case .removeRows: try removePack(packID)
-                    default: break
-                    }
-                }
-                if let next = transition.to, transition.changesState {
-                    try setPackState(packID, state: next, error: transition.error, now: now)
-                    // Work units belong to one stretch of being active: a pack that continues
-                    // later is planned and cut anew (its units skip what is stored).
-                    if next != .active { try forgetWorkUnits(packID) }
-                }
+                try transition.record(packID, in: TransitionRowsSQL(connection: self), now: now)
+                // Work units belong to one stretch of being active: a pack that continues later
+                // is planned and cut anew (its units skip what is stored).
+                if let next = transition.to, transition.changesState, next != .active { try forgetWorkUnits(packID) }
                 return .applied(transition)
             }
         }
@@ -403,5 +392,20 @@ extension PostgresStoreConnection {
             try trimAmbientCache()
             return true
         }
+    }
+}
+
+/// This connection's SQL for the rows a transition changes.
+private struct TransitionRowsSQL: TransitionRows {
+    let connection: PostgresStoreConnection
+
+    func clearFailures(packID: Int64) throws { try connection.clearFailures(packID: packID) }
+    func restartInvalidation(_ packID: Int64, now: Int64) throws { try connection.restartInvalidation(packID, now: now) }
+    func storeExpected(_ packID: Int64, _ counts: ExpectedCounts, now: Int64) throws {
+        try connection.setExpected(packID, counts, now: now)
+    }
+    func removeRows(_ packID: Int64) throws { _ = try connection.removePack(packID) }
+    func setPackState(_ packID: Int64, state: PackState, error: PackError?, now: Int64) throws {
+        try connection.setPackState(packID, state: state, error: error, now: now)
     }
 }

@@ -30,20 +30,7 @@ extension OfflineDatabase: SQLiteConnection, MutablePackRepository, MutableResou
             case .failure(let refusal):
                 return .refused(refusal)
             case .success(let transition):
-                for action in transition.storageActions {
-                    switch action {
-                    case .clearFailures: try clearFailures(packID: packID)
-                    case .restartRevalidation: try restartInvalidation(packID, now: now)
-                    case .storeExpected(let counts):
-                        try setExpected(packID, resources: counts.resources, tiles: counts.tiles, precise: counts.precise,
-                                        now: now)
-                    case .removeRows: _ = try removePack(packID)
-                    default: break
-                    }
-                }
-                if let next = transition.to, transition.changesState {
-                    try setPackState(packID, state: next, error: transition.error, now: now)
-                }
+                try transition.record(packID, in: Rows(database: self), now: now)
                 return .applied(transition)
             }
         }
@@ -67,5 +54,22 @@ extension OfflineDatabase: SQLiteConnection, MutablePackRepository, MutableResou
         let packs = try importOfflineDatabase(upload)
         return ImportOutcome(packs: packs, resources: preview.resources, tiles: preview.tiles,
                              unchangedPacks: preview.unchangedPacks, unchangedRegions: preview.unchangedRegions)
+    }
+}
+
+extension OfflineDatabase {
+    /// This connection's SQL for the rows a transition changes.
+    private struct Rows: TransitionRows {
+        let database: OfflineDatabase
+
+        func clearFailures(packID: Int64) throws { try database.clearFailures(packID: packID) }
+        func restartInvalidation(_ packID: Int64, now: Int64) throws { try database.restartInvalidation(packID, now: now) }
+        func storeExpected(_ packID: Int64, _ counts: ExpectedCounts, now: Int64) throws {
+            try database.setExpected(packID, resources: counts.resources, tiles: counts.tiles, precise: counts.precise, now: now)
+        }
+        func removeRows(_ packID: Int64) throws { _ = try database.removePack(packID) }
+        func setPackState(_ packID: Int64, state: PackState, error: PackError?, now: Int64) throws {
+            try database.setPackState(packID, state: state, error: error, now: now)
+        }
     }
 }

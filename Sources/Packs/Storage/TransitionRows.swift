@@ -1,0 +1,28 @@
+/// The rows a store changes to record a transition, inside the transaction that read the state:
+/// what `PackLifecycle.Transition.record(_:in:now:)` needs from each store. Both stores implement
+/// it over their own SQL; the order and the choice of rows are decided once, here.
+public protocol TransitionRows {
+    func clearFailures(packID: Int64) throws
+    func restartInvalidation(_ packID: Int64, now: Int64) throws
+    func storeExpected(_ packID: Int64, _ counts: ExpectedCounts, now: Int64) throws
+    func removeRows(_ packID: Int64) throws
+    func setPackState(_ packID: Int64, state: PackState, error: PackError?, now: Int64) throws
+}
+
+extension PackLifecycle.Transition {
+    /// Performs the storage actions, then stores the new state and error when they change.
+    public func record(_ packID: Int64, in rows: some TransitionRows, now: Int64) throws {
+        for action in storageActions {
+            switch action {
+            case .clearFailures: try rows.clearFailures(packID: packID)
+            case .restartRevalidation: try rows.restartInvalidation(packID, now: now)
+            case .storeExpected(let counts): try rows.storeExpected(packID, counts, now: now)
+            case .removeRows: try rows.removeRows(packID)
+            default: break
+            }
+        }
+        if let to, changesState {
+            try rows.setPackState(packID, state: to, error: error, now: now)
+        }
+    }
+}
