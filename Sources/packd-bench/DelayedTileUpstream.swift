@@ -24,6 +24,9 @@ final class DelayedTileUpstream: @unchecked Sendable {
         var answered = 0
         /// The most requests waiting at once since the last `takePeakInFlight`.
         var peak = 0
+        /// When the first request since the last `takeSpan` arrived, and the last answer left.
+        var firstArrival: ContinuousClock.Instant?
+        var lastAnswer: ContinuousClock.Instant?
         var timer: LoopTimer!
 
         init(delay: Duration, tile: [UInt8]) {
@@ -32,7 +35,9 @@ final class DelayedTileUpstream: @unchecked Sendable {
         }
 
         func enqueue(_ responder: Responder) {
-            pending.append((.now + delay, responder))
+            let now = ContinuousClock.now
+            if firstArrival == nil { firstArrival = now }
+            pending.append((now + delay, responder))
             peak = max(peak, pending.count - head)
             if pending.count - head == 1 { arm() }
         }
@@ -48,6 +53,7 @@ final class DelayedTileUpstream: @unchecked Sendable {
                 pending[head].responder.respond(HTTPResponse(status: .ok, headers: ["Content-Type": "image/png"], body: tile))
                 head += 1
                 answered += 1
+                lastAnswer = now
             }
             if head > 4096, head * 2 > pending.count {
                 pending.removeFirst(head)
@@ -85,6 +91,16 @@ final class DelayedTileUpstream: @unchecked Sendable {
             defer { self.state.peak = 0 }
             return self.state.peak
         }) ?? 0
+    }
+
+    /// When the first request since the last call arrived and when the last answer left (nil when
+    /// none came); the next call starts a new span.
+    func takeSpan() -> (first: ContinuousClock.Instant, last: ContinuousClock.Instant)? {
+        (try? thread.sync {
+            defer { self.state.firstArrival = nil; self.state.lastAnswer = nil }
+            guard let first = self.state.firstArrival, let last = self.state.lastAnswer else { return nil }
+            return (first, last)
+        }) ?? nil
     }
 
     func stop() {

@@ -50,6 +50,9 @@ struct DownloadWANBenchmark: ParsableCommand {
         var curlConnections: Int?
         var limit: String?
         var mapproxy: Double?
+        /// CPU seconds per tile (all threads; packd's start-up included).
+        var curlCPU: Double?
+        var packdCPU: Double?
     }
 
     func run() throws {
@@ -97,24 +100,33 @@ struct DownloadWANBenchmark: ParsableCommand {
 
                 var offset = DownloadBenchmark.fileSize(log)
                 var before = upstream.answered
+                _ = upstream.takeSpan()
+                let curlStart = ContinuousClock.now
+                let childCPUBefore = ProcessCPU.reapedChildrenSeconds()
                 let curlSeconds = try CurlParallel.seconds(
                     urls: window.urls(template: template), maximum: parallel,
                     arguments: ["--fail", "--cacert", authority.certificatePath, proto == "h2" ? "--http2" : "--http1.1"],
                     directory: directory)
                 try Self.expect(upstream.answered - before, tiles, "curl")
                 row.curl = Double(tiles) / curlSeconds
+                let curlPhases = Self.phases(upstream.takeSpan(), start: curlStart, end: curlStart + .seconds(curlSeconds))
+                row.curlCPU = (ProcessCPU.reapedChildrenSeconds() - childCPUBefore) / Double(tiles)
                 row.curlConnections = Self.connections(in: log, from: offset)
 
                 offset = DownloadBenchmark.fileSize(log)
                 before = upstream.answered
-                let (packdSeconds, limit) = try downloadWithPackd(template: template, window: window, authority: authority,
+                let (packdSeconds, limit, packdStart, packdCPU) = try downloadWithPackd(template: template, window: window, authority: authority,
                                                                   directory: directory.appendingPathComponent("packd-\(delay)-\(proto)"))
                 try Self.expect(upstream.answered - before, tiles, "packd")
                 row.packd = Double(tiles) / packdSeconds
                 row.packdConnections = Self.connections(in: log, from: offset)
                 row.limit = limit
+                row.packdCPU = packdCPU.map { $0 / Double(tiles) }
+                let packdPhases = Self.phases(upstream.takeSpan(), start: packdStart, end: packdStart + .seconds(packdSeconds))
                 rows.append(row)
                 print(Self.format(row))
+                print("          to the first request · first to last answer · last answer to done: curl \(curlPhases), packd \(packdPhases); "
+                      + "CPU per tile: curl \(Self.micros(row.curlCPU)), packd \(Self.micros(row.packdCPU))")
             }
             if mapproxy, let front = fronts["http1.1"] {
                 let before = upstream.answered
@@ -130,19 +142,20 @@ struct DownloadWANBenchmark: ParsableCommand {
             }
         }
         print("")
-        print("| delay | protocol | curl --parallel-max \(parallel) | packd (defaults) | packd/curl (≥ 0.8) | mapproxy-seed -c \(mapproxyConcurrency) | packd/mapproxy (≥ 5) | connections packd/curl | packd's host limit at the end |")
-        print("|---|---|---|---|---|---|---|---|---|")
+        print("| delay | protocol | curl --parallel-max \(parallel) | packd (defaults) | packd/curl (≥ 0.8) | mapproxy-seed -c \(mapproxyConcurrency) | packd/mapproxy (≥ 5) | connections packd/curl | packd's host limit at the end | CPU per tile packd/curl |")
+        print("|---|---|---|---|---|---|---|---|---|---|")
         for row in rows {
             let ratio = Self.ratio(row.packd, row.curl, "%.2f")
             let mapproxyRatio = Self.ratio(row.packd, row.mapproxy, "%.1f")
-            print("| \(row.delay) ms | \(row.proto) | \(Self.rate(row.curl)) | \(Self.rate(row.packd)) | \(ratio) | \(Self.rate(row.mapproxy)) | \(mapproxyRatio) | \(row.packdConnections.map(String.init) ?? "?")/\(row.curlConnections.map(String.init) ?? "?") | \(row.limit ?? "?") |")
+            print("| \(row.delay) ms | \(row.proto) | \(Self.rate(row.curl)) | \(Self.rate(row.packd)) | \(ratio) | \(Self.rate(row.mapproxy)) | \(mapproxyRatio) | \(row.packdConnections.map(String.init) ?? "?")/\(row.curlConnections.map(String.init) ?? "?") | \(row.limit ?? "?") | \(Self.micros(row.packdCPU)) / \(Self.micros(row.curlCPU)) |")
         }
     }
 
     /// packd serve with its default settings (plus `--packd-arguments`) downloading the window;
-    /// the seconds from POST to `complete`, and the host's limit from `/metrics` at the end.
+    /// the seconds from POST to `complete`, the host's limit from `/metrics` at the end, when the
+    /// POST was sent, and the CPU seconds packd used (start-up included).
     private func downloadWithPackd(template: String, window: TileWindow, authority: TestCertificateAuthority,
-                                   directory: URL) throws -> (Double, String) {
+                                   directory: URL) throws -> (Double, String, ContinuousClock.Instant, Double?) {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let packd = try PackdServeProcess.start(
             in: directory, database: directory.appendingPathComponent("wan.sqlite"),
@@ -153,6 +166,7 @@ struct DownloadWANBenchmark: ParsableCommand {
             "tiles": [template], "bounds": window.bounds.geoJSONObject, "min_zoom": window.zoom, "max_zoom": window.zoom,
         ]
         let start = Date().timeIntervalSince1970
+        let posted = ContinuousClock.now
         let created = try LoopbackHTTPClient.request(port: packd.port, method: "POST", path: "/v1/packs",
                                                      json: ["region": region, "name": "wan"])
         guard created.status == 201, let packID = try created.json()["id"] as? Int else {
@@ -167,7 +181,7 @@ struct DownloadWANBenchmark: ParsableCommand {
                              as: UTF8.self)
         let limit = metrics.split(separator: "\n").first { $0.hasPrefix("packd_upstream_host_transfer_limit{") }
             .flatMap { $0.split(separator: " ").last }.map(String.init) ?? "?"
-        return (seconds, limit)
+        return (seconds, limit, posted, ProcessCPU.seconds(packd.process.processIdentifier))
     }
 
     /// nginx on its own port: TLS with the benchmark CA's certificate, HTTP/2 (`h2`) or only
@@ -188,7 +202,7 @@ struct DownloadWANBenchmark: ParsableCommand {
                 """,
             listenOptions: proto == "h2" ? "ssl http2" : "ssl",
             httpDirectives: """
-                log_format connection '$connection';
+                log_format connection '$connection $server_protocol';
                 access_log \(directory.path)/\(proto)-access.log connection;
                 http2_max_concurrent_streams \(max(1, serverStreams));
                 upstream delayed { server 127.0.0.1:\(upstreamPort); keepalive 1024; }
@@ -203,6 +217,20 @@ struct DownloadWANBenchmark: ParsableCommand {
         try? handle.seek(toOffset: UInt64(offset))
         let text = String(decoding: handle.readDataToEndOfFile(), as: UTF8.self)
         return Set(text.split(separator: "\n")).count
+    }
+
+    /// "12 ms · 1.71 s · 30 ms": how a client's time splits around the upstream's busy span.
+    static func phases(_ span: (first: ContinuousClock.Instant, last: ContinuousClock.Instant)?,
+                       start: ContinuousClock.Instant, end: ContinuousClock.Instant) -> String {
+        guard let span else { return "?" }
+        func ms(_ d: Duration) -> String { String(format: "%.0f ms", Double(d.components.attoseconds) / 1e15 + Double(d.components.seconds) * 1000) }
+        let busy = span.last - span.first
+        return ms(span.first - start) + " · " + String(format: "%.2f s", Double(busy.components.seconds) + Double(busy.components.attoseconds) / 1e18)
+            + " · " + ms(end - span.last)
+    }
+
+    static func micros(_ seconds: Double?) -> String {
+        seconds.map { String(format: "%.0f µs", $0 * 1e6) } ?? "?"
     }
 
     static func expect(_ answered: Int, _ tiles: Int, _ client: String) throws {

@@ -13,6 +13,13 @@ enum ProcessCPU {
         return ticks / Double(sysconf(Int32(_SC_CLK_TCK)))
     }
 
+    /// User plus system time of this process's children that exited and were waited for.
+    static func reapedChildrenSeconds() -> Double {
+        guard let fields = statFields(getpid()), fields.count > 14 else { return 0 }
+        let ticks = [13, 14].compactMap { Double(fields[$0]) }.reduce(0, +)
+        return ticks / Double(sysconf(Int32(_SC_CLK_TCK)))
+    }
+
     /// A PostgreSQL server's CPU so far: the postmaster (its `postmaster.pid` in `dataDirectory`),
     /// its live backends and helpers, and those that exited.
     static func postgresSeconds(dataDirectory: String) -> Double {
