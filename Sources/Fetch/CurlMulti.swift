@@ -13,8 +13,7 @@ final class CurlMulti {
         var maxTotalConnections: Int
         var maxHostConnections: Int
         /// Our side's cap on HTTP/2 streams per connection; curl uses the smaller of it and the
-        /// server's SETTINGS_MAX_CONCURRENT_STREAMS (libcurl 7.67+), so set above every host
-        /// limit it leaves the server's number in charge.
+        /// server's SETTINGS_MAX_CONCURRENT_STREAMS (libcurl 7.67+).
         var maxStreamsPerConnection: Int
     }
 
@@ -24,12 +23,14 @@ final class CurlMulti {
     /// curl's "time out now" (a zero timeout, asked for after every handle added or finished).
     private let immediate: NextTurn
     private var polls: [curl_socket_t: CurlSocketPoll] = [:]
+    private var maxHostConnections: Int
     /// Called for each finished easy handle, after curl has returned from `socket_action`.
     var onDone: (UnsafeMutableRawPointer, CURLcode) -> Void = { _, _ in }
 
     init(loop: EventLoop, limits: Limits) throws(FetchError) {
         guard let multi = curl_multi_init() else { throw .transport(curlCode: Int32(CURLE_OUT_OF_MEMORY.rawValue)) }
         handle = multi
+        maxHostConnections = limits.maxHostConnections
         self.loop = loop
         timer = LoopTimer(loop: loop)
         immediate = NextTurn(loop: loop)
@@ -51,6 +52,13 @@ final class CurlMulti {
         packd_multi_setopt_long(multi, CURLMOPT_MAX_HOST_CONNECTIONS, limits.maxHostConnections)
         packd_multi_setopt_long(multi, CURLMOPT_MAXCONNECTS, limits.maxTotalConnections)
         packd_multi_setopt_long(multi, CURLMOPT_MAX_CONCURRENT_STREAMS, limits.maxStreamsPerConnection)
+    }
+
+    /// Changes the per-host connection cap for connections opened from now on (open ones stay).
+    func setMaxHostConnections(_ count: Int) {
+        guard count != maxHostConnections else { return }
+        maxHostConnections = count
+        packd_multi_setopt_long(handle, CURLMOPT_MAX_HOST_CONNECTIONS, count)
     }
 
     func add(_ easy: UnsafeMutableRawPointer) -> Bool {

@@ -36,11 +36,42 @@ public struct FetchConfiguration: Sendable {
         self.caFile = caFile
     }
 
-    /// The most transfers one host can be allowed: what curl's per-host connection cap (HTTP/1.1
-    /// needs a connection per transfer) and per-connection stream cap must make room for.
+    /// The most transfers one host can be allowed: what curl's per-host connection cap must make
+    /// room for while an HTTP/1.1 host (a connection per transfer) is busy.
     var largestHostLimit: Int {
         let configured = [maxTransfersPerHost, UpstreamRules(rules).largestMaxTransfers, limiter.http1Maximum,
                           limiter.http2Maximum].compactMap { $0 }.max() ?? 1
         return min(configured, maxTransfers)
+    }
+
+    /// HTTP/2 streams packd runs on one connection (curl takes the smaller of this and the
+    /// server's SETTINGS_MAX_CONCURRENT_STREAMS), so a host at its ceiling of 100 gets 4
+    /// connections and a spare rather than one. The reason is the client's CPU: libcurl (7.88,
+    /// Debian 12) runs *every* transfer on a connection each time its socket is readable
+    /// (`multi_socket`), and each but the first polls the socket again, so the cost of an event
+    /// grows with the streams sharing the connection. On a 2-core machine 100 streams on one
+    /// connection cost packd ~500 µs of CPU per 22 KiB tile against ~420 µs on connections of 25
+    /// (`packd-bench download-wan`), and its loop thread, not the network, set the pace. A few
+    /// connections also spread a lost packet's head-of-line stall over a quarter of the streams.
+    public static let streamsPerConnection = 25
+
+    /// The most transfers one HTTP/2 host can be allowed.
+    var largestHTTP2Limit: Int {
+        let configured = [maxTransfersPerHost, UpstreamRules(rules).largestMaxTransfers, limiter.http2Maximum]
+            .compactMap { $0 }.max() ?? 1
+        return min(configured, maxTransfers)
+    }
+
+    /// curl's per-host connection cap (`CURLMOPT_MAX_HOST_CONNECTIONS`, one number for the whole
+    /// multi handle). While only HTTP/2 hosts are busy: the connections their largest limit needs at
+    /// `streamsPerConnection`, and one spare (a connection the server is closing with GOAWAY still
+    /// holds its slot until its streams end). Without it libcurl before 8.0 opens a new
+    /// connection for every transfer that finds the others full while one is still connecting —
+    /// 8 to 31 connections that served one request each, in the benchmark. While a host that is
+    /// on HTTP/1.1 or not yet known is busy: its limit, a connection per transfer.
+    func hostConnectionCap(onlyHTTP2HostsBusy: Bool) -> Int {
+        guard onlyHTTP2HostsBusy else { return largestHostLimit }
+        let streams = Self.streamsPerConnection
+        return (largestHTTP2Limit + streams - 1) / streams + 1
     }
 }

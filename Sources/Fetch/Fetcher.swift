@@ -12,12 +12,13 @@ public struct TransferID: Hashable, Sendable {
 ///
 /// How many transfers a host gets is learnt per host (`HostConcurrencyLimiter`), under the
 /// explicit caps (a rule's `max_transfers`, `--max-transfers-per-host`), which always win. HTTP/2
-/// is used fully: curl multiplexes as many streams on a connection as the server announces
-/// (`SETTINGS_MAX_CONCURRENT_STREAMS`; our own stream cap is set at or above every host limit),
-/// and HTTPS transfers wait for a connection that may multiplex (`CURLOPT_PIPEWAIT`) instead of
-/// each opening their own, so an HTTP/2 host gets one connection (its adaptive ceiling fits one
-/// connection's streams: see `HostConcurrencyLimiter`). HTTP/1.1 hosts get a connection per
-/// transfer, which the per-host connection cap allows up to the host's limit.
+/// is used fully: curl multiplexes up to `FetchConfiguration.streamsPerConnection` streams on a
+/// connection (fewer when the server announces fewer), HTTPS transfers wait for a connection that
+/// may multiplex (`CURLOPT_PIPEWAIT`) instead of each opening their own, and while only HTTP/2
+/// hosts are busy the per-host connection cap is what their streams need plus a spare
+/// (`FetchConfiguration.hostConnectionCap`): a host at its ceiling of 100 gets 5 connections.
+/// HTTP/1.1 hosts get a connection per transfer, which the cap allows up to the host's limit
+/// while one of them is busy.
 ///
 /// Loop thread only. Completions always run on the loop thread from a loop callback — never
 /// from inside `submit`, `cancel` or `pauseHost`, so callers may call those while holding state.
@@ -75,7 +76,7 @@ public final class Fetcher {
         self.rules = UpstreamRules(configuration.rules)
         multi = try CurlMulti(loop: loop, limits: .init(maxTotalConnections: configuration.maxTransfers,
                                                         maxHostConnections: configuration.largestHostLimit,
-                                                        maxStreamsPerConnection: max(100, configuration.largestHostLimit)))
+                                                        maxStreamsPerConnection: FetchConfiguration.streamsPerConnection))
         dispatchTimer = LoopTimer(loop: loop)
         dispatchSoon = NextTurn(loop: loop)
         delivery = NextTurn(loop: loop)
@@ -401,10 +402,20 @@ public final class Fetcher {
             if !host.hasWaiting { queuedHosts.remove(key) }
             hosts[key] = host
         }
+        if !admitted.isEmpty { fitHostConnectionCap() }
         // Started only once every host entry is written back: a failed start adjusts its host.
         for transfer in admitted { start(transfer) }
         scheduleDelivery()
         if let wake { scheduleDispatch(after: wake) }
+    }
+
+    /// Sets curl's per-host connection cap for the transfers about to start: an HTTP/2 host's
+    /// streams and a spare while every busy host is known to be on HTTP/2, else room for a
+    /// connection per transfer.
+    private func fitHostConnectionCap() {
+        let http2 = Int(CURL_HTTP_VERSION_2_0)
+        let onlyHTTP2 = !hosts.values.contains { ($0.active > 0 || $0.hasWaiting) && $0.httpVersion < http2 }
+        multi.setMaxHostConnections(configuration.hostConnectionCap(onlyHTTP2HostsBusy: onlyHTTP2))
     }
 
     private func start(_ transfer: Transfer) {

@@ -51,11 +51,11 @@
 /// needing latency to be clean, and the latency guard keeps it from filling a server's queue.
 ///
 /// **Defaults, and why.** Start at 8: twice a browser's 6 connections per host, and within one
-/// round of the old fixed 16. Ceiling 100 transfers on HTTP/2: streams on one connection, cheap
-/// for the server, and as many as RFC 9113 recommends servers allow (nginx announces 128,
-/// Apache 100); at 100 ms a tile that is 1,000 tiles/s. Not more, because libcurl before 8.0
-/// (Debian 12 has 7.88) opens a new connection for every transfer beyond the first connection's
-/// streams instead of waiting for a second one. 128 on HTTP/1.1, where each transfer is a
+/// round of the old fixed 16. Ceiling 100 transfers on HTTP/2: streams, cheap for the server,
+/// as many as RFC 9113 recommends a server allow on one connection (nginx announces 128,
+/// Apache 100); at 100 ms a tile that is 1,000 tiles/s. packd spreads them over a few
+/// connections (`FetchConfiguration.streamsPerConnection`, and the per-host connection cap that
+/// keeps libcurl before 8.0 from opening one per transfer beyond them). 128 on HTTP/1.1, where each transfer is a
 /// connection and a worker on the server; until the protocol is known, the HTTP/1.1 ceiling. Tolerance 1.5 × baseline + 5 ms: WAN latency jitters by tens of percent, and the
 /// few milliseconds of a loaded loopback are not a server queueing. Baseline: the lowest round
 /// median of the last two buckets of 16 rounds and at least a second each, so it follows a server
