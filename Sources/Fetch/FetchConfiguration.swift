@@ -38,11 +38,7 @@ public struct FetchConfiguration: Sendable {
 
     /// The most transfers one host can be allowed: what curl's per-host connection cap must make
     /// room for while an HTTP/1.1 host (a connection per transfer) is busy.
-    var largestHostLimit: Int {
-        let configured = [maxTransfersPerHost, UpstreamRules(rules).largestMaxTransfers, limiter.http1Maximum,
-                          limiter.http2Maximum].compactMap { $0 }.max() ?? 1
-        return min(configured, maxTransfers)
-    }
+    var largestHostLimit: Int { largestLimit(protocolCeilings: [limiter.http1Maximum, limiter.http2Maximum]) }
 
     /// HTTP/2 streams packd runs on one connection (curl takes the smaller of this and the
     /// server's SETTINGS_MAX_CONCURRENT_STREAMS), so a host at its ceiling of 100 gets 4
@@ -56,10 +52,12 @@ public struct FetchConfiguration: Sendable {
     public static let streamsPerConnection = 25
 
     /// The most transfers one HTTP/2 host can be allowed.
-    var largestHTTP2Limit: Int {
-        let configured = [maxTransfersPerHost, UpstreamRules(rules).largestMaxTransfers, limiter.http2Maximum]
-            .compactMap { $0 }.max() ?? 1
-        return min(configured, maxTransfers)
+    var largestHTTP2Limit: Int { largestLimit(protocolCeilings: [limiter.http2Maximum]) }
+
+    /// The largest explicit cap or protocol ceiling, within the overall cap.
+    private func largestLimit(protocolCeilings: [Int]) -> Int {
+        let explicit = [maxTransfersPerHost, UpstreamRules(rules).largestMaxTransfers].compactMap { $0 }
+        return min((explicit + protocolCeilings).max() ?? 1, maxTransfers)
     }
 
     /// curl's per-host connection cap (`CURLMOPT_MAX_HOST_CONNECTIONS`, one number for the whole

@@ -26,6 +26,9 @@ public final class Fetcher {
     public let configuration: FetchConfiguration
     private let loop: EventLoop
     private let multi: CurlMulti
+    /// curl's per-host connection cap while only HTTP/2 hosts are busy, and while any other is
+    /// (`FetchConfiguration.hostConnectionCap`), worked out once: the rules do not change.
+    private let hostConnectionCaps: (onlyHTTP2: Int, any: Int)
     private let rules: UpstreamRules
     private let dispatchTimer: LoopTimer
     /// Dispatches asked for without a delay: on the next turn, never within the timer pass or
@@ -74,8 +77,10 @@ public final class Fetcher {
         self.configuration = configuration
         self.loop = loop
         self.rules = UpstreamRules(configuration.rules)
+        hostConnectionCaps = (configuration.hostConnectionCap(onlyHTTP2HostsBusy: true),
+                              configuration.hostConnectionCap(onlyHTTP2HostsBusy: false))
         multi = try CurlMulti(loop: loop, limits: .init(maxTotalConnections: configuration.maxTransfers,
-                                                        maxHostConnections: configuration.largestHostLimit,
+                                                        maxHostConnections: hostConnectionCaps.any,
                                                         maxStreamsPerConnection: FetchConfiguration.streamsPerConnection))
         dispatchTimer = LoopTimer(loop: loop)
         dispatchSoon = NextTurn(loop: loop)
@@ -415,7 +420,7 @@ public final class Fetcher {
     private func fitHostConnectionCap() {
         let http2 = Int(CURL_HTTP_VERSION_2_0)
         let onlyHTTP2 = !hosts.values.contains { ($0.active > 0 || $0.hasWaiting) && $0.httpVersion < http2 }
-        multi.setMaxHostConnections(configuration.hostConnectionCap(onlyHTTP2HostsBusy: onlyHTTP2))
+        multi.setMaxHostConnections(onlyHTTP2 ? hostConnectionCaps.onlyHTTP2 : hostConnectionCaps.any)
     }
 
     private func start(_ transfer: Transfer) {
