@@ -223,10 +223,8 @@ struct DownloadWANBenchmark: ParsableCommand {
     static func phases(_ span: (first: ContinuousClock.Instant, last: ContinuousClock.Instant)?,
                        start: ContinuousClock.Instant, end: ContinuousClock.Instant) -> String {
         guard let span else { return "?" }
-        func ms(_ d: Duration) -> String { String(format: "%.0f ms", Double(d.components.attoseconds) / 1e15 + Double(d.components.seconds) * 1000) }
-        let busy = span.last - span.first
-        return ms(span.first - start) + " · " + String(format: "%.2f s", Double(busy.components.seconds) + Double(busy.components.attoseconds) / 1e18)
-            + " · " + ms(end - span.last)
+        func ms(_ duration: Duration) -> String { String(format: "%.0f ms", seconds(duration) * 1000) }
+        return ms(span.first - start) + " · " + String(format: "%.2f s", seconds(span.last - span.first)) + " · " + ms(end - span.last)
     }
 
     static func micros(_ seconds: Double?) -> String {

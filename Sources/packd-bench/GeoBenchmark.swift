@@ -103,7 +103,8 @@ struct GeoBenchmark: ParsableCommand {
     }
 }
 
-private func seconds(_ duration: Duration) -> Double {
+/// A duration in seconds, for the benchmarks' rates and formats.
+func seconds(_ duration: Duration) -> Double {
     Double(duration.components.seconds) + Double(duration.components.attoseconds) * 1e-18
 }
 

@@ -6,17 +6,19 @@ enum ProcessCPU {
     /// User plus system time of `pid` so far; with `reapedChildren`, also that of its children
     /// that exited and were waited for. nil once the process is gone.
     static func seconds(_ pid: Int32, reapedChildren: Bool = false) -> Double? {
-        guard let fields = statFields(pid), fields.count > 14 else { return nil }
-        // After the command name: state is field 3, ppid 4, utime 14, stime 15, cutime 16, cstime 17.
-        let used = [11, 12] + (reapedChildren ? [13, 14] : [])
-        let ticks = used.compactMap { Double(fields[$0]) }.reduce(0, +)
-        return ticks / Double(sysconf(Int32(_SC_CLK_TCK)))
+        seconds(pid, fields: [11, 12] + (reapedChildren ? [13, 14] : []))
     }
 
     /// User plus system time of this process's children that exited and were waited for.
     static func reapedChildrenSeconds() -> Double {
-        guard let fields = statFields(getpid()), fields.count > 14 else { return 0 }
-        let ticks = [13, 14].compactMap { Double(fields[$0]) }.reduce(0, +)
+        seconds(getpid(), fields: [13, 14]) ?? 0
+    }
+
+    /// The sum of the clock-tick fields `used` of `/proc/PID/stat`, in seconds. After the command
+    /// name: state is field 3, ppid 4, utime 14, stime 15, cutime 16, cstime 17.
+    private static func seconds(_ pid: Int32, fields used: [Int]) -> Double? {
+        guard let fields = statFields(pid), fields.count > 14 else { return nil }
+        let ticks = used.compactMap { Double(fields[$0]) }.reduce(0, +)
         return ticks / Double(sysconf(Int32(_SC_CLK_TCK)))
     }
 
