@@ -39,6 +39,8 @@ struct DownloadWANBenchmark: ParsableCommand {
     var serverStreams = 128
     @Option(help: "CPUs for the clients (packd, curl, mapproxy-seed), as taskset lists them, e.g. 1; run the benchmark itself under taskset -c on the others so the simulated upstream has its own.")
     var clientCpus: String?
+    @Option(help: "Create packd's database with this SQLite page size before it opens it (packd's own default: WriterThread.Configuration.defaultPageSize).")
+    var pageSize: Int?
     @Option(help: "Keep the work folder (logs, databases) here instead of a deleted temporary one.") var keep: String?
 
     struct Row {
@@ -157,8 +159,10 @@ struct DownloadWANBenchmark: ParsableCommand {
     private func downloadWithPackd(template: String, window: TileWindow, authority: TestCertificateAuthority,
                                    directory: URL) throws -> (Double, String, ContinuousClock.Instant, Double?) {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let database = directory.appendingPathComponent("wan.sqlite")
+        if let pageSize { try DownloadBenchmark.createEmptyDatabase(at: database.path, pageSize: pageSize) }
         let packd = try PackdServeProcess.start(
-            in: directory, database: directory.appendingPathComponent("wan.sqlite"),
+            in: directory, database: database,
             arguments: ["--allow-upstream-hosts", "127.0.0.1", "--upstream-ca-file", authority.certificatePath,
                         "--log-level", "warning"] + packdArguments)
         defer { packd.stop() }
