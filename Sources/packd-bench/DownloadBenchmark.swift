@@ -31,7 +31,7 @@ struct DownloadBenchmark: ParsableCommand {
     var resumeAt: Int?
     @Option(help: "Milliseconds between polls of the pack's state.") var pollMilliseconds = 25
     @Option(help: "packd log level.") var logLevel = "warning"
-    @Option(help: "Create the database with this SQLite page size before packd opens it (packd's own default is 4096).")
+    @Option(help: "Create the database with this SQLite page size before packd opens it (packd's own default: WriterThread.Configuration.defaultPageSize).")
     var pageSize: Int?
     @Option(help: "Keep the work folder (database, logs) here instead of a deleted temporary one.") var keep: String?
 

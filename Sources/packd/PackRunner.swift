@@ -26,7 +26,8 @@ enum PackRunner {
                                      version: BuildInfo.version, onCommitOnWriter: onCommitOnWriter)
         }
         // Room held back for the state changes and events of a full disk (`StorageReserve`).
-        let writer = WriterThread.Configuration(storageReserveBytes: WriterThread.Configuration.defaultStorageReserveBytes)
+        let writer = WriterThread.Configuration(pageSize: configuration.databasePageSize ?? WriterThread.Configuration.defaultPageSize,
+                                                storageReserveBytes: WriterThread.Configuration.defaultStorageReserveBytes)
         return try SQLiteStore(path: configuration.databasePath, loop: loop, configuration: writer,
                                onCommitOnWriter: onCommitOnWriter)
     }

@@ -18,6 +18,8 @@ struct ServeCommand: ParsableCommand {
         var listen: String?
         @Option(help: "SQLite database path, or postgresql://user@host:port/db for cluster mode: every node on that database shares the packs (PACKD_DATABASE; default ./packd.sqlite).")
         var database: String?
+        @Option(help: "SQLite page size in bytes of a database packd creates, a power of two from 512 to 65536; an existing file keeps its own (PACKD_DATABASE_PAGE_SIZE; default 16384).")
+        var databasePageSize: String?
         @Option(help: "Cluster mode: how long a node's claim of a work unit lasts without a heartbeat, e.g. 30s (PACKD_CLUSTER_LEASE; default 30s).")
         var clusterLease: String?
         @Option(help: "Cluster mode: tiles per work unit a pack is cut into (PACKD_CLUSTER_UNIT_TILES; default 4096).")

@@ -24,6 +24,8 @@ struct ServerConfiguration {
     var listen: ListenAddress
     /// The SQLite file (ignored in cluster mode).
     var databasePath: String
+    /// The page size of a database packd creates; nil: the store's default.
+    var databasePageSize: Int?
     /// Cluster mode: set when the database is a `postgresql://` URL.
     var cluster: ClusterConfiguration?
     var logLevel: Logger.Level
@@ -72,6 +74,12 @@ struct ServerConfiguration {
         let database = source.value(options.database, "DATABASE")
         databasePath = database?.text ?? "./packd.sqlite"
         if databasePath.isEmpty { throw Invalid(setting: database?.setting ?? "--database", problem: "empty path") }
+        if let (text, setting) = source.value(options.databasePageSize, "DATABASE_PAGE_SIZE") {
+            guard let size = Int(text), (512...65536).contains(size), size & (size - 1) == 0 else {
+                throw Invalid(setting: setting, problem: "'\(text)' is not a power of two from 512 to 65536")
+            }
+            databasePageSize = size
+        }
         if let database, PostgresURL.looksLikeURL(database.text) {
             cluster = try ClusterConfiguration(url: database, options: options, source: source)
             databasePath = ""

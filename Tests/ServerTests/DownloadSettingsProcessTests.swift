@@ -8,8 +8,9 @@ import Testing
 /// stops the process with 64 before it listens.
 @Suite struct DownloadSettingsProcessTests {
     /// Runs `packd serve` to its exit; returns the status and standard error.
-    private static func run(_ arguments: [String], environment: [String: String] = [:],
-                            files: [String: Data] = [:]) throws -> (status: Int32, stderr: String, directory: URL) {
+    /// `inspect` sees the work directory (the database in `db`) after the process ended.
+    private static func run(_ arguments: [String], environment: [String: String] = [:], files: [String: Data] = [:],
+                            inspect: (URL) throws -> Void = { _ in }) throws -> (status: Int32, stderr: String, directory: URL) {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("packd-dl-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         for (name, content) in files { try content.write(to: directory.appendingPathComponent(name)) }
@@ -31,7 +32,8 @@ import Testing
         if process.isRunning { kill(process.processIdentifier, SIGTERM) }
         let message = String(decoding: stderr.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         process.waitUntilExit()
-        try? FileManager.default.removeItem(at: directory)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        try inspect(directory)
         return (process.terminationStatus, message, directory)
     }
 
@@ -51,6 +53,8 @@ import Testing
         (["--upstream-rules-file", "/nonexistent/rules.json"], [:], "--upstream-rules-file"),
         (["--upstream-ca-file", "/nonexistent/ca.pem"], [:], "--upstream-ca-file"),
         ([], ["PACKD_UPSTREAM_CA_FILE": "/nonexistent/ca.pem"], "PACKD_UPSTREAM_CA_FILE"),
+        (["--database-page-size", "3000"], [:], "--database-page-size"),
+        ([], ["PACKD_DATABASE_PAGE_SIZE": "131072"], "PACKD_DATABASE_PAGE_SIZE"),
     ])
     func badDownloadSettingExitsWithUsageError(arguments: [String], environment: [String: String], named: String) throws {
         let result = try Self.run(arguments, environment: environment)
@@ -156,6 +160,19 @@ import Testing
                                   environment: ["PACKD_MAX_ACTIVE_PACKS": "many"],
                                   files: ["rules.json": Data(rules.utf8)])
         #expect(result.status == 0, "\(result.stderr)")
+    }
+
+    /// A database packd creates gets 16 KiB pages, or those `--database-page-size` names; the size
+    /// is in the file's header (bytes 16–17, big-endian).
+    @Test(arguments: [([String](), 16384), (["--database-page-size", "4096"], 4096), (["--database-page-size=65536"], 1)])
+    func aNewDatabaseHasTheConfiguredPageSize(arguments: [String], header: Int) throws {
+        var found: Int?
+        let result = try Self.run(arguments) { directory in
+            let bytes = [UInt8](try Data(contentsOf: directory.appendingPathComponent("db")).prefix(18))
+            found = bytes.count == 18 ? Int(bytes[16]) << 8 | Int(bytes[17]) : nil
+        }
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(found == header, "SQLite writes 65536 as 1")
     }
 
     @Test func helpListsEveryDownloadSetting() throws {

@@ -146,6 +146,10 @@ import Testing
         let written = try store.read { reader in try reader.exportMapLibre(pack: id, to: path) }
         #expect(written.resources == 1 && written.tiles == 6)
         #expect(FileManager.default.fileExists(atPath: path))
+        // SQLite's and MapLibre's 4096-byte pages, whatever the store's own: what a phone
+        // side-loads does not follow the server's page size (bytes 16–17 of the file header).
+        let header = [UInt8](try Data(contentsOf: URL(fileURLWithPath: path)).prefix(18))
+        #expect(header.count == 18 && Int(header[16]) << 8 | Int(header[17]) == 4096)
         let sources = try store.read { try $0.tileSources(pack: id) }
         #expect(sources == [PackTileSource(urlTemplate: ContractRows.template, pixelRatio: 1, tileCount: 6)])
     }

@@ -33,15 +33,16 @@ import Testing
 
     @Test(.enabled(if: SmallFileSystem.available, "mounting a tmpfs needs root (CI and the dev machines run as root)"))
     func theOperationsOfABatchAFullDiskRefusedLandInTheReserve() throws {
-        let disk = try SmallFileSystem(bytes: 6 << 20)
+        // The reserve holds 4 MiB: the commits landing in it log whole 16 KiB pages.
+        let disk = try SmallFileSystem(bytes: 12 << 20)
         defer { disk.unmount() }
         let path = disk.directory.appendingPathComponent("w.db").path
         let log = CommitLog()
         let writer = try WriterThread(path: path, configuration: .init(maximumBatchCount: 1000, maximumBatchDelay: .seconds(3600),
-                                                                       storageReserveBytes: 1 << 20),
+                                                                       storageReserveBytes: 4 << 20),
                                       onCommit: log.record)
         defer { writer.stop() }
-        #expect((try? FileManager.default.attributesOfItem(atPath: path + "-reserve")[.size] as? Int) == 1 << 20)
+        #expect((try? FileManager.default.attributesOfItem(atPath: path + "-reserve")[.size] as? Int) == 4 << 20)
         let pack = try WriterThreadTests().makePack(writer, "p")
         let landed = Landed()
 
@@ -49,7 +50,7 @@ import Testing
         // meets the full disk.
         var batches = 0
         while !log.all.contains(where: { $0.error?.isStorageFull == true }) {
-            try #require(batches < 200, "the 6 MiB file system never filled")
+            try #require(batches < 200, "the 12 MiB file system never filled")
             writer.submit(contentsOf: try (0..<8).map {
                 try StoreFixtures.tile(z: 12, x: Int64(batches * 8 + $0), y: 0, pack: pack, size: 64 << 10)
             })

@@ -211,3 +211,51 @@ final class Signal: @unchecked Sendable {
         #expect(releasedCheckpointer == nil)
     }
 }
+
+@Suite struct WriterPageSizeTests {
+    /// Tile bodies around the page boundaries of both sizes: in the leaf, just over a page, a
+    /// few overflow pages.
+    static let bodySizes = [300, 4_000, 4_097, 16_300, 16_385, 22_903, 70_000]
+
+    func storeAndReadBack(path: String, configuration: WriterThread.Configuration) throws -> Int? {
+        let writer = try WriterThread(path: path, configuration: configuration, onCommit: { _ in })
+        let done = Signal()
+        let box = WriterThreadTests.ResultBox()
+        writer.perform({ try $0.createPack(StoreFixtures.pack(UUID().uuidString), now: 1) }, completion: { box.id = try? $0.get(); done.fire() })
+        #expect(done.wait())
+        let pack = try #require(box.id)
+        let writes = try Self.bodySizes.enumerated().map { index, size in
+            try StoreFixtures.tile(z: 14, x: Int64(index), y: 7, pack: pack, size: size, seed: UInt64(size))
+        }
+        writer.submit(contentsOf: writes)
+        let flushed = Signal()
+        writer.flush { flushed.fire() }
+        #expect(flushed.wait())
+        writer.stop()
+        let reader = try StoreReader(path: path)
+        for write in writes {
+            guard case .body(let expected) = write.content else { Issue.record("not a body"); continue }
+            let stored = try #require(try reader.resource(write.key, linkedTo: pack))
+            #expect(try stored.body?.decoded() == expected.decoded())
+        }
+        return try reader.database.scalarInt("PRAGMA page_size").map(Int.init)
+    }
+
+    @Test func aNewDatabaseGetsTheDefaultPageSizeAndKeepsEveryBodyExact() throws {
+        let directory = TemporaryDirectory()
+        let pageSize = try storeAndReadBack(path: directory.file("new.db"), configuration: .init())
+        #expect(pageSize == WriterThread.Configuration.defaultPageSize)
+        #expect(WriterThread.Configuration.defaultPageSize == 16384)
+    }
+
+    /// Databases made before the default changed (and MapLibre's) keep their 4096-byte pages:
+    /// the page size is fixed in the file's header, the configured one only shapes new files.
+    @Test func anExistingDatabaseKeepsItsPageSize() throws {
+        let directory = TemporaryDirectory()
+        let path = directory.file("old.db")
+        let first = try storeAndReadBack(path: path, configuration: .init(pageSize: nil))
+        #expect(first == 4096)
+        let reopened = try storeAndReadBack(path: path, configuration: .init())
+        #expect(reopened == 4096)
+    }
+}
