@@ -33,7 +33,7 @@ public struct SchemaMigrator {
         let database = try Database(path: path, mode: .readWriteCreate)
         // Both must precede the first table and the switch to WAL; no-ops on existing files.
         if let pageSize {
-            guard pageSize >= 512, pageSize <= 65536, pageSize & (pageSize - 1) == 0 else {
+            guard isValidPageSize(pageSize) else {
                 throw DatabaseError(code: SQLITE_MISUSE, message: "page size must be a power of two in 512...65536")
             }
             try database.execute("PRAGMA page_size = \(pageSize)")
@@ -42,6 +42,11 @@ public struct SchemaMigrator {
         try database.applyStandardPragmas()
         try SchemaMigrator().migrate(database)
         return database
+    }
+
+    /// The page sizes SQLite accepts: a power of two from 512 to 65536.
+    public static func isValidPageSize(_ size: Int) -> Bool {
+        (512...65536).contains(size) && size & (size - 1) == 0
     }
 
     public func migrate(_ database: Database) throws {

@@ -26,7 +26,7 @@ enum PackRunner {
                                      version: BuildInfo.version, onCommitOnWriter: onCommitOnWriter)
         }
         // Room held back for the state changes and events of a full disk (`StorageReserve`).
-        let writer = WriterThread.Configuration(pageSize: configuration.databasePageSize ?? WriterThread.Configuration.defaultPageSize,
+        let writer = WriterThread.Configuration(pageSize: configuration.databasePageSize,
                                                 storageReserveBytes: WriterThread.Configuration.defaultStorageReserveBytes)
         return try SQLiteStore(path: configuration.databasePath, loop: loop, configuration: writer,
                                onCommitOnWriter: onCommitOnWriter)

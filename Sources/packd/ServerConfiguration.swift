@@ -4,6 +4,7 @@ import Foundation
 import Logging
 import Postgres
 import Server
+import Store
 import WorkSharing
 
 /// Everything `packd serve` needs, resolved from flags first, then `PACKD_*` environment
@@ -24,8 +25,8 @@ struct ServerConfiguration {
     var listen: ListenAddress
     /// The SQLite file (ignored in cluster mode).
     var databasePath: String
-    /// The page size of a database packd creates; nil: the store's default.
-    var databasePageSize: Int?
+    /// The page size of a database packd creates.
+    var databasePageSize = WriterThread.Configuration.defaultPageSize
     /// Cluster mode: set when the database is a `postgresql://` URL.
     var cluster: ClusterConfiguration?
     var logLevel: Logger.Level
@@ -75,7 +76,7 @@ struct ServerConfiguration {
         databasePath = database?.text ?? "./packd.sqlite"
         if databasePath.isEmpty { throw Invalid(setting: database?.setting ?? "--database", problem: "empty path") }
         if let (text, setting) = source.value(options.databasePageSize, "DATABASE_PAGE_SIZE") {
-            guard let size = Int(text), (512...65536).contains(size), size & (size - 1) == 0 else {
+            guard let size = Int(text), SchemaMigrator.isValidPageSize(size) else {
                 throw Invalid(setting: setting, problem: "'\(text)' is not a power of two from 512 to 65536")
             }
             databasePageSize = size
