@@ -1,12 +1,16 @@
 /// Rendered pack documents (bytes and ETag) that `GET /v1/packs/{id}` answers from on the loop,
 /// without a thread-pool hop, a SQLite read, a render and a SHA-256 each. Loop thread only.
 ///
-/// Truthfulness comes from a `Tag`, never from remembering which code writes a pack:
-/// - `store` is `WriterThread.committedChanges`, bumped after every batch or operation that may
-///   change a pack row or its progress (state changes, PATCH, DELETE, suspend/resume, imports,
-///   reset, invalidation, linking…) and before its completion, `onCommit` or any event it causes.
+/// Truthfulness comes from a `Tag` per pack, never from remembering which code writes a pack:
+/// - `store` is the store's `documentChanges(of:)`, which moves after every commit that may have
+///   changed the pack's rows (state changes, PATCH, DELETE, suspend/resume, imports, reset,
+///   invalidation, its download's batches…) and before its completion, `onCommit` or any event it
+///   causes. The embedded store learns from SQLite which packs' rows a batch changed, so a
+///   download's commits leave the entries of packs it does not write valid — under a download
+///   the polls of other packs stay on the loop rather than each queueing for a pool read.
 /// - `local` counts the loop-side changes a document shows without a write: the rolling rates
-///   behind `bytes_per_second`/`eta_seconds` (`invalidate()` on every recorded or forgotten rate).
+///   behind `bytes_per_second`/`eta_seconds` and the transfers (`invalidate(_:)` for the pack
+///   whose rate was recorded or forgotten; `invalidate()` for all).
 /// A fill reads the tag before it reads the store and is kept only if the tag has not moved when
 /// it lands, so a read that raced a write is served once and never cached. Two fills under the
 /// same tag that disagree (a commit landed between their snapshots before its count moved) drop
@@ -45,9 +49,14 @@ final class PackDocumentCache {
     private var orderStart = 0
     private var serial: UInt64 = 0
     private(set) var bytes = 0
+    /// Counts local invalidations; each one's mark is a new value of it.
     private var local: UInt64 = 0
-    /// A tag two fills disagreed under: nothing read under it is kept any more.
-    private var conflicted: Tag?
+    /// The mark of the last invalidation of every pack.
+    private var everyPackInvalidated: UInt64 = 0
+    /// The marks of packs invalidated alone since then (older ones say nothing more).
+    private var packInvalidated: [Int64: UInt64] = [:]
+    /// Per pack, a tag two fills disagreed under: nothing read under it is kept any more.
+    private var conflicted: [Int64: Tag] = [:]
 
     init(capacity: Int = 4096, maximumBytes: Int = 16 << 20, activeLifetime: Duration = .milliseconds(100)) {
         self.capacity = max(1, capacity)
@@ -59,14 +68,27 @@ final class PackDocumentCache {
     /// Slots in the eviction order, live or not (tests check it stays in proportion).
     var orderSlots: Int { order.count - orderStart }
 
-    /// The tag to read under: take it before starting the read a fill comes from.
-    func tag(storeChanges: UInt64) -> Tag {
-        Tag(store: storeChanges, local: local)
+    /// The tag to read `packID` under, given the store's `documentChanges(of: packID)`: take it
+    /// before starting the read a fill comes from.
+    func tag(_ packID: Int64, storeChanges: UInt64) -> Tag {
+        Tag(store: storeChanges, local: max(everyPackInvalidated, packInvalidated[packID] ?? 0))
     }
 
-    /// Something a document shows changed without a store write: every entry is stale.
+    /// Something every document shows changed without a store write: every entry is stale.
     func invalidate() {
         local &+= 1
+        // Every pack's local value moves to the newest mark, above anything it was.
+        everyPackInvalidated = local
+        packInvalidated.removeAll(keepingCapacity: true)
+        // Every tag a conflict was recorded under is past.
+        conflicted.removeAll(keepingCapacity: true)
+    }
+
+    /// Something `packID`'s document shows changed without a store write: its entry is stale.
+    func invalidate(_ packID: Int64) {
+        guard packInvalidated.count < capacity else { return invalidate() }
+        local &+= 1
+        packInvalidated[packID] = local
     }
 
     /// The pack's document if it is still what a read now would render.
@@ -81,13 +103,18 @@ final class PackDocumentCache {
 
     /// Keeps a document read under `tag` if the tag is still `current`.
     func fill(_ packID: Int64, body: [UInt8], etag: String, active: Bool, tag: Tag, current: Tag) {
-        guard tag == current, tag != conflicted else { return }
+        guard tag == current else { return }
+        if let conflict = conflicted[packID] {
+            guard conflict != tag else { return }
+            conflicted[packID] = nil
+        }
         if let existing = entries[packID], existing.tag == tag {
             // Same tag, different bytes: one of the two snapshots is older than the other, and
             // a fill still in flight may carry either.
             if existing.body != body {
                 remove(packID)
-                conflicted = tag
+                // Bounded: past the capacity, every tag is made past instead.
+                if conflicted.count < capacity { conflicted[packID] = tag } else { invalidate() }
             }
             return
         }

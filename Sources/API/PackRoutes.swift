@@ -255,7 +255,7 @@ public final class PackRoutes {
             }
         }
         // The tag is taken before the read, so a write that lands meanwhile keeps the result out.
-        let tag = documents.tag(storeChanges: store.committedChanges)
+        let tag = documents.tag(packID, storeChanges: store.documentChanges(of: packID))
         if let cached = documents.entry(packID, current: tag) { return finish(.success((cached.body, cached.etag))) }
         // Every commit moves the tag: the polls arriving until the first read lands share it
         // rather than each sending a read to the pool (a burst of them was the p99 under load).
@@ -271,7 +271,7 @@ public final class PackRoutes {
             if readsInFlight[packID] === read { readsInFlight[packID] = nil }
             if case .success(let document?) = result {
                 documents.fill(packID, body: document.body, etag: document.etag, active: document.active, tag: tag,
-                               current: documents.tag(storeChanges: store.committedChanges))
+                               current: documents.tag(packID, storeChanges: store.documentChanges(of: packID)))
             }
             let shared = result.map { $0.map { (body: $0.body, etag: $0.etag) } }
             for waiter in read.waiters { waiter(shared) }
@@ -372,7 +372,7 @@ public final class PackRoutes {
     func packRemoved(_ packID: Int64) {
         progressRates.forget(packID: packID)
         published[packID] = PublishedPack(removed: true)
-        documents.invalidate()
+        documents.invalidate(packID)
         events.publish(.packRemoved(PackRemovedEvent(packID: packID)))
         for observer in removalObservers { observer(packID) }
         scheduling?.packRemoved(packID)
@@ -393,7 +393,7 @@ public final class PackRoutes {
                 guard published[event.packID]?.removed != true else { continue }
                 progressRates.forget(packID: event.packID)
                 published[event.packID] = PublishedPack(removed: true)
-                documents.invalidate()
+                documents.invalidate(event.packID)
                 for observer in removalObservers { observer(event.packID) }
             default:
                 break
@@ -450,7 +450,7 @@ public final class PackRoutes {
         // A rate describes one stretch of downloading; the next starts afresh.
         if state != .active { progressRates.forget(packID: packID) }
         published[packID, default: PublishedPack()].state = state
-        documents.invalidate()
+        documents.invalidate(packID)
         events.publish(.state(StateEvent(packID: packID, state: state, previousState: previous, error: error)))
         var fields: Logger.Metadata = ["pack_id": "\(packID)", "to": "\(state.rawValue)"]
         if let previous { fields["from"] = "\(previous.rawValue)" }
@@ -513,7 +513,7 @@ public final class PackRoutes {
         let now = seconds()
         progressRates.record(packID: packID, progress: progress, now: now)
         // The commit already moved the store's tag; the new rate moves the local one.
-        documents.invalidate()
+        documents.invalidate(packID)
         publishProgressEvent(packID, pack)
     }
 
@@ -549,7 +549,6 @@ public final class PackRoutes {
     func publishTransferChanges() {
         guard let transferStatuses else { return }
         let statuses = transferStatuses()
-        var changed = false
         for (packID, pack) in published where pack.state == .active && !pack.removed {
             let now = statuses[packID] ?? .idle
             let before = pack.transfers
@@ -557,15 +556,14 @@ public final class PackRoutes {
                 continue
             }
             published[packID]?.transfers = now
-            changed = true
+            // A poll's document shows the change too, not one cached before it.
+            documents.invalidate(packID)
             if pack.progress != nil {
                 publishProgressEvent(packID, published[packID] ?? pack)
             } else {
                 publishStoredProgress(packID)
             }
         }
-        // A poll's document shows the change too, not one cached before it.
-        if changed { documents.invalidate() }
     }
 
     /// A `resource_error` event: one failed request of a download (`url` is the canonical URL,

@@ -69,6 +69,9 @@ public final class SQLiteStore: PackStore, @unchecked Sendable {
 
     public var committedChanges: UInt64 { writer.committedChanges }
 
+    /// Per pack, from the rows SQLite reports each batch changed (`PackRowChanges`).
+    public func documentChanges(of packID: Int64) -> UInt64 { writer.documentChanges(of: packID) }
+
     public func checkUpload(path: String, limits: UploadLimits, scratchDirectory: String) -> Result<any CheckedUpload, ImportError> {
         Result { () throws(ImportError) -> any CheckedUpload in
             try ValidatedImport.check(path: path, limits: limits, scratchDirectory: scratchDirectory)

@@ -90,9 +90,17 @@ public final class WriterThread: @unchecked Sendable {
     private var batchOperations: [BatchOperation] = []
     private let finished = NSCondition()
     private var hasFinished = false
-    /// Guards `changes`: read by the loop on every cached `GET /v1/packs/{id}`, never held long.
+    /// Guards `changes`, `everyPackChanged` and `packChanged`: read by the loop on every cached
+    /// `GET /v1/packs/{id}`, never held long.
     private let changesLock = NSLock()
     private var changes: UInt64 = 0
+    /// The value of `changes` when a commit last touched packs the writer cannot name.
+    private var everyPackChanged: UInt64 = 0
+    /// The value of `changes` when a commit last touched each pack, for packs touched since
+    /// `everyPackChanged` (older marks say nothing more and are dropped).
+    private var packChanged: [Int64: UInt64] = [:]
+    /// Packs whose document rows the open batch changed (writer thread only).
+    private let rowChanges: PackRowChanges
     /// Writer thread only (after `init`).
     private let reserve: StorageReserve
 
@@ -103,6 +111,7 @@ public final class WriterThread: @unchecked Sendable {
         store.clock = configuration.clock
         checkpointer = try WALCheckpointer(path: path)
         checkpointer.attach(to: store.database)
+        rowChanges = PackRowChanges(database: store.database)
         self.configuration = configuration
         self.onCommit = onCommit
         reserve = StorageReserve(databasePath: path, bytes: configuration.storageReserveBytes)
@@ -174,7 +183,10 @@ public final class WriterThread: @unchecked Sendable {
         enqueue(.operation(run: { [self] store in
                                let result = Result { try operation(store) }
                                if case .failure(let error) = result, Self.isStorageFull(error) { reserve.release() }
-                               if changesPacks { countChange() }
+                               // What an operation touched is not read from the hook (see
+                               // `PackRowChanges`): every pack's document may have changed.
+                               _ = rowChanges.take()
+                               if changesPacks { countChange(packs: nil) }
                                completion(result)
                            },
                            cancel: { completion(.failure(Stopped())) }), countsAsWrite: false)
@@ -188,8 +200,31 @@ public final class WriterThread: @unchecked Sendable {
         changesLock.withLock { changes }
     }
 
-    private func countChange() {
-        changesLock.withLock { changes &+= 1 }
+    /// Like `committedChanges`, for one pack's document (its `packd_packs`, `regions`,
+    /// `packd_progress` and `packd_invalidations` rows): moves whenever a commit may have
+    /// changed them — a batch whose rows SQLite reported changed for the pack
+    /// (`PackRowChanges`), or any operation — and stays put while batches write other packs, so
+    /// a download's commits leave the cached documents of idle packs valid. Never goes back: a
+    /// value seen once means nothing changed for as long as it is returned. Any thread.
+    public func documentChanges(of packID: Int64) -> UInt64 {
+        changesLock.withLock { max(everyPackChanged, packChanged[packID] ?? 0) }
+    }
+
+    /// Marks held per pack before they are folded into one "every pack" mark.
+    static let maximumPackMarks = 4096
+
+    /// One commit: `packs` nil when it may have touched any pack.
+    private func countChange(packs: Set<Int64>?) {
+        changesLock.withLock {
+            changes &+= 1
+            if let packs, packChanged.count + packs.count <= Self.maximumPackMarks {
+                for packID in packs { packChanged[packID] = changes }
+            } else {
+                // Every pack's value moves to the newest count, above anything it returned.
+                everyPackChanged = changes
+                packChanged.removeAll(keepingCapacity: true)
+            }
+        }
     }
 
     /// Records reads; the writer updates `accessed` for them in its next transaction, or after
@@ -370,7 +405,9 @@ public final class WriterThread: @unchecked Sendable {
         outcome.committedWrites = batch.count
         let changedPacks = !batch.isEmpty || operations.contains(where: \.changesPacks)
         batch.removeAll(keepingCapacity: true)
-        if changedPacks { countChange() }
+        // Rolled-back rows are noted too: a pack marked for nothing only misses the cache once.
+        let touchedPacks = rowChanges.take()
+        if changedPacks || !touchedPacks.isEmpty { countChange(packs: touchedPacks) }
         if outcome.committedWrites > 0 || outcome.error != nil { onCommit(outcome) }
         for operation in operations { operation.finish(operationsError) }
         let waiters = commitWaiters

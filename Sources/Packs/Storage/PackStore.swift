@@ -23,9 +23,21 @@ public protocol PackStore: ResourceSink {
     /// rendered packs tagged with the count it saw before reading is stale once it moves. In
     /// cluster mode it also moves when another node commits. Any thread.
     var committedChanges: UInt64 { get }
+    /// Like `committedChanges`, for what `packID`'s document is read from (its pack, region,
+    /// progress and revalidation rows): moves whenever a commit may have changed them, never goes
+    /// back, and may stay put while commits change only other packs — so a download's commits do
+    /// not invalidate the cached documents of packs it does not write. Moving more often than
+    /// needed is always allowed; the default is `committedChanges`. Any thread.
+    func documentChanges(of packID: Int64) -> UInt64
     /// Checks an uploaded offline database (arbitrary bytes at `path`) before an import:
     /// precise `ImportError`s, nothing written but a scratch copy in `scratchDirectory`.
     func checkUpload(path: String, limits: UploadLimits, scratchDirectory: String) -> Result<any CheckedUpload, ImportError>
     /// Commits what is queued and stops the writer. Idempotent.
     func close()
+}
+
+extension PackStore {
+    /// Every commit moves every pack's document count (true of any store; cluster mode keeps it,
+    /// as another node's commit names no pack).
+    public func documentChanges(of packID: Int64) -> UInt64 { committedChanges }
 }

@@ -1,0 +1,53 @@
+import CSQLite
+import Foundation
+
+/// Which packs' documents a transaction touched, as SQLite itself reports it: an update hook on
+/// the writer's connection notes the rowid of every row inserted, updated or deleted in the
+/// tables a pack document is read from (`documentTables`), where the rowid is the pack's id.
+/// Nothing has to remember which code writes which pack — a batch of one pack's tiles that also
+/// adjusts another pack's progress row names both, because the row changed.
+///
+/// The hook does not see everything (SQLite's `sqlite3_update_hook` contract): rows deleted by
+/// the truncate optimisation (`DELETE FROM t` without `WHERE`), by `REPLACE` conflict resolution
+/// on another unique key, or by foreign-key actions. So it is trusted only for batches (rows
+/// and the operations riding them, which delete nothing whole); `WriterThread.perform`
+/// operations (state changes, deletions, imports, a storage reset) count as touching every pack.
+/// Writer thread only, from `init` on; one update hook per connection, and this is it.
+final class PackRowChanges {
+    /// The tables `PackRecord.selectSQL` and `ProgressQueries.stored` read, each keyed by the pack
+    /// id (`regions.id`; `pack_id` or `region_id` as `INTEGER PRIMARY KEY` in the others).
+    /// `PackRowChangesTests` checks with SQLite's authorizer that the document's queries read no
+    /// other table.
+    static let documentTables: Set<String> = ["packd_packs", "packd_progress", "packd_invalidations", "regions"]
+
+    /// Packs whose document rows changed since `take()`.
+    private var packs: Set<Int64> = []
+    private let database: Database
+
+    init(database: Database) {
+        self.database = database
+        sqlite3_update_hook(database.handle, { context, _, _, table, rowid in
+            guard let context, let table else { return }
+            let changes = Unmanaged<PackRowChanges>.fromOpaque(context).takeUnretainedValue()
+            changes.rowChanged(table: table, rowid: rowid)
+        }, Unmanaged.passUnretained(self).toOpaque())
+    }
+
+    deinit {
+        sqlite3_update_hook(database.handle, nil, nil)
+    }
+
+    /// The packs noted since the last call, and forgets them.
+    func take() -> Set<Int64> {
+        defer { packs.removeAll(keepingCapacity: true) }
+        return packs
+    }
+
+    /// Called for every row a statement changes (each tile's too), so no string is made.
+    private func rowChanged(table: UnsafePointer<CChar>, rowid: sqlite3_int64) {
+        if strcmp(table, "packd_progress") == 0 || strcmp(table, "packd_packs") == 0
+            || strcmp(table, "regions") == 0 || strcmp(table, "packd_invalidations") == 0 {
+            packs.insert(rowid)
+        }
+    }
+}
