@@ -56,8 +56,15 @@
 /// Apache 100); at 100 ms a tile that is 1,000 tiles/s. packd spreads them over a few
 /// connections (`FetchConfiguration.streamsPerConnection`, and the per-host connection cap that
 /// keeps libcurl before 8.0 from opening one per transfer beyond them). 128 on HTTP/1.1, where each transfer is a
-/// connection and a worker on the server; until the protocol is known, the HTTP/1.1 ceiling. Tolerance 1.5 × baseline + 5 ms: WAN latency jitters by tens of percent, and the
-/// few milliseconds of a loaded loopback are not a server queueing. Baseline: the lowest round
+/// connection and a worker on the server; until the protocol is known, the HTTP/1.1 ceiling.
+/// Tolerance 1.5 × baseline + 2 ms: WAN latency jitters by tens of percent (the 1.5 ×); the 2 ms
+/// cover a loaded machine's scheduling jitter and no more. Against a near server, latency beyond
+/// that is transfers waiting in packd's own loop: they buy no throughput, and everything else the
+/// loop serves waits behind them. With 5 ms a download from nginx on loopback held ~100 transfers
+/// in flight, no faster than ~16, and `GET /v1/packs/{id}` under it had a p99 of 10–13 ms
+/// (`packd-bench api`); with 2 ms 5–8 ms and the same download rate alone — the download gives
+/// way to such a flood of polls instead (1–4k tiles/s under it, from 4–7k) — and the same rates
+/// from a server 20 ms away (`download-wan`, where 1.5 × the baseline is 30 ms). Baseline: the lowest round
 /// median of the last two buckets of 16 rounds and at least a second each, so it follows a server
 /// that really became slower; after the first setback each bucket starts with a measurement at
 /// half the limit (as BBR's ProbeRTT), since a limit held above the knee would otherwise only
@@ -82,7 +89,7 @@ public struct HostConcurrencyLimiter: Sendable {
         public var slowStartGain: Double
 
         public init(initial: Int = 8, http1Maximum: Int = 128, http2Maximum: Int = 100, latencyTolerance: Double = 1.5,
-                    latencySlack: Duration = .milliseconds(5), backoffFactor: Double = 0.7, errorTolerance: Double = 0.1,
+                    latencySlack: Duration = .milliseconds(2), backoffFactor: Double = 0.7, errorTolerance: Double = 0.1,
                     slowStartGain: Double = 1.25) {
             self.initial = max(1, initial)
             self.http1Maximum = max(1, http1Maximum)

@@ -212,7 +212,7 @@ import Testing
             .answered(latency: .milliseconds(40) * max(1, Double(inFlight) / Double(workers)))
         }
         let settled = run.limits.suffix(300).sorted()
-        // 1.5 × 40 ms + 5 ms tolerated: about 1.6 × the workers in flight, never the cap; the
+        // 1.5 × 40 ms + 2 ms tolerated: about 1.6 × the workers in flight, never the cap; the
         // baseline measurements drop to half of that for two rounds in sixteen.
         let median = settled[settled.count / 2]
         #expect(median >= workers && median <= workers * 2, "\(Set(settled).sorted())")
