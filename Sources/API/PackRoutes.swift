@@ -257,8 +257,8 @@ public final class PackRoutes {
         // The tag is taken before the read, so a write that lands meanwhile keeps the result out.
         let tag = documents.tag(packID, storeChanges: store.documentChanges(of: packID))
         if let cached = documents.entry(packID, current: tag) { return finish(.success((cached.body, cached.etag))) }
-        // Every commit moves the tag: the polls arriving until the first read lands share it
-        // rather than each sending a read to the pool (a burst of them was the p99 under load).
+        // Every commit that touches the pack moves its tag: the polls arriving until the first
+        // read lands share it rather than each sending a read to the pool.
         if let read = readsInFlight[packID], read.tag == tag { return read.waiters.append(finish) }
         let read = PackRead(tag: tag, first: finish)
         readsInFlight[packID] = read

@@ -183,10 +183,15 @@ public final class WriterThread: @unchecked Sendable {
         enqueue(.operation(run: { [self] store in
                                let result = Result { try operation(store) }
                                if case .failure(let error) = result, Self.isStorageFull(error) { reserve.release() }
-                               // What an operation touched is not read from the hook (see
-                               // `PackRowChanges`): every pack's document may have changed.
-                               _ = rowChanges.take()
-                               if changesPacks { countChange(packs: nil) }
+                               // What an operation touched is not read from the hook alone (see
+                               // `PackRowChanges`): every pack's document may have changed. One
+                               // that promised to change none still moves the packs it did change.
+                               let touchedPacks = rowChanges.take()
+                               if changesPacks {
+                                   countChange(packs: nil)
+                               } else if !touchedPacks.isEmpty {
+                                   countChange(packs: touchedPacks)
+                               }
                                completion(result)
                            },
                            cancel: { completion(.failure(Stopped())) }), countsAsWrite: false)

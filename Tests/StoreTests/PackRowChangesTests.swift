@@ -103,6 +103,14 @@ import Testing
         writer.perform({ database in _ = try database.updatePack(a, name: "renamed", context: nil, now: 6) }, completion: { _ in done.fire() })
         #expect(done.wait())
         #expect(counts.moved() == [true, true, true])
+
+        // An operation that promised to change no pack's document (as the event log's do) and
+        // changed one anyway: that pack still moves, the others do not.
+        let quiet = Signal()
+        writer.perform({ database in _ = try database.updatePack(b, name: "quiet", context: nil, now: 7) }, changesPacks: false,
+                       completion: { _ in quiet.fire() })
+        #expect(quiet.wait())
+        #expect(counts.moved() == [false, true, false])
     }
 
     /// Past `maximumPackMarks` packs the marks fold into one that moves every pack, never back.
