@@ -1,3 +1,5 @@
+import Packs
+
 /// Rendered pack documents (bytes and ETag) that `GET /v1/packs/{id}` answers from on the loop,
 /// without a thread-pool hop, a SQLite read, a render and a SHA-256 each. Loop thread only.
 ///
@@ -49,12 +51,8 @@ final class PackDocumentCache {
     private var orderStart = 0
     private var serial: UInt64 = 0
     private(set) var bytes = 0
-    /// Counts local invalidations; each one's mark is a new value of it.
-    private var local: UInt64 = 0
-    /// The mark of the last invalidation of every pack.
-    private var everyPackInvalidated: UInt64 = 0
-    /// The marks of packs invalidated alone since then (older ones say nothing more).
-    private var packInvalidated: [Int64: UInt64] = [:]
+    /// A mark per local invalidation, of one pack or of every pack.
+    private var local: PackChangeMarks
     /// Per pack, a tag two fills disagreed under: nothing read under it is kept any more.
     private var conflicted: [Int64: Tag] = [:]
 
@@ -62,6 +60,7 @@ final class PackDocumentCache {
         self.capacity = max(1, capacity)
         self.maximumBytes = maximumBytes
         self.activeLifetime = activeLifetime
+        local = PackChangeMarks(capacity: self.capacity)
     }
 
     var count: Int { entries.count }
@@ -71,24 +70,19 @@ final class PackDocumentCache {
     /// The tag to read `packID` under, given the store's `documentChanges(of: packID)`: take it
     /// before starting the read a fill comes from.
     func tag(_ packID: Int64, storeChanges: UInt64) -> Tag {
-        Tag(store: storeChanges, local: max(everyPackInvalidated, packInvalidated[packID] ?? 0))
+        Tag(store: storeChanges, local: local.value(of: packID))
     }
 
     /// Something every document shows changed without a store write: every entry is stale.
     func invalidate() {
-        local &+= 1
-        // Every pack's local value moves to the newest mark, above anything it was.
-        everyPackInvalidated = local
-        packInvalidated.removeAll(keepingCapacity: true)
+        local.markEveryPack()
         // Every tag a conflict was recorded under is past.
         conflicted.removeAll(keepingCapacity: true)
     }
 
     /// Something `packID`'s document shows changed without a store write: its entry is stale.
     func invalidate(_ packID: Int64) {
-        guard packInvalidated.count < capacity else { return invalidate() }
-        local &+= 1
-        packInvalidated[packID] = local
+        local.mark(CollectionOfOne(packID))
     }
 
     /// The pack's document if it is still what a read now would render.

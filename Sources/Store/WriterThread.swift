@@ -90,15 +90,10 @@ public final class WriterThread: @unchecked Sendable {
     private var batchOperations: [BatchOperation] = []
     private let finished = NSCondition()
     private var hasFinished = false
-    /// Guards `changes`, `everyPackChanged` and `packChanged`: read by the loop on every cached
-    /// `GET /v1/packs/{id}`, never held long.
+    /// Guards `changes`: read by the loop on every cached `GET /v1/packs/{id}`, never held long.
     private let changesLock = NSLock()
-    private var changes: UInt64 = 0
-    /// The value of `changes` when a commit last touched packs the writer cannot name.
-    private var everyPackChanged: UInt64 = 0
-    /// The value of `changes` when a commit last touched each pack, for packs touched since
-    /// `everyPackChanged` (older marks say nothing more and are dropped).
-    private var packChanged: [Int64: UInt64] = [:]
+    /// A mark per commit, for the packs it changed (or every pack).
+    private var changes = PackChangeMarks(capacity: maximumPackMarks)
     /// Packs whose document rows the open batch changed (writer thread only).
     private let rowChanges: PackRowChanges
     /// Writer thread only (after `init`).
@@ -202,7 +197,7 @@ public final class WriterThread: @unchecked Sendable {
     /// packs tagged with the count it saw before reading is stale once the count moves, whichever
     /// table the write touched: nothing that writes a pack row can be forgotten. Any thread.
     public var committedChanges: UInt64 {
-        changesLock.withLock { changes }
+        changesLock.withLock { changes.count }
     }
 
     /// Like `committedChanges`, for one pack's document (its `packd_packs`, `regions`,
@@ -212,7 +207,7 @@ public final class WriterThread: @unchecked Sendable {
     /// a download's commits leave the cached documents of idle packs valid. Never goes back: a
     /// value seen once means nothing changed for as long as it is returned. Any thread.
     public func documentChanges(of packID: Int64) -> UInt64 {
-        changesLock.withLock { max(everyPackChanged, packChanged[packID] ?? 0) }
+        changesLock.withLock { changes.value(of: packID) }
     }
 
     /// Marks held per pack before they are folded into one "every pack" mark.
@@ -221,14 +216,7 @@ public final class WriterThread: @unchecked Sendable {
     /// One commit: `packs` nil when it may have touched any pack.
     private func countChange(packs: Set<Int64>?) {
         changesLock.withLock {
-            changes &+= 1
-            if let packs, packChanged.count + packs.count <= Self.maximumPackMarks {
-                for packID in packs { packChanged[packID] = changes }
-            } else {
-                // Every pack's value moves to the newest count, above anything it returned.
-                everyPackChanged = changes
-                packChanged.removeAll(keepingCapacity: true)
-            }
+            if let packs { changes.mark(packs) } else { changes.markEveryPack() }
         }
     }
 

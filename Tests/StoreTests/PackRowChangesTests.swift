@@ -30,7 +30,7 @@ import Testing
         #expect(try reader.pack(pack) != nil)
         #expect(try reader.progress(pack) != nil)
         sqlite3_set_authorizer(reader.database.handle, nil, nil)
-        #expect(read.names == PackRowChanges.documentTables)
+        #expect(read.names == Set(PackRowChanges.documentTables))
     }
 
     final class Counts: @unchecked Sendable {
