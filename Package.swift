@@ -36,7 +36,9 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
-        .target(name: "Store", dependencies: ["Packs", "Loop", "CSQLite", "CZlib"]),
+        // The one batching writer behind both stores, generic over each store's backend.
+        .target(name: "Writer", dependencies: ["Packs"]),
+        .target(name: "Store", dependencies: ["Packs", "Writer", "Loop", "CSQLite", "CZlib"]),
         // The child process StoreTests SIGKILLs mid-stream to prove crash safety.
         .executableTarget(name: "packd-store-crash-writer", dependencies: ["Store", "Packs"]),
 
@@ -108,7 +110,7 @@ let package = Package(
         // under leases, Jobs' download engine run per unit, the node's heartbeat and shares.
         .target(name: "Cluster", dependencies: ["Packs", "Jobs", "Fetch", "Loop", "Plan", "Postgres", "PostgresStore", "WorkSharing"]),
         // The cluster-mode store on PostgreSQL.
-        .target(name: "PostgresStore", dependencies: ["Packs", "Postgres", "WorkSharing", "Plan", "Geo", "Loop", "Store"]),
+        .target(name: "PostgresStore", dependencies: ["Packs", "Writer", "Postgres", "WorkSharing", "Plan", "Geo", "Loop", "Store"]),
         .testTarget(
             name: "PostgresStoreTests",
             dependencies: [
@@ -131,7 +133,7 @@ let package = Package(
 
         .testTarget(name: "PacksTests", dependencies: ["Packs", "CZlib", "PackdTestSupport"]),
         // One suite of store tests, run against every store implementation (`StoreFactory.all`).
-        .testTarget(name: "StoreContractTests", dependencies: ["Packs", "Store", "Loop", "Postgres", "PostgresStore", "PostgresTestSupport"]),
+        .testTarget(name: "StoreContractTests", dependencies: ["Packs", "Writer", "Store", "Loop", "Postgres", "PostgresStore", "PostgresTestSupport"]),
         .testTarget(name: "LoopTests", dependencies: ["Loop"]),
         .testTarget(
             name: "APITests",
@@ -149,7 +151,7 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
-        .testTarget(name: "StoreTests", dependencies: ["Store", "Packs", "PackdTestSupport", "packd-store-crash-writer"]),
+        .testTarget(name: "StoreTests", dependencies: ["Store", "Writer", "Packs", "PackdTestSupport", "packd-store-crash-writer"]),
         .testTarget(name: "StoreIOTests", dependencies: ["Store", "Packs", "CZlib", "PackdTestSupport"]),
         .testTarget(name: "GeoTests", dependencies: ["Geo"]),
         .testTarget(name: "PlanTests", dependencies: ["Plan", "Packs", "Geo"]),

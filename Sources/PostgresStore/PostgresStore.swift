@@ -3,9 +3,11 @@ import Loop
 import Packs
 import Postgres
 import Store
+import Writer
 
 /// Cluster mode's store: packd's facts in a PostgreSQL database shared by every node
-/// (`PostgresSchema`), written by this node's one `PostgresWriterThread` in batches and read by
+/// (`PostgresSchema`), written by this node's one `BatchingWriter` (on a `PostgresWriterBackend`)
+/// in batches and read by
 /// pooled connections on libuv's thread pool — the same roles and thread rules as `SQLiteStore`,
 /// so Jobs and the API cannot tell the two apart. Completions hop to the loop thread.
 ///
@@ -30,7 +32,7 @@ public final class PostgresStore: PackStore, @unchecked Sendable {
     public let node: Int64
     /// The units this node holds, by the tiles they cover (the cluster scheduler fills it).
     public let units = WorkUnitAttribution()
-    private let writer: PostgresWriterThread
+    private let writer: BatchingWriter<PostgresWriterBackend>
     private let readers: PostgresReaderPool
     private let remoteChanges = RemoteChanges()
     /// Loop thread only.
@@ -49,18 +51,18 @@ public final class PostgresStore: PackStore, @unchecked Sendable {
         let node = try ClusterNodes().register(name: nodeName, listenAddress: "", version: version, on: migration)
         self.node = node
         let units = units
-        let relay = CommitRelay()
+        let relay = CommitRelay<PostgresStore>()
         let connectWriter: @Sendable () throws -> PostgresStoreConnection = {
             try PostgresStoreConnection(url: url, node: node, applicationName: "packd-writer", units: units)
         }
         let first = try connectWriter()
-        writer = PostgresWriterThread(
-            connection: first, connect: connectWriter,
-            configuration: .init(maximumBatchCount: configuration.maximumBatchCount,
-                                 maximumBatchDelay: configuration.maximumBatchDelay),
-            clock: clock) { outcome in
+        writer = BatchingWriter(
+            backend: PostgresWriterBackend(connection: first, connect: connectWriter, clock: clock),
+            limits: BatchLimits(maximumBatchCount: configuration.maximumBatchCount,
+                                maximumBatchDelay: configuration.maximumBatchDelay),
+            threadName: "packd-pg-writer") { outcome in
             onCommitOnWriter?(outcome)
-            loop.execute { relay.store?.onCommit?(outcome) }
+            loop.execute { relay.owner?.onCommit?(outcome) }
         }
         let touch = TouchRelay()
         readers = PostgresReaderPool {
@@ -72,7 +74,7 @@ public final class PostgresStore: PackStore, @unchecked Sendable {
             })
         }
         touch.writer = writer
-        relay.store = self
+        relay.owner = self
     }
 
     // MARK: PackStore
@@ -87,7 +89,7 @@ public final class PostgresStore: PackStore, @unchecked Sendable {
                                    then: @escaping (Result<T, any Error>) -> Void) {
         let loop = loop
         let completion = LoopBound(then)
-        writer.perform({ connection in try operation(connection) }, changesPacks: true) { result in
+        writer.perform({ connection in try operation(connection) }) { result in
             loop.execute { completion.value(result) }
         }
     }
@@ -97,7 +99,7 @@ public final class PostgresStore: PackStore, @unchecked Sendable {
                                           then: @escaping (Result<T, any Error>) -> Void) {
         let loop = loop
         let completion = LoopBound(then)
-        writer.perform({ connection in try operation(connection) }, changesPacks: true) { result in
+        writer.perform({ connection in try operation(connection) }) { result in
             loop.execute { completion.value(result) }
         }
     }
@@ -115,9 +117,7 @@ public final class PostgresStore: PackStore, @unchecked Sendable {
     }
 
     public func checkUpload(path: String, limits: UploadLimits, scratchDirectory: String) -> Result<any CheckedUpload, ImportError> {
-        Result { () throws(ImportError) -> any CheckedUpload in
-            try ValidatedImport.check(path: path, limits: limits, scratchDirectory: scratchDirectory)
-        }
+        ValidatedImport.checkUpload(path: path, limits: limits, scratchDirectory: scratchDirectory)
     }
 
     public func close() {
@@ -134,12 +134,7 @@ public final class PostgresStore: PackStore, @unchecked Sendable {
     public func inBatch<T: Sendable>(_ operation: @escaping @Sendable (any StoreWriting) throws -> T,
                                      then: (@Sendable (Result<T, any Error>) -> Void)?) {
         let loop = loop
-        let box = BatchResult<T>(then: then)
-        writer.inBatch(PostgresWriterThread.BatchOperation(apply: { connection in
-            box.result = Result { try connection.transaction { try operation(connection) } }
-        }, finish: { batchError in
-            box.deliver(batchError, on: loop)
-        }, changesPacks: true))
+        writer.inBatch(savepoint: { try operation($0) }, then: then.map { then in { result in loop.execute { then(result) } } })
     }
 
     public func whenCommitted(_ then: @escaping @Sendable () -> Void) {
@@ -157,26 +152,15 @@ public final class PostgresStore: PackStore, @unchecked Sendable {
     /// Appends the event in the open batch, numbered by the database at the batch's commit
     /// (`event.id` is ignored: in cluster mode the database numbers every node's events).
     public func logEvent(_ event: StoredEvent, failed: @escaping @Sendable (any Error) -> Void) {
-        writer.inBatch(PostgresWriterThread.BatchOperation(apply: { connection in
-            do {
-                try connection.queueEvent(event)
-            } catch {
-                failed(error)
-            }
-        }, finish: { batchError in
-            if let batchError { failed(batchError) }
-        }, changesPacks: false))
+        writer.inBatch(.reporting(changesPacks: false, { connection in try connection.queueEvent(event) }, then: { result in
+            if case .failure(let error) = result { failed(error) }
+        }))
     }
-}
-
-/// The writer's commit callback is made before the store exists; this lets it reach the store.
-private final class CommitRelay: @unchecked Sendable {
-    weak var store: PostgresStore?
 }
 
 /// The readers' access callback is made before the writer exists.
 private final class TouchRelay: @unchecked Sendable {
-    weak var writer: PostgresWriterThread?
+    weak var writer: BatchingWriter<PostgresWriterBackend>?
 }
 
 /// Commits of other nodes heard of, for `committedChanges`.
@@ -188,27 +172,5 @@ private final class RemoteChanges: @unchecked Sendable {
 
     func bump() {
         lock.withLock { value &+= 1 }
-    }
-}
-
-/// An in-batch operation's result, set on the writer thread (again if the batch is retried)
-/// and handed to the caller's completion on the loop once the batch committed or failed.
-private final class BatchResult<T: Sendable>: @unchecked Sendable {
-    var result: Result<T, any Error>?
-    private let then: (@Sendable (Result<T, any Error>) -> Void)?
-
-    init(then: (@Sendable (Result<T, any Error>) -> Void)?) {
-        self.then = then
-    }
-
-    func deliver(_ batchError: StoreError?, on loop: EventLoop) {
-        guard let then else { return }
-        let outcome: Result<T, any Error>
-        if let batchError {
-            outcome = .failure(batchError)
-        } else {
-            outcome = result ?? .failure(StoreError(.other, "the operation did not run"))
-        }
-        loop.execute { then(outcome) }
     }
 }

@@ -1,6 +1,7 @@
 import Packs
 import Postgres
 import Store
+import Writer
 
 /// A batch of downloaded rows in ONE transaction, as `OfflineDatabase.apply` does it in SQLite
 /// mode — upserts (ids stable), links, the packs' progress, the cluster-wide tile count and
