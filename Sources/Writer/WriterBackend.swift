@@ -43,7 +43,7 @@ import Packs
 /// store's public protocols (batch sizes by count and time, operations riding a batch, per-pack
 /// change marks, a full database, stopping with work pending). A store with a new backend adds
 /// its factory to `StoreFactory.all` and passes that suite unchanged.
-public protocol WriterBackend: AnyObject {
+public protocol WriterBackend: AnyObject, SendableMetatype {
     /// What operations are given: the store's write connection.
     associatedtype Connection
 
