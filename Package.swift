@@ -133,7 +133,7 @@ let package = Package(
 
         .testTarget(name: "PacksTests", dependencies: ["Packs", "CZlib", "PackdTestSupport"]),
         // One suite of store tests, run against every store implementation (`StoreFactory.all`).
-        .testTarget(name: "StoreContractTests", dependencies: ["Packs", "Writer", "Store", "Loop", "Postgres", "PostgresStore", "PostgresTestSupport"]),
+        .testTarget(name: "StoreContractTests", dependencies: ["Packs", "Writer", "Store", "Loop", "PackdTestSupport", "Postgres", "PostgresStore", "PostgresTestSupport"]),
         .testTarget(name: "LoopTests", dependencies: ["Loop"]),
         .testTarget(
             name: "APITests",

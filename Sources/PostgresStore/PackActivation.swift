@@ -27,6 +27,12 @@ public enum PackActivation {
             // hold (a resumed pack's were cleared by `resume` already).
             try connection.query("DELETE FROM packd_errors WHERE pack_id = ANY($1)", [.int8Array(started)])
             try connection.query("UPDATE packd_progress SET failed_resources = 0 WHERE pack_id = ANY($1)", [.int8Array(started)])
+            if !started.isEmpty {
+                // Changed outside any node's writer: every node, this one too, hears which packs
+                // (a payload without a node, which no node takes for its own).
+                try connection.query("SELECT pg_notify($1, ':' || array_to_string($2::int8[], ','))",
+                                     [.text(CommitChannel.name), .int8Array(started)])
+            }
             return started
         }
     }

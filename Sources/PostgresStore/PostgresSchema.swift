@@ -246,7 +246,77 @@ public enum PostgresSchema {
         END;
         $$;
         """,
+        // 1 → 2
+        changedPacksMigration,
     ]
+
+    /// Which packs' documents a session's transactions changed, as PostgreSQL itself reports it,
+    /// for the writer's per-pack change marks (`PostgresWriterBackend`; SQLite's update hook does
+    /// this in SQLite mode). In a session that set `packd.note_changed_packs` to `on` (the
+    /// writer's), a statement-level trigger on each table a pack document is read from
+    /// (`PackRecord.selectSQL`, the progress query) notes the pack ids of the rows
+    /// it inserted, updated or deleted — foreign-key cascades included — in the session setting
+    /// `packd.changed_packs`; `packd_take_changed_packs` returns and clears them, and tells the
+    /// other nodes (`CommitChannel`, payload `node:ids`) when there are any, or when asked to. Settings are transactional: a rolled-back
+    /// transaction or savepoint takes its notes with it.
+    static let changedPacksMigration = """
+        CREATE FUNCTION packd_note_changed_packs() RETURNS trigger LANGUAGE plpgsql AS $$
+        DECLARE
+          noted text := coalesce(current_setting('packd.changed_packs', true), '');
+          ids text;
+        BEGIN
+          IF coalesce(current_setting('packd.note_changed_packs', true), '') <> 'on' THEN
+            RETURN NULL;
+          END IF;
+          EXECUTE format('SELECT string_agg(DISTINCT %I::text, '','') FROM %I WHERE position('','' || %I || '','' IN $1) = 0',
+                         TG_ARGV[0], CASE WHEN TG_OP = 'DELETE' THEN 'packd_old_rows' ELSE 'packd_new_rows' END, TG_ARGV[0])
+            INTO ids USING ',' || noted || ',';
+          IF ids IS NOT NULL THEN
+            PERFORM set_config('packd.changed_packs', CASE WHEN noted = '' THEN ids ELSE noted || ',' || ids END, false);
+          END IF;
+          RETURN NULL;
+        END;
+        $$;
+
+        -- The ids noted since the last call (comma-separated, '' for none), cleared; announced
+        -- on the channel as 'node:ids' (in the caller's transaction) when there are any, or always.
+        CREATE FUNCTION packd_take_changed_packs(channel text, node bigint, always boolean) RETURNS text
+        LANGUAGE plpgsql AS $$
+        DECLARE
+          ids text := coalesce(current_setting('packd.changed_packs', true), '');
+        BEGIN
+          PERFORM set_config('packd.changed_packs', '', false);
+          IF always OR ids <> '' THEN
+            PERFORM pg_notify(channel, node::text || ':' || ids);
+          END IF;
+          RETURN ids;
+        END;
+        $$;
+        CREATE TRIGGER packd_packs_changed_packs_insert AFTER INSERT ON packd_packs REFERENCING NEW TABLE AS packd_new_rows
+          FOR EACH STATEMENT EXECUTE FUNCTION packd_note_changed_packs('region_id');
+        CREATE TRIGGER packd_packs_changed_packs_update AFTER UPDATE ON packd_packs REFERENCING NEW TABLE AS packd_new_rows
+          FOR EACH STATEMENT EXECUTE FUNCTION packd_note_changed_packs('region_id');
+        CREATE TRIGGER packd_packs_changed_packs_delete AFTER DELETE ON packd_packs REFERENCING OLD TABLE AS packd_old_rows
+          FOR EACH STATEMENT EXECUTE FUNCTION packd_note_changed_packs('region_id');
+        CREATE TRIGGER regions_changed_packs_insert AFTER INSERT ON regions REFERENCING NEW TABLE AS packd_new_rows
+          FOR EACH STATEMENT EXECUTE FUNCTION packd_note_changed_packs('id');
+        CREATE TRIGGER regions_changed_packs_update AFTER UPDATE ON regions REFERENCING NEW TABLE AS packd_new_rows
+          FOR EACH STATEMENT EXECUTE FUNCTION packd_note_changed_packs('id');
+        CREATE TRIGGER regions_changed_packs_delete AFTER DELETE ON regions REFERENCING OLD TABLE AS packd_old_rows
+          FOR EACH STATEMENT EXECUTE FUNCTION packd_note_changed_packs('id');
+        CREATE TRIGGER packd_progress_changed_packs_insert AFTER INSERT ON packd_progress REFERENCING NEW TABLE AS packd_new_rows
+          FOR EACH STATEMENT EXECUTE FUNCTION packd_note_changed_packs('pack_id');
+        CREATE TRIGGER packd_progress_changed_packs_update AFTER UPDATE ON packd_progress REFERENCING NEW TABLE AS packd_new_rows
+          FOR EACH STATEMENT EXECUTE FUNCTION packd_note_changed_packs('pack_id');
+        CREATE TRIGGER packd_progress_changed_packs_delete AFTER DELETE ON packd_progress REFERENCING OLD TABLE AS packd_old_rows
+          FOR EACH STATEMENT EXECUTE FUNCTION packd_note_changed_packs('pack_id');
+        CREATE TRIGGER packd_invalidations_changed_packs_insert AFTER INSERT ON packd_invalidations REFERENCING NEW TABLE AS packd_new_rows
+          FOR EACH STATEMENT EXECUTE FUNCTION packd_note_changed_packs('pack_id');
+        CREATE TRIGGER packd_invalidations_changed_packs_update AFTER UPDATE ON packd_invalidations REFERENCING NEW TABLE AS packd_new_rows
+          FOR EACH STATEMENT EXECUTE FUNCTION packd_note_changed_packs('pack_id');
+        CREATE TRIGGER packd_invalidations_changed_packs_delete AFTER DELETE ON packd_invalidations REFERENCING OLD TABLE AS packd_old_rows
+          FOR EACH STATEMENT EXECUTE FUNCTION packd_note_changed_packs('pack_id');
+        """
 
     /// The version a fully migrated database has.
     public static var currentVersion: Int { migrations.count }
@@ -257,10 +327,29 @@ public enum EventChannel {
     public static let name = "packd_events"
 }
 
-/// The channel every batch that changed packs notifies (payload: the node id), so every node's
-/// cache of rendered packs learns that another node committed.
+/// The channel every commit of a node's writer that changed packs notifies (payload `node:ids`,
+/// the node's id and the packs whose documents changed, comma-separated; see
+/// `PostgresSchema.changedPacksMigration`), so every node's cache of rendered packs learns which
+/// packs another node changed.
 public enum CommitChannel {
     public static let name = "packd_commits"
+
+    /// A notification's payload: the node that committed, and the packs it changed (nil: any
+    /// pack, for a payload without a readable list).
+    public static func parse(_ payload: String) -> (node: Int64?, packs: Set<Int64>?) {
+        guard let colon = payload.firstIndex(of: ":") else { return (Int64(payload), nil) }
+        return (Int64(payload[..<colon]), packs(in: payload[payload.index(after: colon)...]))
+    }
+
+    /// Comma-separated pack ids; nil when one is not an id.
+    static func packs(in list: some StringProtocol) -> Set<Int64>? {
+        var packs: Set<Int64> = []
+        for id in list.split(separator: ",") {
+            guard let id = Int64(id) else { return nil }
+            packs.insert(id)
+        }
+        return packs
+    }
 }
 
 /// packd's advisory locks: `pg_advisory_lock(namespace, key)`, the namespace keeping them apart

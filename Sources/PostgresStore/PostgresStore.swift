@@ -12,9 +12,9 @@ import Writer
 /// so Jobs and the API cannot tell the two apart. Completions hop to the loop thread.
 ///
 /// What is the cluster's rather than the node's: event ids (a database sequence, in commit
-/// order), the distinct-tile count and ambient size (counter slots summed over nodes), and
-/// `committedChanges`, which also moves when another node commits (`noteRemoteCommit`, fed by
-/// the node's `LISTEN` connection).
+/// order), the distinct-tile count and ambient size (counter slots summed over nodes), and the
+/// change counts (`committedChanges`, `documentChanges(of:)`), which also move for the packs
+/// another node changed (`noteRemoteCommit`, fed by the node's `LISTEN` connection).
 public final class PostgresStore: PackStore, @unchecked Sendable {
     public struct Configuration: Sendable {
         public var maximumBatchCount: Int
@@ -32,9 +32,11 @@ public final class PostgresStore: PackStore, @unchecked Sendable {
     public let node: Int64
     /// The units this node holds, by the tiles they cover (the cluster scheduler fills it).
     public let units = WorkUnitAttribution()
-    private let writer: BatchingWriter<PostgresWriterBackend>
+    /// The writer (tests drive it directly; the server only through `PackStore`).
+    public let writer: BatchingWriter<PostgresWriterBackend>
     private let readers: PostgresReaderPool
-    private let remoteChanges = RemoteChanges()
+    /// Commits of other nodes heard of.
+    private let remoteChanges = LockedValue(PackChangeMarks(capacity: BatchingWriter<PostgresWriterBackend>.maximumPackMarks))
     /// Loop thread only.
     public var onCommit: ((BatchOutcome) -> Void)?
 
@@ -57,7 +59,7 @@ public final class PostgresStore: PackStore, @unchecked Sendable {
         }
         let first = try connectWriter()
         writer = BatchingWriter(
-            backend: PostgresWriterBackend(connection: first, connect: connectWriter, clock: clock),
+            backend: try PostgresWriterBackend(connection: first, connect: connectWriter, clock: clock),
             limits: BatchLimits(maximumBatchCount: configuration.maximumBatchCount,
                                 maximumBatchDelay: configuration.maximumBatchDelay),
             threadName: "packd-pg-writer") { outcome in
@@ -109,11 +111,21 @@ public final class PostgresStore: PackStore, @unchecked Sendable {
     }
 
     /// This node's batches and operations, plus the commits other nodes announced.
-    public var committedChanges: UInt64 { writer.committedChanges &+ remoteChanges.count }
+    public var committedChanges: UInt64 { writer.committedChanges &+ remoteChanges.withLock { $0.count } }
 
-    /// Another node committed (a notification on `CommitChannel` or `EventChannel`). Any thread.
-    public func noteRemoteCommit() {
-        remoteChanges.bump()
+    /// Per pack: what this node's writer changed (PostgreSQL's triggers name the packs, see
+    /// `PostgresWriterBackend`), plus what other nodes announced for it. A sum of two counts
+    /// that never go back, so it never goes back either, and moves when either does.
+    public func documentChanges(of packID: Int64) -> UInt64 {
+        writer.documentChanges(of: packID) &+ remoteChanges.withLock { $0.value(of: packID) }
+    }
+
+    /// Another node committed changes to `packs` (`CommitChannel`), or to any pack (nil: a
+    /// notification that names none, or notifications that may have been missed). Any thread.
+    public func noteRemoteCommit(packs: Set<Int64>? = nil) {
+        remoteChanges.withLock { marks in
+            if let packs { marks.mark(packs) } else { marks.markEveryPack() }
+        }
     }
 
     public func checkUpload(path: String, limits: UploadLimits, scratchDirectory: String) -> Result<any CheckedUpload, ImportError> {
@@ -163,14 +175,16 @@ private final class TouchRelay: @unchecked Sendable {
     weak var writer: BatchingWriter<PostgresWriterBackend>?
 }
 
-/// Commits of other nodes heard of, for `committedChanges`.
-private final class RemoteChanges: @unchecked Sendable {
+/// A value behind a lock (the loop marks, any thread reads).
+private final class LockedValue<Value>: @unchecked Sendable {
     private let lock = NSLock()
-    private var value: UInt64 = 0
+    private var value: Value
 
-    var count: UInt64 { lock.withLock { value } }
+    init(_ value: Value) {
+        self.value = value
+    }
 
-    func bump() {
-        lock.withLock { value &+= 1 }
+    func withLock<R>(_ body: (inout Value) -> R) -> R {
+        lock.withLock { body(&value) }
     }
 }
