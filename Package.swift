@@ -36,9 +36,12 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // Tile formats as bytes, pure: PMTiles v3 (header, directories, Hilbert ids), protobuf and
+        // Mapbox Vector Tile decoding, gzip. Read by exports, archive sources and glyph subsetting.
+        .target(name: "TileFormats", dependencies: ["CZlib"]),
         // The one batching writer behind both stores, generic over each store's backend.
         .target(name: "Writer", dependencies: ["Packs"]),
-        .target(name: "Store", dependencies: ["Packs", "Writer", "Loop", "CSQLite", "CZlib"]),
+        .target(name: "Store", dependencies: ["Packs", "Writer", "Loop", "CSQLite", "CZlib", "TileFormats"]),
         // The child process StoreTests SIGKILLs mid-stream to prove crash safety.
         .executableTarget(name: "packd-store-crash-writer", dependencies: ["Store", "Packs"]),
 
@@ -128,7 +131,7 @@ let package = Package(
         // libFuzzer targets (`make fuzz`); a plain build makes `packd-fuzz TARGET FILE…`, a replay tool.
         .executableTarget(
             name: "packd-fuzz",
-            dependencies: ["Server", "Loop", "Packs", "Plan", "Geo", "Store", "Fetch", .product(name: "Logging", package: "swift-log")]
+            dependencies: ["Server", "Loop", "Packs", "Plan", "Geo", "Store", "Fetch", "TileFormats", .product(name: "Logging", package: "swift-log")]
         ),
 
         .testTarget(name: "PacksTests", dependencies: ["Packs", "CZlib", "PackdTestSupport"]),
@@ -152,7 +155,7 @@ let package = Package(
             ]
         ),
         .testTarget(name: "StoreTests", dependencies: ["Store", "Writer", "Packs", "PackdTestSupport", "packd-store-crash-writer"]),
-        .testTarget(name: "StoreIOTests", dependencies: ["Store", "Packs", "CZlib", "PackdTestSupport"]),
+        .testTarget(name: "StoreIOTests", dependencies: ["Store", "Packs", "CZlib", "PackdTestSupport", "TileFormats"]),
         .testTarget(name: "GeoTests", dependencies: ["Geo"]),
         .testTarget(name: "PlanTests", dependencies: ["Plan", "Packs", "Geo"]),
         // The in-process upstream and fetch harness shared by the network tests.
