@@ -15,7 +15,7 @@ import Writer
 /// order), the distinct-tile count and ambient size (counter slots summed over nodes), and the
 /// change counts (`committedChanges`, `documentChanges(of:)`), which also move for the packs
 /// another node changed (`noteRemoteCommit`, fed by the node's `LISTEN` connection).
-public final class PostgresStore: PackStore, @unchecked Sendable {
+public final class PostgresStore: PackStore, WriterSink, @unchecked Sendable {
     public struct Configuration: Sendable {
         public var maximumBatchCount: Int
         public var maximumBatchDelay: Duration
@@ -137,29 +137,11 @@ public final class PostgresStore: PackStore, @unchecked Sendable {
         readers.close()
     }
 
-    // MARK: ResourceSink
+    // MARK: ResourceSink (the rest is `WriterSink`'s)
 
-    public func submit(_ writes: [ResourceWrite]) {
-        writer.submit(contentsOf: writes)
+    public func deliver(_ work: @escaping @Sendable () -> Void) {
+        loop.execute(work)
     }
-
-    public func inBatch<T: Sendable>(_ operation: @escaping @Sendable (any StoreWriting) throws -> T,
-                                     then: (@Sendable (Result<T, any Error>) -> Void)?) {
-        let loop = loop
-        writer.inBatch(savepoint: { try operation($0) }, then: then.map { then in { result in loop.execute { then(result) } } })
-    }
-
-    public func whenCommitted(_ then: @escaping @Sendable () -> Void) {
-        let loop = loop
-        writer.whenCommitted { loop.execute(then) }
-    }
-
-    public func flush(_ then: @escaping @Sendable () -> Void) {
-        let loop = loop
-        writer.flush { loop.execute(then) }
-    }
-
-    public var pendingWrites: Int { writer.pendingWrites }
 
     /// Appends the event in the open batch, numbered by the database at the batch's commit
     /// (`event.id` is ignored: in cluster mode the database numbers every node's events).

@@ -6,7 +6,7 @@ import Writer
 /// beside packd's own tables — written by the one `WriterThread` (the `BatchingWriter` on the
 /// `SQLiteWriterBackend`) and read by pooled read-only connections on libuv's thread pool. Every
 /// completion hops to the loop thread.
-public final class SQLiteStore: PackStore, @unchecked Sendable {
+public final class SQLiteStore: PackStore, WriterSink, @unchecked Sendable {
     public let path: String
     public let loop: EventLoop
     /// The writer (tests and benchmarks drive it directly; the server only through `PackStore`).
@@ -82,30 +82,13 @@ public final class SQLiteStore: PackStore, @unchecked Sendable {
         writer.stop()
     }
 
-    // MARK: ResourceSink
+    // MARK: ResourceSink (the rest is `WriterSink`'s)
 
-    public func submit(_ writes: [ResourceWrite]) {
-        writer.submit(contentsOf: writes)
+    public func deliver(_ work: @escaping @Sendable () -> Void) {
+        loop.execute(work)
     }
 
-    public func inBatch<T: Sendable>(_ operation: @escaping @Sendable (any StoreWriting) throws -> T,
-                                     then: (@Sendable (Result<T, any Error>) -> Void)?) {
-        let loop = loop
-        writer.inBatch(savepoint: { try operation($0) },
-                       then: then.map { then in { result in loop.execute { then(result.mapError(Self.neutral)) } } })
-    }
-
-    public func whenCommitted(_ then: @escaping @Sendable () -> Void) {
-        let loop = loop
-        writer.whenCommitted { loop.execute(then) }
-    }
-
-    public func flush(_ then: @escaping @Sendable () -> Void) {
-        let loop = loop
-        writer.flush { loop.execute(then) }
-    }
-
-    public var pendingWrites: Int { writer.pendingWrites }
+    public func storeError(_ error: any Error) -> any Error { Self.neutral(error) }
 
     /// Appends an event to the durable log in the open batch; it changes no pack document.
     /// `failed` hears once, after the batch: its own error, or the batch's. (A batch a full disk
