@@ -257,7 +257,8 @@ public enum PostgresSchema {
     /// (`PackRecord.selectSQL`, the progress query) notes the pack ids of the rows
     /// it inserted, updated or deleted — foreign-key cascades included — in the session setting
     /// `packd.changed_packs`; `packd_take_changed_packs` returns and clears them, and tells the
-    /// other nodes (`CommitChannel`, payload `node:ids`) when there are any, or when asked to. Settings are transactional: a rolled-back
+    /// other nodes (`CommitChannel`, payload `node:ids`, `node:*` past a notification's size)
+    /// when there are any, or when asked to. Settings are transactional: a rolled-back
     /// transaction or savepoint takes its notes with it.
     static let changedPacksMigration = """
         CREATE FUNCTION packd_note_changed_packs() RETURNS trigger LANGUAGE plpgsql AS $$
@@ -268,9 +269,10 @@ public enum PostgresSchema {
           IF coalesce(current_setting('packd.note_changed_packs', true), '') <> 'on' THEN
             RETURN NULL;
           END IF;
-          EXECUTE format('SELECT string_agg(DISTINCT %I::text, '','') FROM %I WHERE position('','' || %I || '','' IN $1) = 0',
-                         TG_ARGV[0], CASE WHEN TG_OP = 'DELETE' THEN 'packd_old_rows' ELSE 'packd_new_rows' END, TG_ARGV[0])
-            INTO ids USING ',' || noted || ',';
+          -- Appended, not merged: a statement costs what it changed, not what was noted before.
+          EXECUTE format('SELECT string_agg(DISTINCT %I::text, '','') FROM %I', TG_ARGV[0],
+                         CASE WHEN TG_OP = 'DELETE' THEN 'packd_old_rows' ELSE 'packd_new_rows' END)
+            INTO ids;
           IF ids IS NOT NULL THEN
             PERFORM set_config('packd.changed_packs', CASE WHEN noted = '' THEN ids ELSE noted || ',' || ids END, false);
           END IF;
@@ -278,16 +280,19 @@ public enum PostgresSchema {
         END;
         $$;
 
-        -- The ids noted since the last call (comma-separated, '' for none), cleared; announced
-        -- on the channel as 'node:ids' (in the caller's transaction) when there are any, or always.
+        -- The ids noted since the last call (distinct, comma-separated, '' for none), cleared;
+        -- announced on the channel as 'node:ids' (in the caller's transaction) when there are
+        -- any, or always — as 'node:*' when the list would not fit a notification (8000 bytes).
         CREATE FUNCTION packd_take_changed_packs(channel text, node bigint, always boolean) RETURNS text
         LANGUAGE plpgsql AS $$
         DECLARE
-          ids text := coalesce(current_setting('packd.changed_packs', true), '');
+          ids text;
         BEGIN
+          SELECT coalesce(string_agg(DISTINCT id, ','), '') INTO ids
+            FROM unnest(string_to_array(coalesce(current_setting('packd.changed_packs', true), ''), ',')) AS id;
           PERFORM set_config('packd.changed_packs', '', false);
           IF always OR ids <> '' THEN
-            PERFORM pg_notify(channel, node::text || ':' || ids);
+            PERFORM pg_notify(channel, node::text || ':' || CASE WHEN length(ids) > 7000 THEN '*' ELSE ids END);
           END IF;
           RETURN ids;
         END;
@@ -328,7 +333,7 @@ public enum EventChannel {
 }
 
 /// The channel every commit of a node's writer that changed packs notifies (payload `node:ids`,
-/// the node's id and the packs whose documents changed, comma-separated; see
+/// the node's id and the packs whose documents changed, comma-separated, or `*` for any; see
 /// `PostgresSchema.changedPacksMigration`), so every node's cache of rendered packs learns which
 /// packs another node changed.
 public enum CommitChannel {

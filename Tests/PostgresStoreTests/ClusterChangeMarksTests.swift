@@ -69,6 +69,13 @@ import Testing
         #expect(try PackActivation.activate(limit: 10, now: 3, on: connection) == [queued])
         try passFence()
         #expect(moved() == [false, false, true])
+
+        // More packs in one commit than a notification can name (8000 bytes): it commits all the
+        // same, and every node moves every pack.
+        let many = try write(writing, thread) { writer in try (0..<1_700).map { try writer.createPack(Self.pack("many \($0)"), now: 4) } }
+        #expect(many.count == 1_700)
+        try passFence()
+        #expect(moved() == [true, true, true])
     }
 
     static func pack(_ name: String, state: PackState = .inactive) -> PackRecord {
