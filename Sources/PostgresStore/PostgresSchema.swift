@@ -253,74 +253,56 @@ public enum PostgresSchema {
     /// Which packs' documents a session's transactions changed, as PostgreSQL itself reports it,
     /// for the writer's per-pack change marks (`PostgresWriterBackend`; SQLite's update hook does
     /// this in SQLite mode). In a session that set `packd.note_changed_packs` to `on` (the
-    /// writer's), a statement-level trigger on each table a pack document is read from
-    /// (`PackRecord.selectSQL`, the progress query) notes the pack ids of the rows
-    /// it inserted, updated or deleted — foreign-key cascades included — in the session setting
-    /// `packd.changed_packs`; `packd_take_changed_packs` returns and clears them, and tells the
-    /// other nodes (`CommitChannel`, payload `node:ids`, `node:*` past a notification's size)
-    /// when there are any, or when asked to. Settings are transactional: a rolled-back
-    /// transaction or savepoint takes its notes with it.
+    /// writer's), a row trigger on each table a pack document is read from (`PackRecord.selectSQL`,
+    /// the progress query) notes the pack id of every row inserted, updated or deleted —
+    /// foreign-key cascades included — in the session setting `packd.changed_packs` (distinct ids,
+    /// comma-separated; `*`, any pack, once the list passes 7000 bytes, so it stays small and fits
+    /// a notification). `packd_take_changed_packs` returns and clears it, and tells the other nodes
+    /// (`CommitChannel`, payload `node:ids`) when there are any, or when asked to. Settings are
+    /// transactional: a rolled-back transaction or savepoint takes its notes with it. Row triggers
+    /// with no query in them: a download's batch fires one per pack whose progress it adds to.
     static let changedPacksMigration = """
-        CREATE FUNCTION packd_note_changed_packs() RETURNS trigger LANGUAGE plpgsql AS $$
+        CREATE FUNCTION packd_note_changed_pack() RETURNS trigger LANGUAGE plpgsql AS $$
         DECLARE
-          noted text := coalesce(current_setting('packd.changed_packs', true), '');
-          ids text;
+          noted text;
+          id text;
         BEGIN
           IF coalesce(current_setting('packd.note_changed_packs', true), '') <> 'on' THEN
             RETURN NULL;
           END IF;
-          -- Appended, not merged: a statement costs what it changed, not what was noted before.
-          EXECUTE format('SELECT string_agg(DISTINCT %I::text, '','') FROM %I', TG_ARGV[0],
-                         CASE WHEN TG_OP = 'DELETE' THEN 'packd_old_rows' ELSE 'packd_new_rows' END)
-            INTO ids;
-          IF ids IS NOT NULL THEN
-            PERFORM set_config('packd.changed_packs', CASE WHEN noted = '' THEN ids ELSE noted || ',' || ids END, false);
+          noted := coalesce(current_setting('packd.changed_packs', true), '');
+          id := to_jsonb(CASE WHEN TG_OP = 'DELETE' THEN OLD ELSE NEW END) ->> TG_ARGV[0];
+          IF noted = '*' OR position(',' || id || ',' IN ',' || noted || ',') > 0 THEN
+            RETURN NULL;
           END IF;
+          noted := CASE WHEN noted = '' THEN id ELSE noted || ',' || id END;
+          PERFORM set_config('packd.changed_packs', CASE WHEN length(noted) > 7000 THEN '*' ELSE noted END, false);
           RETURN NULL;
         END;
         $$;
 
-        -- The ids noted since the last call (distinct, comma-separated, '' for none), cleared;
-        -- announced on the channel as 'node:ids' (in the caller's transaction) when there are
-        -- any, or always — as 'node:*' when the list would not fit a notification (8000 bytes).
+        -- The ids noted since the last call ('' for none, '*' for any), cleared; announced on the
+        -- channel as 'node:ids' (in the caller's transaction) when there are any, or always.
         CREATE FUNCTION packd_take_changed_packs(channel text, node bigint, always boolean) RETURNS text
         LANGUAGE plpgsql AS $$
         DECLARE
-          ids text;
+          ids text := coalesce(current_setting('packd.changed_packs', true), '');
         BEGIN
-          SELECT coalesce(string_agg(DISTINCT id, ','), '') INTO ids
-            FROM unnest(string_to_array(coalesce(current_setting('packd.changed_packs', true), ''), ',')) AS id;
           PERFORM set_config('packd.changed_packs', '', false);
           IF always OR ids <> '' THEN
-            PERFORM pg_notify(channel, node::text || ':' || CASE WHEN length(ids) > 7000 THEN '*' ELSE ids END);
+            PERFORM pg_notify(channel, node::text || ':' || ids);
           END IF;
           RETURN ids;
         END;
         $$;
-        CREATE TRIGGER packd_packs_changed_packs_insert AFTER INSERT ON packd_packs REFERENCING NEW TABLE AS packd_new_rows
-          FOR EACH STATEMENT EXECUTE FUNCTION packd_note_changed_packs('region_id');
-        CREATE TRIGGER packd_packs_changed_packs_update AFTER UPDATE ON packd_packs REFERENCING NEW TABLE AS packd_new_rows
-          FOR EACH STATEMENT EXECUTE FUNCTION packd_note_changed_packs('region_id');
-        CREATE TRIGGER packd_packs_changed_packs_delete AFTER DELETE ON packd_packs REFERENCING OLD TABLE AS packd_old_rows
-          FOR EACH STATEMENT EXECUTE FUNCTION packd_note_changed_packs('region_id');
-        CREATE TRIGGER regions_changed_packs_insert AFTER INSERT ON regions REFERENCING NEW TABLE AS packd_new_rows
-          FOR EACH STATEMENT EXECUTE FUNCTION packd_note_changed_packs('id');
-        CREATE TRIGGER regions_changed_packs_update AFTER UPDATE ON regions REFERENCING NEW TABLE AS packd_new_rows
-          FOR EACH STATEMENT EXECUTE FUNCTION packd_note_changed_packs('id');
-        CREATE TRIGGER regions_changed_packs_delete AFTER DELETE ON regions REFERENCING OLD TABLE AS packd_old_rows
-          FOR EACH STATEMENT EXECUTE FUNCTION packd_note_changed_packs('id');
-        CREATE TRIGGER packd_progress_changed_packs_insert AFTER INSERT ON packd_progress REFERENCING NEW TABLE AS packd_new_rows
-          FOR EACH STATEMENT EXECUTE FUNCTION packd_note_changed_packs('pack_id');
-        CREATE TRIGGER packd_progress_changed_packs_update AFTER UPDATE ON packd_progress REFERENCING NEW TABLE AS packd_new_rows
-          FOR EACH STATEMENT EXECUTE FUNCTION packd_note_changed_packs('pack_id');
-        CREATE TRIGGER packd_progress_changed_packs_delete AFTER DELETE ON packd_progress REFERENCING OLD TABLE AS packd_old_rows
-          FOR EACH STATEMENT EXECUTE FUNCTION packd_note_changed_packs('pack_id');
-        CREATE TRIGGER packd_invalidations_changed_packs_insert AFTER INSERT ON packd_invalidations REFERENCING NEW TABLE AS packd_new_rows
-          FOR EACH STATEMENT EXECUTE FUNCTION packd_note_changed_packs('pack_id');
-        CREATE TRIGGER packd_invalidations_changed_packs_update AFTER UPDATE ON packd_invalidations REFERENCING NEW TABLE AS packd_new_rows
-          FOR EACH STATEMENT EXECUTE FUNCTION packd_note_changed_packs('pack_id');
-        CREATE TRIGGER packd_invalidations_changed_packs_delete AFTER DELETE ON packd_invalidations REFERENCING OLD TABLE AS packd_old_rows
-          FOR EACH STATEMENT EXECUTE FUNCTION packd_note_changed_packs('pack_id');
+        CREATE TRIGGER packd_packs_changed_packs AFTER INSERT OR UPDATE OR DELETE ON packd_packs
+          FOR EACH ROW EXECUTE FUNCTION packd_note_changed_pack('region_id');
+        CREATE TRIGGER regions_changed_packs AFTER INSERT OR UPDATE OR DELETE ON regions
+          FOR EACH ROW EXECUTE FUNCTION packd_note_changed_pack('id');
+        CREATE TRIGGER packd_progress_changed_packs AFTER INSERT OR UPDATE OR DELETE ON packd_progress
+          FOR EACH ROW EXECUTE FUNCTION packd_note_changed_pack('pack_id');
+        CREATE TRIGGER packd_invalidations_changed_packs AFTER INSERT OR UPDATE OR DELETE ON packd_invalidations
+          FOR EACH ROW EXECUTE FUNCTION packd_note_changed_pack('pack_id');
         """
 
     /// The version a fully migrated database has.
@@ -346,7 +328,7 @@ public enum CommitChannel {
         return (Int64(payload[..<colon]), packs(in: payload[payload.index(after: colon)...]))
     }
 
-    /// Comma-separated pack ids; nil when one is not an id.
+    /// Comma-separated pack ids; nil (any pack) for `*`, or when one is not an id.
     static func packs(in list: some StringProtocol) -> Set<Int64>? {
         var packs: Set<Int64> = []
         for id in list.split(separator: ",") {

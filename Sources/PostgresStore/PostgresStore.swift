@@ -7,9 +7,9 @@ import Writer
 
 /// Cluster mode's store: packd's facts in a PostgreSQL database shared by every node
 /// (`PostgresSchema`), written by this node's one `BatchingWriter` (on a `PostgresWriterBackend`)
-/// in batches and read by
-/// pooled connections on libuv's thread pool — the same roles and thread rules as `SQLiteStore`,
-/// so Jobs and the API cannot tell the two apart. Completions hop to the loop thread.
+/// in batches and read by pooled connections on libuv's thread pool — the same roles and thread
+/// rules as `SQLiteStore`, so Jobs and the API cannot tell the two apart. Completions hop to the
+/// loop thread. `Store` is imported for MapLibre files only (checking, merging, exporting them).
 ///
 /// What is the cluster's rather than the node's: event ids (a database sequence, in commit
 /// order), the distinct-tile count and ambient size (counter slots summed over nodes), and the

@@ -1,6 +1,5 @@
 import Packs
 import Postgres
-import Store
 import Writer
 
 /// A batch of downloaded rows in ONE transaction, as `OfflineDatabase.apply` does it in SQLite

@@ -38,7 +38,7 @@ public final class PostgresWriterBackend: WriterBackend {
 
     /// Outside any batch: each store method the operation calls is its own transaction. What it
     /// changed is taken after it, whether it threw or not (its first transactions may have
-    /// committed); when that cannot be read the writer trusts `changesPacks`.
+    /// committed); when that cannot be read, any pack may have changed.
     public func perform(_ operation: (PostgresStoreConnection) throws -> Void, changesPacks: Bool) -> OperationReport {
         let connection: PostgresStoreConnection
         do {

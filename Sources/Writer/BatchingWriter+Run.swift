@@ -88,11 +88,7 @@ extension BatchingWriter {
         application.outcome.committedWrites = batch.count
         batch.removeAll(keepingCapacity: true)
         // Rolled-back rows are noted too: a pack marked for nothing only misses the cache once.
-        switch application.changedPacks {
-        case nil where changesPacks: countChange(packs: nil)
-        case let packs? where changesPacks || !packs.isEmpty: countChange(packs: packs)
-        default: break
-        }
+        if changesPacks || application.changedPacks?.isEmpty != true { countChange(packs: application.changedPacks) }
         let outcome = application.outcome
         if outcome.committedWrites > 0 || outcome.error != nil { onCommit(outcome) }
         for operation in operations { operation.finish(application.operationsError) }

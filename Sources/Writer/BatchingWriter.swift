@@ -132,10 +132,8 @@ public final class BatchingWriter<Backend: WriterBackend>: @unchecked Sendable {
             // Operations may change rows in ways a backend's report misses (SQLite's update hook
             // does not see every deletion): one that did not promise otherwise moves every pack.
             // One that promised to change none still moves the packs it was seen to change.
-            if changesPacks {
-                countChange(packs: nil)
-            } else if let packs = report.changedPacks, !packs.isEmpty {
-                countChange(packs: packs)
+            if changesPacks || report.changedPacks?.isEmpty == false {
+                countChange(packs: changesPacks ? nil : report.changedPacks)
             }
             if let error = report.error {
                 completion(.failure(error))

@@ -24,10 +24,9 @@ import Packs
 /// - `apply` and `perform` report the packs whose documents (their pack, region, progress and
 ///   revalidation rows) the work changed, as far as the database says so, including rows other
 ///   packs own that the writes moved (a body replaced under two packs' links changes both packs'
-///   progress). nil says "cannot tell": the writer then trusts the caller's `changesPacks`
-///   (every pack, or none). The writer marks the packs (`BatchingWriter.documentChanges(of:)`)
-///   before anyone hears of the commit; a pack left out serves a stale cached document, so a
-///   backend never guesses low.
+///   progress). nil says "any pack" (too many to name, or the backend cannot tell). The writer
+///   marks the packs (`BatchingWriter.documentChanges(of:)`) before anyone hears of the commit;
+///   a pack left out serves a stale cached document, so a backend never guesses low.
 /// - `perform(_:changesPacks:)` runs one operation outside any batch, on a usable connection
 ///   (the operation makes its own transactions), and reports the error it threw or the backend
 ///   met before running it. `changesPacks` is the caller's promise; the backend's report of what
@@ -82,7 +81,7 @@ public struct BatchApplication {
     /// What the batch's operations finish with: nil when they committed.
     public var operationsError: StoreError?
     /// Packs whose document rows the transaction changed (rolled-back changes may be included);
-    /// nil: the backend cannot say, and the writer trusts `WriterBatch.changesPacks`.
+    /// nil: possibly any pack.
     public var changedPacks: Set<Int64>?
 
     public init(outcome: BatchOutcome, operationsError: StoreError?, changedPacks: Set<Int64>?) {
@@ -96,8 +95,7 @@ public struct BatchApplication {
 public struct OperationReport {
     /// What the operation threw, or why it could not run.
     public var error: (any Error)?
-    /// Packs whose document rows it changed; nil: the backend cannot say, and the writer trusts
-    /// the caller's `changesPacks`.
+    /// Packs whose document rows it changed; nil: possibly any pack.
     public var changedPacks: Set<Int64>?
 
     public init(error: (any Error)?, changedPacks: Set<Int64>?) {
