@@ -14,7 +14,7 @@ import Testing
         // An hour's delay: only the count, or the flush, may end a batch.
         let store = try ContractHarness(factory, batches: BatchSettings(maximumCount: 10, maximumDelay: .seconds(3600)))
         defer { store.close() }
-        let id = try store.write { try $0.createPack(ContractRows.pack("count"), now: 1) }
+        let id = try store.createPack("count")
         store.submit((0..<25).map { ContractRows.tile(z: 5, x: Int64($0), y: 0, pack: id) })
         #expect(store.waitForCommit { $0.count == 2 })
         #expect(store.committed.map(\.committedWrites) == [10, 10])
@@ -42,7 +42,7 @@ import Testing
     func operationsRideTheOpenBatchAndWaitersHearOfItsCommit(_ factory: StoreFactory) throws {
         let store = try ContractHarness(factory, batches: BatchSettings(maximumCount: 10, maximumDelay: .seconds(3600)))
         defer { store.close() }
-        let id = try store.write { try $0.createPack(ContractRows.pack("riding"), now: 1) }
+        let id = try store.createPack("riding")
         let heard = Heard()
         store.submit((0..<4).map { ContractRows.tile(z: 6, x: Int64($0), y: 0, pack: id) })
         store.store.inBatch({ database in
@@ -72,9 +72,7 @@ import Testing
     func eachCommitMovesThePacksItChangedAndNoOther(_ factory: StoreFactory) throws {
         let store = try ContractHarness(factory, batches: BatchSettings(maximumCount: 256, maximumDelay: .seconds(3600)))
         defer { store.close() }
-        let (a, b, c) = (try store.write { try $0.createPack(ContractRows.pack("a"), now: 1) },
-                         try store.write { try $0.createPack(ContractRows.pack("b"), now: 1) },
-                         try store.write { try $0.createPack(ContractRows.pack("c"), now: 1) })
+        let (a, b, c) = (try store.createPack("a"), try store.createPack("b"), try store.createPack("c"))
         let marks = ChangeMarks(store.store, [a, b, c])
 
         // A's download: its tiles and progress only.
@@ -117,7 +115,7 @@ import Testing
     func aBatchFullStorageRefusesIsReportedAndTheWriterGoesOn(_ factory: StoreFactory) throws {
         let store = try ContractHarness(factory, batches: BatchSettings(maximumCount: 1000, maximumDelay: .seconds(3600)))
         defer { store.close() }
-        let id = try store.write { try $0.createPack(ContractRows.pack("full"), now: 1) }
+        let id = try store.createPack("full")
         store.submit((0..<4).map { ContractRows.tile(z: 8, x: Int64($0), y: 0, pack: id) })
         try store.flush()
         try store.write { try factory.fillStorage($0, true) }
@@ -168,7 +166,7 @@ import Testing
         let store = try ContractHarness(factory, batches: BatchSettings(maximumCount: 1000, maximumDelay: .seconds(3600)))
         defer { store.close() }
         #expect((try? FileManager.default.attributesOfItem(atPath: path + "-reserve")[.size] as? Int) == 4 << 20)
-        let id = try store.write { try $0.createPack(ContractRows.pack("reserve"), now: 1) }
+        let id = try store.createPack("reserve")
         let heard = Heard()
         var batches = 0
         while !store.committed.contains(where: { $0.error?.isStorageFull == true }) {
@@ -207,7 +205,7 @@ import Testing
     func stoppingCommitsThePendingWorkAndAnswersWhatComesAfter(_ factory: StoreFactory) throws {
         let store = try ContractHarness(factory, batches: BatchSettings(maximumCount: 1000, maximumDelay: .seconds(3600)))
         defer { store.close() }
-        let id = try store.write { try $0.createPack(ContractRows.pack("pending"), now: 1) }
+        let id = try store.createPack("pending")
         let heard = Heard()
         store.submit((0..<30).map { ContractRows.tile(z: 7, x: Int64($0), y: 3, pack: id) })
         store.store.inBatch({ try $0.createPack(ContractRows.pack("riding"), now: 2) },
