@@ -37,6 +37,8 @@ let package = Package(
             ]
         ),
         .target(name: "Store", dependencies: ["Packs", "Loop", "CSQLite", "CZlib"]),
+        // Immutable export files: keys, build-once, the directory, eviction, digests.
+        .target(name: "Artifacts", dependencies: ["Packs", "Loop", "CCrypto"]),
         // The child process StoreTests SIGKILLs mid-stream to prove crash safety.
         .executableTarget(name: "packd-store-crash-writer", dependencies: ["Store", "Packs"]),
 
@@ -44,7 +46,7 @@ let package = Package(
         .target(
             name: "API",
             dependencies: [
-                "Packs", "Jobs", "Server", "Loop", "Plan", "Geo", "CCrypto",
+                "Packs", "Jobs", "Server", "Loop", "Plan", "Geo", "CCrypto", "Artifacts",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
@@ -63,6 +65,7 @@ let package = Package(
                 "Loop",
                 "Server",
                 "API",
+                "Artifacts",
                 "Store",
                 "Fetch",
                 "Jobs",
@@ -133,10 +136,11 @@ let package = Package(
         // One suite of store tests, run against every store implementation (`StoreFactory.all`).
         .testTarget(name: "StoreContractTests", dependencies: ["Packs", "Store", "Loop", "Postgres", "PostgresStore", "PostgresTestSupport"]),
         .testTarget(name: "LoopTests", dependencies: ["Loop"]),
+        .testTarget(name: "ArtifactsTests", dependencies: ["Artifacts", "Loop"]),
         .testTarget(
             name: "APITests",
             dependencies: [
-                "API", "Jobs", "Packs", "Server", "Loop", "Store", "CZlib", "PackdTestSupport",
+                "API", "Artifacts", "Jobs", "Packs", "Server", "Loop", "Store", "CZlib", "PackdTestSupport",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
