@@ -42,7 +42,7 @@ public struct ArtifactDirectory: Sendable {
         let descriptor = open(temporary, O_RDONLY | O_CLOEXEC)
         guard descriptor >= 0 else { throw .file("opening the built artifact \(temporary): \(Self.lastError)") }
         defer { close(descriptor) }
-        let (digest, size) = try Digest.sha256(descriptor: descriptor)
+        let (digest, size) = try Digest.sha256(ofFile: descriptor)
         guard fsync(descriptor) == 0 else { throw .file("syncing \(temporary): \(Self.lastError)") }
         let folder = path + "/" + key.versionFolder
         let final = folder + "/" + ArtifactFileName.published(key, sha256: digest.hex)

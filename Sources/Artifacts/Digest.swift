@@ -13,7 +13,7 @@ public enum Digest {
     }
 
     /// The SHA-256 of the open file `descriptor` from its start, and its size. Blocking.
-    static func sha256(descriptor: Int32) throws(ArtifactError) -> (digest: [UInt8], size: Int) {
+    public static func sha256(ofFile descriptor: Int32) throws(ArtifactError) -> (digest: [UInt8], size: Int) {
         guard let context = EVP_MD_CTX_new() else { throw .file("libcrypto could not allocate a digest context") }
         defer { EVP_MD_CTX_free(context) }
         guard EVP_DigestInit_ex(context, EVP_sha256(), nil) == 1 else { throw .file("libcrypto could not start SHA-256") }

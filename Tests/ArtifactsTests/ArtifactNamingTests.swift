@@ -68,7 +68,7 @@ import Testing
         try Data(bytes).write(to: URL(fileURLWithPath: path))
         let descriptor = open(path, O_RDONLY)
         defer { close(descriptor) }
-        let hashed = try Digest.sha256(descriptor: descriptor)
+        let hashed = try Digest.sha256(ofFile: descriptor)
         #expect(hashed.size == bytes.count)
         #expect(hashed.digest == Digest.sha256(bytes))
     }
