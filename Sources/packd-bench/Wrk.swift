@@ -11,6 +11,8 @@ struct Wrk {
     struct Result {
         let requestsPerSecond: Double
         let p99Milliseconds: Double
+        /// Body and head bytes read per second (wrk's `Transfer/sec`, binary units).
+        let transferBytesPerSecond: Double
     }
 
     func run(_ url: String, headers: [String] = []) throws -> Result {
@@ -30,6 +32,17 @@ struct Wrk {
         if output.contains("Non-2xx") || output.contains("Socket errors") {
             print("warning: \(url): wrk reported errors:\n\(output)")
         }
-        return Result(requestsPerSecond: rps, p99Milliseconds: p99)
+        return Result(requestsPerSecond: rps, p99Milliseconds: p99, transferBytesPerSecond: Self.transfer(in: output) ?? 0)
+    }
+
+    /// `Transfer/sec:      2.10GB` in bytes per second.
+    static func transfer(in output: String) -> Double? {
+        for line in output.split(separator: "\n") where line.contains("Transfer/sec:") {
+            let text = line.replacingOccurrences(of: "Transfer/sec:", with: "").trimmingCharacters(in: .whitespaces)
+            for (suffix, scale) in [("GB", 1024.0 * 1024 * 1024), ("MB", 1024.0 * 1024), ("KB", 1024.0), ("B", 1.0)] where text.hasSuffix(suffix) {
+                return Double(text.dropLast(suffix.count)).map { $0 * scale }
+            }
+        }
+        return nil
     }
 }
