@@ -126,7 +126,7 @@ let package = Package(
         // Real `packd serve` processes in cluster mode on a real PostgreSQL.
         .testTarget(
             name: "ClusterTests",
-            dependencies: ["Packs", "Store", "Postgres", "PostgresTestSupport", "PackdTestSupport", "packd"]
+            dependencies: ["Packs", "Store", "Artifacts", "Postgres", "PostgresTestSupport", "PackdTestSupport", "packd"]
         ),
 
         // libFuzzer targets (`make fuzz`); a plain build makes `packd-fuzz TARGET FILE…`, a replay tool.
