@@ -260,6 +260,21 @@ import Testing
         }
     }
 
+    /// A refresh keeps version 1 until versions are recorded: a pack leaving `complete` drops
+    /// its artifacts, so none is served stale once it completes again with new content.
+    @Test func aPackLeavingCompleteDropsItsArtifacts() throws {
+        try Self.withServer { server in
+            let pack = try SharedPackSeed.pack(in: server)
+            let first = try BinaryExchange.send(port: server.port, "GET", "/v1/packs/\(pack)/versions/1/export")
+            #expect(first.status == 200)
+            let folder = Self.artifactsDirectory(server) + "/pack-\(pack)"
+            #expect(FileManager.default.fileExists(atPath: folder))
+            let invalidated = try server.send("POST", "/v1/packs/\(pack)/invalidate")
+            #expect(invalidated.status == 200 || invalidated.status == 202, "\(invalidated.body)")
+            #expect(eventually { !FileManager.default.fileExists(atPath: folder) })
+        }
+    }
+
     /// Beyond the byte budget the least recently used artifact goes; the one just built stays,
     /// and an evicted one is built again on demand.
     @Test func theBudgetEvictsTheLeastRecentlyUsed() throws {

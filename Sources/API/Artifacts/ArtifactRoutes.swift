@@ -42,6 +42,16 @@ final class ArtifactRoutes {
         cache.removeVersions(pack: packID, except: [])
     }
 
+    /// Called when a pack's content may change under its current version number. Today's
+    /// versions (`PackVersions`) number content only by completion, so a refresh or an import
+    /// would leave a stale version-1 artifact: drop the pack's artifacts; the next request
+    /// builds from what the pack then holds.
+    func packContentMayChange(_ packID: Int64) {
+        guard !PackVersions.versionsNumberContent else { return }
+        retainedSeen[packID] = nil
+        cache.removeVersions(pack: packID, except: [])
+    }
+
     // MARK: routes
 
     private func exportCurrent(_ request: HTTPRequest, _ responder: APIResponder) {

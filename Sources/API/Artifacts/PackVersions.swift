@@ -18,6 +18,10 @@ struct PackVersions: Equatable, Sendable {
         self = record.state == .complete ? PackVersions(current: 1, retained: [1]) : PackVersions(current: 0, retained: [])
     }
 
+    /// Whether every change of a pack's content makes a new version. Not yet: a refresh keeps
+    /// version 1, so artifacts are dropped when a pack's content may change.
+    static let versionsNumberContent = false
+
     /// Whether `since=from` deltas to the current version can be built.
     func deltaAvailable(from: Int64) -> Bool { false }
 
