@@ -119,7 +119,7 @@ struct ArtifactsBenchmark: ParsableCommand {
             probed = Result { try probe.run(api) }
             done.signal()
         }.start()
-        let downloads = try Wrk(threads: threads, connections: clients, duration: duration).run(url)
+        let downloads = try Wrk(threads: threads, connections: clients, duration: duration, timeout: "600s").run(url)
         done.wait()
         return Round(bytesPerSecond: downloads.transferBytesPerSecond, apiP99: try probed.get().p99Milliseconds,
                      rssGrowthMB: Double(rss.stop() - rssBefore) / 1024, anonymousGrowthMB: Double(anonymous.stop() - anonymousBefore) / 1024)

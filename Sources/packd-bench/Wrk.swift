@@ -7,6 +7,8 @@ struct Wrk {
     let threads: Int
     let connections: Int
     let duration: String
+    /// wrk's per-request timeout (its default, 2s, counts every large download as an error).
+    var timeout: String?
 
     struct Result {
         let requestsPerSecond: Double
@@ -18,7 +20,7 @@ struct Wrk {
     func run(_ url: String, headers: [String] = []) throws -> Result {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/wrk")
-        process.arguments = ["-t\(threads)", "-c\(connections)", "-d\(duration)", "--latency"]
+        process.arguments = ["-t\(threads)", "-c\(connections)", "-d\(duration)", "--latency"] + (timeout.map { ["--timeout", $0] } ?? [])
             + headers.flatMap { ["-H", $0] } + [url]
         let pipe = Pipe()
         process.standardOutput = pipe
