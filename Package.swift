@@ -139,7 +139,7 @@ let package = Package(
         // One suite of store tests, run against every store implementation (`StoreFactory.all`).
         .testTarget(name: "StoreContractTests", dependencies: ["Packs", "Store", "Loop", "Postgres", "PostgresStore", "PostgresTestSupport"]),
         .testTarget(name: "LoopTests", dependencies: ["Loop"]),
-        .testTarget(name: "ArtifactsTests", dependencies: ["Artifacts", "Loop"]),
+        .testTarget(name: "ArtifactsTests", dependencies: ["Artifacts", "Loop", "PackdTestSupport"]),
         .testTarget(
             name: "APITests",
             dependencies: [
