@@ -16,23 +16,34 @@ enum ExportJob {
             return .refused(Problem(.conflict, detail: "pack \(pack) is \(record.state), not complete; add partial=true to export what it holds so far"))
         }
         do {
-            switch request.format {
-            case .maplibre:
-                return .written(tiles: try reader.exportMapLibre(pack: pack, to: path).tiles)
-            case .mbtiles, .pmtiles:
+            var export = PackExportRequest(pack: pack, version: record.state == .complete && record.version > 0 ? record.version : nil,
+                                           format: request.format.packFormat)
+            if request.format != .maplibre {
                 let sources = try reader.tileSources(pack: pack)
                 let template = try request.source.map {
                     try ExportSourceName.urlTemplate(for: $0, pack: pack, sources: sources, reader: reader)
                 }
-                let source = try sources.choose(urlTemplate: template)
-                let format: TileArchiveFormat = request.format == .mbtiles ? .mbtiles : .pmtiles
-                return .written(tiles: try reader.exportTileArchive(pack: pack, source: source, format: format, name: record.name,
-                                                                    to: path))
+                export.source = try sources.choose(urlTemplate: template).urlTemplate
             }
+            return .written(tiles: try exportNow(export, to: path, reader: reader).tiles)
         } catch let error as ExportError {
             guard let problem = problem(error, pack: pack) else { throw error }
             return .refused(problem)
         }
+    }
+
+    /// Exports `request`; while a refresh is changing the pack's rows (its version cannot be built
+    /// now), what the pack holds now, unversioned.
+    private static func exportNow(_ request: PackExportRequest, to path: String,
+                                  reader: any PackExporting) throws(ExportError) -> PackExportSummary {
+        do {
+            return try reader.export(request, to: path)
+        } catch {
+            guard case .versionChanging = error else { throw error }
+        }
+        var unversioned = request
+        unversioned.version = nil
+        return try reader.export(unversioned, to: path)
     }
 
     /// The client-facing answer to an export error, or nil for a server failure (500).
@@ -48,6 +59,10 @@ enum ExportJob {
         case .unknownTileSource(let name):
             let detail = "the pack has no tile source named \(name)"
             return Problem(.validationFailed, detail: detail, errors: [Problem.FieldError(parameter: "source", detail: detail)])
+        case .invalidRequest(let field, let detail):
+            return Problem(.validationFailed, detail: detail, errors: [Problem.FieldError(parameter: field, detail: detail)])
+        case .unknownVersion, .versionNotRetained, .versionSuperseded, .versionChanging, .baseNotRetained:
+            return Problem(.conflict, detail: error.description)
         case .invalidTile, .store, .file:
             return nil
         }

@@ -1,3 +1,4 @@
+import Packs
 import Server
 
 /// The query of `GET /v1/packs/{id}/export`, validated: a format, whether a pack that is not
@@ -12,6 +13,15 @@ struct ExportRequest: Equatable {
             case .maplibre: "db"
             case .mbtiles: "mbtiles"
             case .pmtiles: "pmtiles"
+            }
+        }
+
+        /// The store's name of the format.
+        var packFormat: PackExportRequest.Format {
+            switch self {
+            case .maplibre: .maplibre
+            case .mbtiles: .mbtiles
+            case .pmtiles: .pmtiles
             }
         }
 

@@ -21,7 +21,7 @@ extension PostgresStoreConnection {
             return try transaction { () throws -> ImportOutcome in
                 try stageUpload(side)
                 let preview = try importPreview()
-                let packs = try mergeStaged(now: Int64(Date().timeIntervalSince1970))
+                let packs = try mergeStaged(now: clock.now)
                 return ImportOutcome(packs: packs, resources: preview.resources, tiles: preview.tiles,
                                      unchangedPacks: preview.unchangedPacks, unchangedRegions: preview.unchangedRegions)
             }

@@ -9,7 +9,7 @@ extension PostgresStoreConnection {
         SELECT p.region_id, p.name, p.state, p.error, p.context, r.definition, p.created_at, p.updated_at,
                p.completed_at, p.limits, p.expected_resources, p.expected_tiles, p.expected_is_precise,
                p.update_available, p.update_checked_at,
-               i.unchanged, i.updated, i.removed, i.started_at, i.completed_at
+               i.unchanged, i.updated, i.removed, i.started_at, i.completed_at, p.version
         FROM packd_packs p JOIN regions r ON r.id = p.region_id
         LEFT JOIN packd_invalidations i ON i.pack_id = p.region_id
         """
@@ -31,7 +31,7 @@ extension PostgresStoreConnection {
                           limits: try row.stringOrNil(9).flatMap(PackRecord.decodeLimits) ?? PackLimits(),
                           expectedResources: try row.int64(10), expectedTiles: try row.int64(11),
                           expectedIsPrecise: try row.bool(12), updateAvailable: try row.bool(13),
-                          updateCheckedAt: try row.int64OrNil(14), invalidation: invalidation)
+                          updateCheckedAt: try row.int64OrNil(14), invalidation: invalidation, version: try row.int64(20))
     }
 
     // MARK: PackRepository
@@ -182,11 +182,11 @@ extension PostgresStoreConnection {
             case .failure(let refusal):
                 return .refused(refusal)
             case .success(let transition):
-                try transition.record(packID, in: TransitionRowsSQL(connection: self), now: now)
+                let recorded = try transition.record(packID, in: TransitionRowsSQL(connection: self), now: now)
                 // Work units belong to one stretch of being active: a pack that continues later
                 // is planned and cut anew (its units skip what is stored).
                 if let next = transition.to, transition.changesState, next != .active { try forgetWorkUnits(packID) }
-                return .applied(transition)
+                return .applied(recorded)
             }
         }
     }
@@ -407,5 +407,8 @@ private struct TransitionRowsSQL: TransitionRows {
     func removeRows(_ packID: Int64) throws { _ = try connection.removePack(packID) }
     func setPackState(_ packID: Int64, state: PackState, error: PackError?, now: Int64) throws {
         try connection.setPackState(packID, state: state, error: error, now: now)
+    }
+    func recordVersion(_ packID: Int64, now: Int64) throws -> [PackVersion] {
+        try connection.cutVersions(completing: packID, now: now)
     }
 }

@@ -3,7 +3,7 @@ import Packs
 /// The writer's connection as the store protocols see it: every read `StoreReader` answers (the
 /// shared `SQLiteConnection` queries, seeing this transaction's own changes), pack transitions by
 /// `PackLifecycle`'s rules, links, imports.
-extension OfflineDatabase: SQLiteConnection, MutablePackRepository, MutableResourceIndex, PackImporting {
+extension OfflineDatabase: SQLiteConnection, MutablePackRepository, MutableResourceIndex, PackImporting, PackVersionRepository {
     public func resource(_ key: ResourceKey, linkedTo packID: Int64?) throws -> StoredResource? {
         try storedRow(key, linkedTo: packID)
     }
@@ -30,8 +30,7 @@ extension OfflineDatabase: SQLiteConnection, MutablePackRepository, MutableResou
             case .failure(let refusal):
                 return .refused(refusal)
             case .success(let transition):
-                try transition.record(packID, in: Rows(database: self), now: now)
-                return .applied(transition)
+                return .applied(try transition.record(packID, in: Rows(database: self), now: now))
             }
         }
     }
@@ -70,6 +69,9 @@ extension OfflineDatabase {
         func removeRows(_ packID: Int64) throws { _ = try database.removePack(packID) }
         func setPackState(_ packID: Int64, state: PackState, error: PackError?, now: Int64) throws {
             try database.setPackState(packID, state: state, error: error, now: now)
+        }
+        func recordVersion(_ packID: Int64, now: Int64) throws -> [PackVersion] {
+            try database.cutVersions(completing: packID, now: now)
         }
     }
 }

@@ -34,6 +34,9 @@ struct ExportBenchmark: ParsableCommand {
 
         let reader = try Database(path: databasePath, mode: .readOnly)
         let source = try PackTileSource.choose(pack: 1, urlTemplate: nil, in: reader)
+        func request(_ format: PackExportRequest.Format) -> PackExportRequest {
+            PackExportRequest(pack: 1, version: nil, format: format, source: format == .maplibre ? nil : source.urlTemplate)
+        }
         var results: [(name: String, seconds: Double, cpu: Double, peak: Int, anonymousPeak: Int, size: UInt64)] = []
         func measure(_ name: String, output: String, _ body: () throws -> Void) throws {
             PeakMemory.reset()
@@ -52,13 +55,13 @@ struct ExportBenchmark: ParsableCommand {
             try copyBodies(reader, to: directory + "/copy.bin")
         }
         try measure("maplibre", output: directory + "/pack.maplibre.db") {
-            _ = try MapLibreExport.write(pack: 1, databasePath: databasePath, to: directory + "/pack.maplibre.db")
+            _ = try MapLibreExport.write(request(.maplibre), databasePath: databasePath, to: directory + "/pack.maplibre.db")
         }
         try measure("mbtiles", output: directory + "/pack.mbtiles") {
-            _ = try MBTilesExport.write(pack: 1, source: source, name: "bench", from: reader, to: directory + "/pack.mbtiles")
+            _ = try MBTilesExport.write(request(.mbtiles), from: reader, to: directory + "/pack.mbtiles")
         }
         try measure("pmtiles", output: directory + "/pack.pmtiles") {
-            _ = try PMTilesExport.write(pack: 1, source: source, name: "bench", from: reader, to: directory + "/pack.pmtiles")
+            _ = try PMTilesExport.write(request(.pmtiles), from: reader, to: directory + "/pack.pmtiles")
         }
         let baseline = results[0]
         // Peak RSS counts the pages of the memory-mapped pack too (page cache, not allocations);
@@ -99,6 +102,9 @@ struct ExportBenchmark: ParsableCommand {
         try? FileManager.default.removeItem(atPath: path)
         let database = try SchemaMigrator.openWriter(path: path)
         try database.execute("INSERT INTO regions (definition, description) VALUES ('{\"bench\":true}', NULL)")
+        try database.execute("""
+            INSERT INTO packd_packs (region_id, name, state, created_at, updated_at) VALUES (1, 'bench', ?1, 1700000000, 1700000000)
+            """, [.text(PackState.complete.rawValue)])
         let side = Int(Double(tiles).squareRoot().rounded(.up))
         let ocean = zlib(vectorTile(salt: -1))
         var stored = 0

@@ -19,7 +19,7 @@ import Testing
             == String(PostgresSchema.currentVersion))
         // Everything lives in schema packd; nothing in public.
         #expect(try connection.scalarInt("SELECT count(*) FROM pg_tables WHERE schemaname = 'public'") == 0)
-        #expect(try connection.scalarInt("SELECT count(*) FROM pg_tables WHERE schemaname = 'packd'") == 16)
+        #expect(try connection.scalarInt("SELECT count(*) FROM pg_tables WHERE schemaname = 'packd'") == 19)
     }
 
     @Test func refusesNewerAndForeignSchemas() throws {

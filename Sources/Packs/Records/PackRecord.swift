@@ -22,12 +22,14 @@ public struct PackRecord: Sendable, Equatable {
     public var updateCheckedAt: Int64?
     /// The last `invalidate` of the pack; nil: never revalidated.
     public var invalidation: PackInvalidation?
+    /// The pack's current version (`PackVersion`): 0 until it first completed.
+    public var version: Int64
 
     public init(id: Int64 = 0, name: String, state: PackState, error: PackError? = nil, context: [UInt8]? = nil,
                 definition: String, createdAt: Int64 = 0, updatedAt: Int64 = 0, completedAt: Int64? = nil,
                 limits: PackLimits = PackLimits(), expectedResources: Int64 = 0, expectedTiles: Int64 = 0,
                 expectedIsPrecise: Bool = false, updateAvailable: Bool = false,
-                updateCheckedAt: Int64? = nil, invalidation: PackInvalidation? = nil) {
+                updateCheckedAt: Int64? = nil, invalidation: PackInvalidation? = nil, version: Int64 = 0) {
         self.id = id
         self.name = name
         self.state = state
@@ -44,6 +46,7 @@ public struct PackRecord: Sendable, Equatable {
         self.updateAvailable = updateAvailable
         self.updateCheckedAt = updateCheckedAt
         self.invalidation = invalidation
+        self.version = version
     }
 
     /// The expected counts as stored (not precise until the plan was known).

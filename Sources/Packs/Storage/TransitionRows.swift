@@ -7,22 +7,28 @@ public protocol TransitionRows {
     func storeExpected(_ packID: Int64, _ counts: ExpectedCounts, now: Int64) throws
     func removeRows(_ packID: Int64) throws
     func setPackState(_ packID: Int64, state: PackState, error: PackError?, now: Int64) throws
+    /// Cuts the versions `PackLifecycle.Action.recordVersion` asks for; the versions cut.
+    func recordVersion(_ packID: Int64, now: Int64) throws -> [PackVersion]
 }
 
 extension PackLifecycle.Transition {
-    /// Performs the storage actions, then stores the new state and error when they change.
-    public func record(_ packID: Int64, in rows: some TransitionRows, now: Int64) throws {
+    /// Performs the storage actions, then stores the new state and error when they change; the
+    /// transition with the versions it cut.
+    public func record(_ packID: Int64, in rows: some TransitionRows, now: Int64) throws -> Self {
+        var recorded = self
         for action in storageActions {
             switch action {
             case .clearFailures: try rows.clearFailures(packID: packID)
             case .restartRevalidation: try rows.restartInvalidation(packID, now: now)
             case .storeExpected(let counts): try rows.storeExpected(packID, counts, now: now)
             case .removeRows: try rows.removeRows(packID)
+            case .recordVersion: recorded.createdVersions = try rows.recordVersion(packID, now: now)
             default: break
             }
         }
         if let to, changesState {
             try rows.setPackState(packID, state: to, error: error, now: now)
         }
+        return recorded
     }
 }
