@@ -60,6 +60,7 @@ public final class PackdAPI {
             .register(in: &router, using: routes)
         EstimateRoutes(store: store, loop: loop, upstream: upstreamAccess, logger: logger).register(in: &router, using: routes)
         EventRoutes(store: store, events: events, logger: logger).register(in: &router, using: routes)
+        VersionRoutes(store: store, logger: logger).register(in: &router, using: routes)
         SharingRoutes(store: store, loop: loop, packs: packs, settings: sharing, logger: logger).register(in: &router, using: routes)
         let metrics = routes.metrics
         let store = store

@@ -293,6 +293,12 @@ public enum PostgresSchema {
         WHERE p.state = '\(PackState.complete.rawValue)';
         UPDATE packd_packs SET version = 1 WHERE state = '\(PackState.complete.rawValue)';
         """,
+        // 2 → 3: scheduled refresh, as `PackdSchema`'s 3 → 4.
+        """
+        ALTER TABLE packd_packs ADD COLUMN refresh_every text;
+        ALTER TABLE packd_packs ADD COLUMN next_refresh_at bigint;
+        CREATE INDEX packd_packs_next_refresh ON packd_packs (next_refresh_at) WHERE next_refresh_at IS NOT NULL;
+        """,
     ]
 
     /// The version a fully migrated database has.

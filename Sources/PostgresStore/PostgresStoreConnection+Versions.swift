@@ -118,3 +118,38 @@ extension PostgresStoreConnection {
         return version
     }
 }
+
+/// Scheduled refreshes, as `OfflineDatabase+Refresh`. A claim locks the pack's row and moves its
+/// due time only if it is still the one read: two nodes claiming the same refresh, one wins.
+extension PostgresStoreConnection {
+    public func dueRefreshes(now: Int64, limit: Int) throws -> [DueRefresh] {
+        try query("""
+            SELECT region_id, refresh_every, next_refresh_at FROM packd_packs
+            WHERE next_refresh_at IS NOT NULL AND next_refresh_at <= $1 AND refresh_every IS NOT NULL
+            ORDER BY next_refresh_at, region_id LIMIT $2
+            """, [.int8(now), .int8(Int64(max(0, limit)))]).map { row in
+            DueRefresh(packID: try row.int64(0), every: try row.string(1), due: try row.int64(2))
+        }
+    }
+
+    public func earliestRefresh() throws -> Int64? {
+        try scalar("SELECT min(next_refresh_at) FROM packd_packs WHERE next_refresh_at IS NOT NULL")
+    }
+
+    @discardableResult
+    public func setRefresh(_ packID: Int64, every: String?, next: Int64?, now: Int64) throws -> Bool {
+        try scalar("""
+            UPDATE packd_packs SET refresh_every = $2, next_refresh_at = $3, updated_at = $4 WHERE region_id = $1 RETURNING 1::int8
+            """, [.int8(packID), PostgresValue(every), PostgresValue(next), .int8(now)]) != nil
+    }
+
+    public func claimRefresh(_ packID: Int64, due: Int64, next: Int64, now: Int64) throws -> TransitionOutcome? {
+        try transaction { () throws -> TransitionOutcome? in
+            guard try lockedState(packID) != nil,
+                  try scalar("""
+                      UPDATE packd_packs SET next_refresh_at = $3 WHERE region_id = $1 AND next_refresh_at = $2 RETURNING 1::int8
+                      """, [.int8(packID), .int8(due), .int8(next)]) != nil else { return nil }
+            return try transition(packID, .invalidate, now: now)
+        }
+    }
+}

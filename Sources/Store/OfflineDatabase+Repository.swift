@@ -51,8 +51,16 @@ extension OfflineDatabase: SQLiteConnection, MutablePackRepository, MutableResou
         }
         let preview = try ImportPreview.of(upload, in: database)
         let packs = try importOfflineDatabase(upload)
+        // Complete packs whose content the merge changed get their next version.
+        let versions: [PackVersion]
+        do {
+            versions = try cutVersions(completing: nil, now: clock.now)
+        } catch {
+            throw .store((error as? DatabaseError)?.storeError ?? StoreError(.other, "\(error)"))
+        }
         return ImportOutcome(packs: packs, resources: preview.resources, tiles: preview.tiles,
-                             unchangedPacks: preview.unchangedPacks, unchangedRegions: preview.unchangedRegions)
+                             unchangedPacks: preview.unchangedPacks, unchangedRegions: preview.unchangedRegions,
+                             createdVersions: versions)
     }
 }
 

@@ -146,6 +146,13 @@ public enum PackdSchema {
         WHERE p.state = '\(PackState.complete.rawValue)';
         UPDATE packd_packs SET version = 1 WHERE state = '\(PackState.complete.rawValue)';
         """,
+        // 3 → 4: scheduled refresh (`"refresh": {"every": "P7D"}`): the interval as posted and
+        // when it is next due, found through a partial index of the packs that have one.
+        """
+        ALTER TABLE packd_packs ADD COLUMN refresh_every TEXT;
+        ALTER TABLE packd_packs ADD COLUMN next_refresh_at INTEGER;
+        CREATE INDEX packd_packs_next_refresh ON packd_packs (next_refresh_at) WHERE next_refresh_at IS NOT NULL;
+        """,
     ]
 
     /// The version a fully migrated database has.

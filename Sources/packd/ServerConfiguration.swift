@@ -27,6 +27,8 @@ struct ServerConfiguration {
     var databasePath: String
     /// The page size of a database packd creates.
     var databasePageSize = WriterThread.Configuration.defaultPageSize
+    /// Versions kept per pack (`--keep-versions`).
+    var keepVersions = 3
     /// Cluster mode: set when the database is a `postgresql://` URL.
     var cluster: ClusterConfiguration?
     var logLevel: Logger.Level
@@ -81,6 +83,7 @@ struct ServerConfiguration {
             }
             databasePageSize = size
         }
+        keepVersions = try source.count(options.keepVersions, "KEEP_VERSIONS", 1...1_000) ?? keepVersions
         if let database, PostgresURL.looksLikeURL(database.text) {
             cluster = try ClusterConfiguration(url: database, options: options, source: source)
             databasePath = ""

@@ -17,6 +17,8 @@ public final class PackRoutes {
     /// What runs downloads (Jobs' scheduler, wired by `packd`): told when a pack becomes `queued`,
     /// leaves `queued`/`active`, or is removed. nil until wired (the API alone then only keeps state).
     public weak var scheduling: (any PackScheduling)?
+    /// Runs scheduled refreshes; told when a pack's schedule was set so it can wake earlier.
+    public weak var refreshes: (any RefreshScheduling)?
     /// The API's own caches of removed packs (offline serving), told before the scheduler.
     var removalObservers: [(Int64) -> Void] = []
     /// What the fetcher is doing for each pack it holds transfers or a throttle for
@@ -177,11 +179,15 @@ public final class PackRoutes {
         let template = PackRecord(
             name: body.name ?? "", state: body.start ? .queued : .inactive, context: body.context,
             definition: body.region.mapLibreJSON, limits: body.limits,
-            expectedResources: Int64(tileCount ?? 0), expectedTiles: Int64(tileCount ?? 0), expectedIsPrecise: tileCount != nil)
+            expectedResources: Int64(tileCount ?? 0), expectedTiles: Int64(tileCount ?? 0), expectedIsPrecise: tileCount != nil,
+            refreshEvery: body.refresh?.every)
+        let refresh = body.refresh
         let clock = clock
         store.write({ database in
             let now = clock.now
             var record = template
+            var random = SystemRandomNumberGenerator()
+            record.nextRefreshAt = refresh?.next(after: now, random: &random)
             record.id = try database.createPack(record, now: now)
             record.createdAt = now
             record.updatedAt = now
@@ -203,6 +209,7 @@ public final class PackRoutes {
                 // A subscriber to `/v1/events` learns of the new pack as of any other state change.
                 publishState(document.packID, state: document.state, previous: nil)
                 if document.state == .queued { scheduling?.packQueued(document.packID) }
+                if refresh != nil { refreshes?.rescheduled() }
             }
         }
     }
@@ -340,15 +347,22 @@ public final class PackRoutes {
         }
         let name = change.name.map { $0 ?? "" }
         let context = change.context
+        let refresh = change.refresh
         let clock = clock
         store.write({ database in
-            try database.updatePack(packID, name: name, context: context, now: clock.now)
+            let now = clock.now
+            if name != nil || context != nil { try database.updatePack(packID, name: name, context: context, now: now) }
+            if let refresh {
+                var random = SystemRandomNumberGenerator()
+                try database.setRefresh(packID, every: refresh?.every, next: refresh?.next(after: now, random: &random), now: now)
+            }
         }) { [self] result in
             if case .failure(let error) = result {
                 return responder.respondInternalError(error, logger: logger, "updating the pack")
             }
             // An unknown id changed nothing; the read answers 404 for it.
             respondWithPack(packID, request: request, status: .ok, responder)
+            if refresh != nil { refreshes?.rescheduled() }
         }
     }
 
@@ -441,6 +455,19 @@ public final class PackRoutes {
             case .publishRemoved: packRemoved(packID)
             default: break
             }
+        }
+        // The versions its completion cut: this pack's, and those of packs sharing rows it changed.
+        publishVersions(transition.createdVersions)
+    }
+
+    /// A `version_created` event (and a log line) per version cut, by a completion or an import.
+    func publishVersions(_ versions: [PackVersion]) {
+        for version in versions {
+            documents.invalidate(version.packID)
+            events.publish(.versionCreated(VersionCreatedEvent(packID: version.packID, version: PackVersionSummary(version))))
+            logger.info("pack version created", metadata: ["pack_id": "\(version.packID)", "version": "\(version.version)",
+                                                           "changed_resources": "\(version.changedResources)",
+                                                           "removed_resources": "\(version.removedResources)"])
         }
     }
 

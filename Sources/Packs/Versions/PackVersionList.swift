@@ -49,3 +49,20 @@ public struct PackVersionSummary: Sendable, Equatable, Codable {
         case removedResources = "removed_resources"
     }
 }
+
+/// `event: version_created` (webhooks: `pack.version_created`) — a pack's content changed and a
+/// version was cut: the pack and the version as `GET /v1/packs/{id}/versions` lists it.
+public struct VersionCreatedEvent: Sendable, Equatable, Codable {
+    public var packID: Int64
+    public var version: PackVersionSummary
+
+    public init(packID: Int64, version: PackVersionSummary) {
+        self.packID = packID
+        self.version = version
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case version
+        case packID = "pack_id"
+    }
+}
