@@ -169,6 +169,38 @@ import Testing
     }
 }
 
+extension VersionContractTests {
+    /// A device's file merged back into packd brings a tile the pack lacked: its next version.
+    /// (A newer copy of a stored tile would not replace these: their upstream sent no
+    /// `Last-Modified`, and a missing `modified` is never replaced, as in MapLibre.)
+    @Test(arguments: StoreFactory.all)
+    func anImportThatChangesACompletePackIsItsNextVersion(_ factory: StoreFactory) throws {
+        let store = try ContractHarness(factory)
+        defer { store.close() }
+        let pack = try VersionScript.createPack(store, "imported into")
+        _ = try VersionScript.download(store, pack, tiles: 4, now: 1_000)
+        let directory = VersionScript.directory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let path = directory + "/upload.db"
+        _ = try store.read { try $0.export(PackExportRequest(pack: pack, version: 1), to: path) }
+        do {
+            let upload = try Database(path: path, mode: .readWrite)
+            try upload.execute("""
+                INSERT INTO tiles (url_template, pixel_ratio, z, x, y, data, compressed, modified, accessed)
+                SELECT url_template, 1, 3, 7, 0, x'0102030405', 0, modified, accessed FROM tiles WHERE x = 2
+                """)
+            try upload.execute("INSERT INTO region_tiles (region_id, tile_id) VALUES (1, last_insert_rowid())")
+        }
+        let checked = try store.store.checkUpload(path: path, limits: UploadLimits(), scratchDirectory: directory).get()
+        let outcome = try store.write { try $0.importUpload(checked) }
+        #expect(outcome.packs == [ImportOutcome.ImportedPack(id: pack, added: false)])
+        let two = try #require(outcome.createdVersions.first)
+        #expect(outcome.createdVersions.count == 1 && two.packID == pack && two.version == 2)
+        #expect(two.changedResources == 1 && two.changedBytes == 5 && two.removedResources == 0)
+        #expect(try store.read { try $0.pack(pack) }?.version == 2)
+    }
+}
+
 /// Both stores, the same rows and times: every export of a version is the same file.
 @Suite struct VersionExportAcrossStoresTests {
     @Test func everyStoreWritesAVersionAsTheSameBytes() throws {

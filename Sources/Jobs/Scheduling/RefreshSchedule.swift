@@ -31,6 +31,7 @@ public struct RefreshSchedule: Sendable, Equatable {
         var digits = ""
         var inTime = false
         var parts = 0
+        var timeParts = 0
         var normalised = "P"
         var timePart = ""
         for character in text.dropFirst() {
@@ -55,8 +56,9 @@ public struct RefreshSchedule: Sendable, Equatable {
             }
             digits = ""
             parts += 1
+            if inTime { timeParts += 1 }
         }
-        guard digits.isEmpty, parts > 0 else { throw Invalid(description: "refresh.every must be \(example), not \(text)") }
+        guard digits.isEmpty, parts > 0, !inTime || timeParts > 0 else { throw Invalid(description: "refresh.every must be \(example), not \(text)") }
         guard total >= Self.minimumSeconds else {
             throw Invalid(description: "refresh.every must be at least one hour (PT1H); \(text) is \(total) seconds")
         }
