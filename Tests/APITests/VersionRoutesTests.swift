@@ -73,16 +73,18 @@ import Testing
             #expect(try server.send("GET", "/v1/packs/\(id)/versions?limit=3").status == 400)
 
             // The pack completes on the writer, as a download ends; the API publishes what it cut.
-            let box = ResultBox<PackLifecycle.Transition?>()
-            server.writer.perform({ database -> PackLifecycle.Transition? in
+            let done = DispatchSemaphore(value: 0)
+            nonisolated(unsafe) var outcome: TransitionOutcome?
+            server.writer.perform({ database -> TransitionOutcome in
                 _ = try database.transition(id, .resume, now: 1_800_000_000)
                 _ = try database.transition(id, .start, now: 1_800_000_000)
-                guard case .applied(let done) = try database.transition(id, .finished(failedResources: 0), now: 1_800_000_000)
-                else { return nil }
-                return done
-            }) { box.set($0) }
-            let result = try #require(box.wait())
-            let completed = try #require(try result.get())
+                return try database.transition(id, .finished(failedResources: 0), now: 1_800_000_000)
+            }) { result in
+                outcome = try? result.get()
+                done.signal()
+            }
+            #expect(done.wait(timeout: .now() + 30) == .success)
+            guard case .applied(let completed)? = outcome else { Issue.record("the pack did not complete"); return }
             #expect(completed.createdVersions.map(\.version) == [1])
             nonisolated(unsafe) let api = server.api!
             server.server.onLoop { api.packs.publish(completed, packID: id) }
@@ -99,27 +101,6 @@ import Testing
                 let events = (try? server.store.readNow { try $0.events(after: 0, packID: id, limit: 100) }) ?? []
                 return events.contains { $0.type == "version_created" && $0.json.contains("\"version\":1") }
             }, "version_created is published and logged")
-        }
-    }
-}
-
-/// A value handed over from another thread.
-final class ResultBox<T>: @unchecked Sendable {
-    private let condition = NSCondition()
-    private var value: Result<T, any Error>?
-
-    func set(_ result: Result<T, any Error>) {
-        condition.withLock {
-            value = result
-            condition.broadcast()
-        }
-    }
-
-    func wait() -> Result<T, any Error>? {
-        let deadline = Date().addingTimeInterval(60)
-        return condition.withLock {
-            while value == nil { if !condition.wait(until: deadline) { break } }
-            return value
         }
     }
 }

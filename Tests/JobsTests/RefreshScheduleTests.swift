@@ -16,7 +16,7 @@ import Testing
         }
     }
 
-    @Test(arguments: ["", "P", "PT", "7D", "P7", "P1.5D", "P-1D", "PT59M", "PT0S", "P1H", "PT1D", "P1DT", "p7d", "P7D ", "P4000Y",
+    @Test(arguments: ["", "P", "PT", "7D", "P7", "P1.5D", "P-1D", "PT59M", "PT0S", "P1H", "PT1D", "P1DT", "p7d", "P7D ", "P4000Y", "P2D1W", "PT1H1H", "P1DT1S1M",
                       "P" + String(repeating: "9", count: 80) + "D"])
     func nonsenseAndTooShortAreRefused(_ text: String) {
         #expect(throws: RefreshSchedule.Invalid.self) { try RefreshSchedule(every: text) }

@@ -16,6 +16,8 @@ public struct RefreshSchedule: Sendable, Equatable {
     /// Calendar units as fixed lengths: a month is 30 days, a year 365.
     static let unitSeconds: [Character: Int64] = ["Y": 365 * 86_400, "W": 7 * 86_400, "D": 86_400]
     static let timeUnitSeconds: [Character: Int64] = ["H": 3_600, "M": 60, "S": 1]
+    static let dateOrder: [Character] = ["Y", "M", "W", "D"]
+    static let timeOrder: [Character] = ["H", "M", "S"]
 
     public struct Invalid: Error, Equatable, CustomStringConvertible {
         public let description: String
@@ -32,6 +34,7 @@ public struct RefreshSchedule: Sendable, Equatable {
         var inTime = false
         var parts = 0
         var timeParts = 0
+        var lastUnit = -1
         var normalised = "P"
         var timePart = ""
         for character in text.dropFirst() {
@@ -44,7 +47,9 @@ public struct RefreshSchedule: Sendable, Equatable {
                 continue
             }
             let seconds = inTime ? Self.timeUnitSeconds[character] : (character == "M" ? 30 * 86_400 : Self.unitSeconds[character])
-            guard let seconds, let value = Int64(digits), value <= Self.maximumSeconds else {
+            // Each unit once, in ISO 8601's order (years, months, weeks, days; hours, minutes, seconds).
+            let order = (inTime ? Self.timeOrder : Self.dateOrder).firstIndex(of: character).map { $0 + (inTime ? 10 : 0) } ?? -1
+            guard let seconds, order > lastUnit, let value = Int64(digits), value <= Self.maximumSeconds else {
                 throw Invalid(description: "refresh.every must be \(example) (whole numbers only), not \(text)")
             }
             total += value * seconds
@@ -55,6 +60,7 @@ public struct RefreshSchedule: Sendable, Equatable {
                 if inTime { timePart += "\(value)\(character)" } else { normalised += "\(value)\(character)" }
             }
             digits = ""
+            lastUnit = order
             parts += 1
             if inTime { timeParts += 1 }
         }
