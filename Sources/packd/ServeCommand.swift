@@ -22,6 +22,10 @@ struct ServeCommand: ParsableCommand {
         var databasePageSize: String?
         @Option(help: "Versions kept per pack; older ones are no longer retained, their exports gone (PACKD_KEEP_VERSIONS; default 3).")
         var keepVersions: String?
+        @Option(help: "Directory of the immutable export artifacts of pack versions (PACKD_ARTIFACTS_DIR; default: beside the SQLite database, <name>-artifacts; in cluster mode ./packd-artifacts, one per node).")
+        var artifactsDir: String?
+        @Option(help: "Byte budget of the artifacts directory; least recently used artifacts are removed beyond it (PACKD_ARTIFACTS_MAX_BYTES; default unlimited).")
+        var artifactsMaxBytes: String?
         @Option(help: "Cluster mode: how long a node's claim of a work unit lasts without a heartbeat, e.g. 30s (PACKD_CLUSTER_LEASE; default 30s).")
         var clusterLease: String?
         @Option(help: "Cluster mode: tiles per work unit a pack is cut into (PACKD_CLUSTER_UNIT_TILES; default 4096).")

@@ -1,23 +1,26 @@
 import Packs
 import Server
 
-/// Builds one export into a scratch file on a pool thread: checks the pack (exists, `complete`
-/// unless `partial`), resolves the tile source, and writes the file with the Store's exporters.
-/// What the client got wrong comes back as a `Problem`; store and disk failures are thrown.
+/// Builds one export on a pool thread: checks the pack (exists; without a version, `complete`
+/// unless `partial`), resolves the tile source (a style source name or a URL template), and
+/// writes the file with the Store's exporters (`PackExportRequest`). What the client got wrong
+/// comes back as a `Problem`; store and disk failures are thrown.
 enum ExportJob {
     enum Outcome: Sendable {
         case written(tiles: Int)
         case refused(Problem)
     }
 
-    static func run(pack: Int64, request: ExportRequest, to path: String, reader: any StoreReading & PackExporting) throws -> Outcome {
+    /// `version`: the version to write, an artifact's (the same bytes every time); nil: what the
+    /// pack holds now (a pack without a version yet).
+    static func run(pack: Int64, request: ExportRequest, version: Int64?, to path: String,
+                    reader: any StoreReading & PackExporting) throws -> Outcome {
         guard let record = try reader.pack(pack) else { return .refused(PackRoutes.notFound(pack)) }
-        if record.state != .complete, !request.partial {
+        if version == nil, record.state != .complete, !request.partial {
             return .refused(Problem(.conflict, detail: "pack \(pack) is \(record.state), not complete; add partial=true to export what it holds so far"))
         }
         do {
-            var export = PackExportRequest(pack: pack, version: record.state == .complete && record.version > 0 ? record.version : nil,
-                                           format: request.format.packFormat)
+            var export = PackExportRequest(pack: pack, version: version, format: request.format, since: request.since)
             if request.format != .maplibre {
                 let sources = try reader.tileSources(pack: pack)
                 let template = try request.source.map {
@@ -25,25 +28,11 @@ enum ExportJob {
                 }
                 export.source = try sources.choose(urlTemplate: template).urlTemplate
             }
-            return .written(tiles: try exportNow(export, to: path, reader: reader).tiles)
+            return .written(tiles: try reader.export(export, to: path).tiles)
         } catch let error as ExportError {
             guard let problem = problem(error, pack: pack) else { throw error }
             return .refused(problem)
         }
-    }
-
-    /// Exports `request`; while a refresh is changing the pack's rows (its version cannot be built
-    /// now), what the pack holds now, unversioned.
-    private static func exportNow(_ request: PackExportRequest, to path: String,
-                                  reader: any PackExporting) throws(ExportError) -> PackExportSummary {
-        do {
-            return try reader.export(request, to: path)
-        } catch {
-            guard case .versionChanging = error else { throw error }
-        }
-        var unversioned = request
-        unversioned.version = nil
-        return try reader.export(unversioned, to: path)
     }
 
     /// The client-facing answer to an export error, or nil for a server failure (500).
@@ -61,7 +50,11 @@ enum ExportJob {
             return Problem(.validationFailed, detail: detail, errors: [Problem.FieldError(parameter: "source", detail: detail)])
         case .invalidRequest(let field, let detail):
             return Problem(.validationFailed, detail: detail, errors: [Problem.FieldError(parameter: field, detail: detail)])
-        case .unknownVersion, .versionNotRetained, .versionSuperseded, .versionChanging, .baseNotRetained:
+        case .versionChanging:
+            // A refresh (of this pack, or of one sharing its tiles) is changing its rows: the
+            // version's file is built again once the next version is cut (`Retry-After`).
+            return Problem(.unavailable, detail: "pack \(pack): " + error.description)
+        case .unknownVersion, .versionNotRetained, .versionSuperseded, .baseNotRetained:
             return Problem(.conflict, detail: error.description)
         case .invalidTile, .store, .file:
             return nil
