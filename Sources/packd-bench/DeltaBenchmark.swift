@@ -37,9 +37,11 @@ struct DeltaBenchmark: ParsableCommand {
         var random = SystemRandomNumberGenerator()
         func body() -> StoredBody {
             let count = Int.random(in: tileBytes / 2...tileBytes * 3 / 2, using: &random)
-            var bytes = [UInt8](repeating: 0, count: count)
-            for index in bytes.indices { bytes[index] = UInt8.random(in: 0...255, using: &random) }
-            return StoredBody(data: bytes, compressed: false)
+            var bytes = [UInt8](repeating: 0, count: count + 8)
+            bytes.withUnsafeMutableBytes { raw in
+                for offset in stride(from: 0, to: count, by: 8) { raw.storeBytes(of: random.next(), toByteOffset: offset, as: UInt64.self) }
+            }
+            return StoredBody(data: Array(bytes.prefix(count)), compressed: false)
         }
 
         let store = try OfflineDatabase(path: path)

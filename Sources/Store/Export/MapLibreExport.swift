@@ -23,6 +23,9 @@ import Packs
 /// - The region row is the version's (`PackVersion.regionDescription`); a delta's is the base
 ///   version's, exactly as the device holds it, so MapLibre maps it onto the device's region.
 public enum MapLibreExport {
+    /// The page size of a delta's file (`since`).
+    static let deltaPageSize = 1024
+
     public struct Summary: Equatable, Sendable {
         public let resources: Int
         public let tiles: Int
@@ -36,7 +39,12 @@ public enum MapLibreExport {
             try? FileManager.default.removeItem(atPath: path)
             let output = try Database(path: path, mode: .readWriteCreate)
             // As MapLibre creates its own file: incremental auto-vacuum before the first table,
-            // rollback journal (a phone opens it without -wal/-shm companions).
+            // rollback journal (a phone opens it without -wal/-shm companions). A delta, which a
+            // device only merges, gets 1 KiB pages: a row's last page is mostly empty, and small
+            // pages waste less (`packd-bench delta`: 2.42 MB instead of 3.17 for 1,000 changed
+            // 2 KB tiles, 12.6 instead of 13.1 for 12 KB ones); a whole version keeps MapLibre's
+            // 4 KiB pages, as an app may use it as its database as it is.
+            if request.since != nil { try output.execute("PRAGMA page_size = \(Self.deltaPageSize)") }
             try output.execute("PRAGMA auto_vacuum = INCREMENTAL; PRAGMA journal_mode = DELETE; PRAGMA synchronous = OFF")
             try output.execute(OfflineSchema.ddl)
             try output.execute("PRAGMA user_version = \(OfflineSchema.userVersion)")
