@@ -44,7 +44,7 @@ let package = Package(
         .target(
             name: "API",
             dependencies: [
-                "Packs", "Jobs", "Server", "Loop", "Plan", "Geo", "CCrypto",
+                "Packs", "Jobs", "Server", "Loop", "Plan", "Geo", "CCrypto", "Webhooks",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
@@ -53,6 +53,12 @@ let package = Package(
         .target(name: "Geo"),
         .target(name: "Plan", dependencies: ["Packs", "Geo"]),
         .target(name: "Fetch", dependencies: ["Packs", "Loop", "CCurl", "CUV"]),
+        // Webhooks: Standard Webhooks signing, the retry schedule, the dispatcher sending the outbox.
+        .target(
+            name: "Webhooks",
+            dependencies: ["Packs", "Fetch", "Loop", "CCrypto", .product(name: "Logging", package: "swift-log")]
+        ),
+        .testTarget(name: "WebhooksTests", dependencies: ["Webhooks", "Packs", "Fetch", "Loop", "Store", "PackdTestSupport"]),
         // The download engine: one pack's state machine and the scheduler of packs.
         .target(name: "Jobs", dependencies: ["Packs", "Loop", "Fetch", "Plan", "Geo", "WorkSharing"]),
 

@@ -2,6 +2,7 @@ import Logging
 import Loop
 import Packs
 import Server
+import Webhooks
 
 /// The Store-backed API as one unit: the pack, storage, resource and event routes behind the
 /// route wrappers, the broadcaster whose events are logged durably, and `/metrics`. `packd
@@ -16,6 +17,9 @@ public final class PackdAPI {
     public let eventLog: EventLog
     public let packs: PackRoutes
     public let maintenance: PackMaintenanceRoutes
+    /// `/v1/webhooks…`; `packd` gives it the upstream address policy and its dispatcher's wake-up.
+    public let webhooks: WebhookRoutes
+    public let webhookMetrics: WebhookMetrics
     public let routes: APIRouteBuilder
     /// Scratch directory, upload limit and concurrency of the export and import endpoints.
     public var sharing = SharingSettings()
@@ -45,6 +49,8 @@ public final class PackdAPI {
         events.onSubscriberCountChange = { metrics.sseSubscribers.set(Int64($0)) }
         packs = PackRoutes(store: store, events: events, clock: clock, logger: logger)
         maintenance = PackMaintenanceRoutes(store: store, packs: packs, logger: logger)
+        webhooks = WebhookRoutes(store: store, urlPolicy: WebhookURLPolicy(), logger: logger)
+        webhookMetrics = WebhookMetrics(registry: metrics.registry)
     }
 
     /// The base of the URLs in offline `style.json`/TileJSON (`--public-url`); nil: the request's `Host`.
@@ -54,6 +60,7 @@ public final class PackdAPI {
     public func register(in router: inout Router) {
         packs.register(in: &router, using: routes)
         maintenance.register(in: &router, using: routes)
+        webhooks.register(in: &router, using: routes)
         StorageRoutes(store: store, packs: packs, logger: logger).register(in: &router, using: routes)
         ResourceRoutes(store: store, authenticator: routes.authenticator, upstream: upstreamAccess, metrics: routes.metrics,
                        clock: clock, logger: logger)
