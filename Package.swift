@@ -76,6 +76,7 @@ let package = Package(
                 "Postgres",
                 "PostgresStore",
                 "WorkSharing",
+                "Webhooks",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]

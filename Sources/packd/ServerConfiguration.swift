@@ -4,6 +4,7 @@ import Foundation
 import Logging
 import Postgres
 import Server
+import Webhooks
 import Store
 import WorkSharing
 
@@ -47,6 +48,8 @@ struct ServerConfiguration {
     var events = EventBroadcaster.Configuration()
     /// Where the dashboard's files are; nil: `--dashboard=false`.
     var dashboard: DashboardFiles?
+    /// How webhooks are sent: the retry schedule's maximum age (`--webhook-max-age`).
+    var webhooks = WebhookDispatcher.Configuration()
 
     private static let defaultListen = ListenAddress.loopback(port: 8080)
 
@@ -165,6 +168,14 @@ struct ServerConfiguration {
         if let heartbeat = try duration(options.eventHeartbeat, "EVENT_HEARTBEAT") {
             events.heartbeatInterval = UInt64(max(1, (heartbeat / .milliseconds(1)).rounded()))
         }
+        if let (text, setting) = source.value(options.webhookMaxAge, "WEBHOOK_MAX_AGE") {
+            guard let age = WebhookSettings.parseAge(text) else {
+                throw Invalid(setting: setting, problem: "'\(text.prefix(40))' is not a duration from 1m to 30d (e.g. 3d, 12h)")
+            }
+            webhooks.schedule.maxAge = age
+        }
+        // Cluster mode: the leases in the database may be live nodes'; they expire instead.
+        webhooks.releasesLeasesAtStart = cluster == nil
     }
 
     /// `tiles.internal, 10.0.0.0/8, ::1`: CIDRs and addresses become ranges, the rest host names

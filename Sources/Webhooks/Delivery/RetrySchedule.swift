@@ -40,7 +40,7 @@ public struct RetrySchedule: Sendable, Equatable {
         max(createdAt + Self.milliseconds(maxAge), retryUntil ?? 0)
     }
 
-    static func milliseconds(_ duration: Duration) -> Int64 {
+    public static func milliseconds(_ duration: Duration) -> Int64 {
         let parts = duration.components
         return parts.seconds * 1000 + parts.attoseconds / 1_000_000_000_000_000
     }

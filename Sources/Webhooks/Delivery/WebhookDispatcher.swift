@@ -103,7 +103,6 @@ public final class WebhookDispatcher {
     public var attemptsInFlight: Int { inFlight.count }
 
     public func start() {
-        precondition(loop.inLoopThread, "WebhookDispatcher is loop-bound")
         let timer = LoopTimer(loop: loop)
         timer.unref()
         self.timer = timer
