@@ -62,6 +62,12 @@ let package = Package(
             dependencies: ["Packs", "Fetch", "Loop", "CCrypto", .product(name: "Logging", package: "swift-log")]
         ),
         .testTarget(name: "WebhooksTests", dependencies: ["Webhooks", "Packs", "Fetch", "Loop", "Store", "PackdTestSupport"]),
+        // Real `packd serve` processes sending webhooks: kill -9 at random moments, and two
+        // cluster nodes on one PostgreSQL.
+        .testTarget(
+            name: "WebhookServeTests",
+            dependencies: ["Packs", "Webhooks", "Postgres", "PostgresTestSupport", "PackdTestSupport", "packd"]
+        ),
         // The download engine: one pack's state machine and the scheduler of packs.
         .target(name: "Jobs", dependencies: ["Packs", "Loop", "Fetch", "Plan", "Geo", "WorkSharing"]),
 

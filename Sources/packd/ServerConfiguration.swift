@@ -174,8 +174,12 @@ struct ServerConfiguration {
             }
             webhooks.schedule.maxAge = age
         }
-        // Cluster mode: the leases in the database may be live nodes'; they expire instead.
+        // Cluster mode: the leases in the database may be live nodes'; they expire instead, after
+        // the cluster's lease (never before an attempt's timeout could have run out).
         webhooks.releasesLeasesAtStart = cluster == nil
+        if let cluster {
+            webhooks.lease = max(.milliseconds(Int64(cluster.timing.lease * 1000)), webhooks.timeout + .seconds(5))
+        }
     }
 
     /// `tiles.internal, 10.0.0.0/8, ::1`: CIDRs and addresses become ranges, the rest host names
