@@ -91,15 +91,8 @@ struct WebhookRemove: ParsableCommand {
     @Argument(help: "The webhook's id.") var webhookID: Int64
 
     func run() throws {
-        guard yes || !Terminal.inputIsTerminal else {
-            Terminal.standardError("packd webhooks remove: webhook \(webhookID) is not removed: from a terminal, confirm with --yes\n")
-            throw ExitCode(ClientExit.usage)
-        }
-        try ClientExit.run("webhooks remove") {
-            let response = try connection.client().send("DELETE", "/v1/webhooks/\(webhookID)")
-            guard response.isSuccess else { throw ClientFailure.refusal(status: response.status, body: response.body) }
-            if Terminal.outputIsTerminal { Terminal.standardOutput("removed webhook \(webhookID)\n") }
-        }
+        try connection.delete("/v1/webhooks/\(webhookID)", confirmed: yes, command: "webhooks remove", what: "webhook \(webhookID)",
+                              done: "removed")
     }
 }
 
