@@ -87,6 +87,7 @@ public final class PackdAPI {
                                             logger: logger)
         offline.register(in: &router, using: routes)
         packs.removalObservers.append { [weak offline] in offline?.packRemoved($0) }
+        packs.removalObservers.append { [weak webhooks] _ in webhooks?.wake?() }
     }
 
     /// Ends the event streams (before the server's shutdown grace period runs out).

@@ -22,6 +22,7 @@ struct PackdBench: ParsableCommand {
             APIBenchmark.self,
             PostgresClientBenchmark.self,
             ClusterBenchmark.self,
+            WebhookBenchmark.self,
         ]
     )
 }
