@@ -58,12 +58,15 @@ import Testing
         defer { try? TemporaryPostgres.shared().dropDatabase(database) }
         let slow = try WebhookReceiver(delay: .seconds(3))
         defer { slow.stop() }
+        // At info level every attempt is logged: the secret must be in none of the lines.
         let nodes = try (0..<2).map { _ in
-            try PackdServer(arguments: ["--cluster-lease", "4s"], capturesOutput: true, database: database.description)
+            try PackdServer(arguments: ["--cluster-lease", "4s", "--log-format", "json"], logLevel: "info", capturesOutput: true,
+                            database: database.description)
         }
         defer { for node in nodes { node.kill(); node.remove() } }
         let created = try nodes[0].send("POST", "/v1/webhooks", json: ["url": slow.url, "events": ["*"]])
         let endpoint = try #require(created.json["id"] as? Int)
+        let secret = try #require(created.json["secret"] as? String)
         let ping = try nodes[0].send("POST", "/v1/webhooks/\(endpoint)/ping")
         let deliveryID = try #require(ping.json["id"] as? Int)
 
@@ -92,5 +95,8 @@ import Testing
         let counts = slow.countsByID
         #expect(counts.count == 1 && (counts.values.first ?? 0) >= 1)
         #expect(slow.atOnce == 1, "the survivor's attempt began after the dead node's had ended")
+        let logs = nodes.map { String(decoding: $0.standardOutput + $0.standardError, as: UTF8.self) }.joined()
+        #expect(logs.contains("webhook attempt"), "the attempts were logged")
+        #expect(!logs.contains(secret) && !logs.contains(String(secret.dropFirst(6))), "the secret is in no log line")
     }
 }

@@ -12,7 +12,7 @@ public final class WebhookMetrics: Sendable {
     private let oldestPendingAge: Prometheus.Gauge
     private let inFlight: Prometheus.Gauge
 
-    static let outcomes = ["delivered", "failed"]
+    static let outcomes = [WebhookDeliveryState.delivered, .failed].map(\.rawValue)
     static let answers = ["2xx", "3xx", "4xx", "5xx", "error"]
 
     public init(registry: PrometheusCollectorRegistry) {
@@ -41,8 +41,8 @@ public final class WebhookMetrics: Sendable {
         let answer = attempt.status.map { status in (200...599).contains(status) ? "\(status / 100)xx" : "error" } ?? "error"
         attempts.child(answer).increment()
         switch attempt.next {
-        case .delivered: deliveries.child("delivered").increment()
-        case .failed, .gone: deliveries.child("failed").increment()
+        case .delivered: deliveries.child(WebhookDeliveryState.delivered.rawValue).increment()
+        case .failed, .gone: deliveries.child(WebhookDeliveryState.failed.rawValue).increment()
         case .retry: break
         }
         inFlight.set(Int64(count))

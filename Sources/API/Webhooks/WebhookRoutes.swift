@@ -23,7 +23,8 @@ public final class WebhookRoutes {
     public var wake: (() -> Void)?
     /// Unix milliseconds; tests inject their own.
     var clock: @Sendable () -> Int64 = WebhookStoreRules.nowMilliseconds
-    /// How long a delivery is tried (`--webhook-max-age`): a manual retry has at least a minute.
+    /// How long a manually retried delivery has to succeed, in ms (`packd` sets
+    /// `--webhook-max-age`): its deadline moves to at least now plus this.
     public var retryWindow: Int64 = 60_000
 
     public init(store: any PackStore, urlPolicy: WebhookURLPolicy, logger: Logger = Logger(label: "packd.api")) {
@@ -206,7 +207,7 @@ public final class WebhookRoutes {
         }
     }
 
-    /// Due now again, delivered or failed ones too; a failed one gets a minute (or the maximum age) more.
+    /// Due now again, delivered or failed ones too, with `retryWindow` more to succeed in.
     private func retry(_ request: HTTPRequest, _ responder: APIResponder) {
         guard let id = Self.id(request, "id", responder), let deliveryID = Self.id(request, "delivery_id", responder) else { return }
         let now = clock()

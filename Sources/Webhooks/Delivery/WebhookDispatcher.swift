@@ -293,9 +293,9 @@ public final class WebhookDispatcher {
         if let status { fields["status"] = "\(status)" }
         if let error { fields["error"] = "\(error.code)" }
         switch next {
-        case .delivered: fields["outcome"] = "delivered"
+        case .delivered: fields["outcome"] = "\(WebhookDeliveryState.delivered.rawValue)"
         case .retry(let at): fields["outcome"] = "retry"; fields["next_attempt_at"] = "\(PreciseTimestamp(milliseconds: at))"
-        case .failed: fields["outcome"] = "failed"
+        case .failed: fields["outcome"] = "\(WebhookDeliveryState.failed.rawValue)"
         case .gone: fields["outcome"] = "gone"
         }
         logger.info("webhook attempt", metadata: fields)
