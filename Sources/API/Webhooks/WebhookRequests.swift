@@ -60,19 +60,19 @@ struct WebhookRequestBody {
     }
 
     private static func string(_ object: [String: Any], _ key: String, required: Bool, errors: inout [Problem.FieldError]) -> String? {
-        guard let value = object[key], !(value is NSNull) else {
+        guard let value = object[key] else {
             if required { errors.append(.init(pointer: "/\(key)", detail: "required field is missing")) }
             return nil
         }
         guard let text = value as? String else {
-            errors.append(.init(pointer: "/\(key)", detail: "expected a string"))
+            errors.append(.init(pointer: "/\(key)", detail: value is NSNull ? "expected a string, not null" : "expected a string"))
             return nil
         }
         return text
     }
 
     private static func events(_ object: [String: Any], required: Bool, errors: inout [Problem.FieldError]) -> [String]? {
-        guard let value = object["events"], !(value is NSNull) else {
+        guard let value = object["events"] else {
             if required { errors.append(.init(pointer: "/events", detail: "required field is missing")) }
             return nil
         }

@@ -269,7 +269,7 @@ public final class WebhookDispatcher {
             ])
         case .success(let effect):
             if !effect.recorded {
-                logger.notice("a webhook attempt finished after its lease passed to another node", metadata: [
+                logger.notice("a webhook attempt finished after its delivery was removed or its lease passed to another node", metadata: [
                     "delivery_id": "\(delivery.deliveryID)",
                 ])
             }

@@ -77,6 +77,8 @@ import Testing
             == ["/pack_ids/1", "/pack_ids/2", "/pack_ids/3"])
         #expect(try problems(#"{"url": "https://a.example/", "events": ["*"], "secret": "mine", "enabled": false}"#).keys.sorted()
             == ["/enabled", "/secret"])
+        #expect(try problems(#"{"url": "https://a.example/", "events": null, "description": null}"#).keys.sorted()
+            == ["/description", "/events"], "null is no string and no list (only pack_ids may be null)")
         let long = String(repeating: "d", count: 501)
         #expect(try problems(#"{"url": "https://a.example/", "events": ["*"], "description": "\#(long)"}"#).keys.sorted() == ["/description"])
         #expect(try fixture.send("POST", "/v1/webhooks", json: "[", headers: Self.admin).status == 400)
