@@ -5,25 +5,9 @@ import Loop
 import Packs
 import Webhooks
 
-/// Webhooks in `packd serve`: the flag's parsing, and the dispatcher wired to the API (its
-/// wake-up, its address policy, its metrics).
+/// Webhooks in `packd serve`: the dispatcher wired to the API (its wake-up, its address policy,
+/// its metrics).
 enum WebhookSettings {
-    /// `90m`, `12h`, `3d`: from a minute to 30 days.
-    static func parseAge(_ text: String) -> Duration? {
-        let units: [(suffix: String, seconds: Double)] = [("m", 60), ("h", 3600), ("d", 86_400), ("s", 1)]
-        var number = Substring(text.trimmingCharacters(in: .whitespaces))
-        var scale = 1.0
-        for unit in units where number.hasSuffix(unit.suffix) {
-            number = number.dropLast(unit.suffix.count)
-            scale = unit.seconds
-            break
-        }
-        guard let value = Double(number), value.isFinite else { return nil }
-        let seconds = value * scale
-        guard (60...30 * 86_400).contains(seconds) else { return nil }
-        return .seconds(Int64(seconds.rounded()))
-    }
-
     /// The dispatcher of this process, connected to `api`; started by the caller once the server listens.
     static func dispatcher(_ configuration: ServerConfiguration, store: any PackStore, fetcher: Fetcher, api: PackdAPI,
                            loop: EventLoop) -> WebhookDispatcher {
