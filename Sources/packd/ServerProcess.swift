@@ -93,6 +93,7 @@ struct ServerProcess {
         refresher.scheduling = api.packs.scheduling
         refresher.onError = { error in logger.warning("claiming due refreshes failed (retried)", metadata: ["error": "\(error)"]) }
         api.packs.refreshes = refresher
+        let webhooks = WebhookSettings.dispatcher(configuration, store: store, fetcher: fetcher, api: api, loop: loop)
         let listening = ListeningAddress()
         ClusterRoutes(source: runner.statusSource(fetcher: fetcher, listen: { listening.text }, clock: api.clock), logger: Logger(label: "packd.api"))
             .register(in: &router, using: api.routes)
@@ -113,6 +114,7 @@ struct ServerProcess {
         listening.text = "\(bound)"
         runner.start(listeningOn: listening.text)
         refresher.start()
+        webhooks.start()
         logger.notice("listening on \(bound)", metadata: ["database": "\(databaseName)"])
         if let portFile = configuration.portFile {
             try Data("\(bound.port)\n".utf8).write(to: URL(fileURLWithPath: portFile), options: .atomic)
@@ -129,6 +131,7 @@ struct ServerProcess {
                 // next start continues them; then nothing is left to call the fetcher.
                 refresher.shutdown()
                 runner.shutdown()
+                webhooks.shutdown()
                 fetcher.shutdown()
                 for watcher in watchers { watcher.close() }
                 loop.stop()

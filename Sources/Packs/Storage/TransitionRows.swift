@@ -9,13 +9,19 @@ public protocol TransitionRows {
     func setPackState(_ packID: Int64, state: PackState, error: PackError?, now: Int64) throws
     /// Cuts the versions `PackLifecycle.Action.recordVersion` asks for; the versions cut.
     func recordVersion(_ packID: Int64, now: Int64) throws -> [PackVersion]
+    /// Writes the webhook outbox rows of `types` about the pack as it is now (`WebhookTrigger`).
+    func enqueueWebhooks(_ types: [WebhookEventType], packID: Int64) throws
 }
 
 extension PackLifecycle.Transition {
     /// Performs the storage actions, then stores the new state and error when they change; the
-    /// transition with the versions it cut.
+    /// transition with the versions it cut. The webhook messages the transition causes are
+    /// written in the same transaction: after the new state (their `data` shows it), or before
+    /// the rows go for a deletion.
     public func record(_ packID: Int64, in rows: some TransitionRows, now: Int64) throws -> Self {
         var recorded = self
+        let webhooks = WebhookTrigger.types(of: self)
+        if WebhookTrigger.precedesStorageActions(self) { try rows.enqueueWebhooks(webhooks, packID: packID) }
         for action in storageActions {
             switch action {
             case .clearFailures: try rows.clearFailures(packID: packID)
@@ -29,6 +35,7 @@ extension PackLifecycle.Transition {
         if let to, changesState {
             try rows.setPackState(packID, state: to, error: error, now: now)
         }
+        if !WebhookTrigger.precedesStorageActions(self) { try rows.enqueueWebhooks(webhooks, packID: packID) }
         return recorded
     }
 }
