@@ -21,7 +21,8 @@ extension PackRecord {
         SELECT p.region_id, p.name, p.state, p.error, p.context, r.definition, p.created_at, p.updated_at,
                p.completed_at, p.limits, p.expected_resources, p.expected_tiles, p.expected_is_precise,
                p.update_available, p.update_checked_at,
-               i.unchanged, i.updated, i.removed, i.started_at, i.completed_at
+               i.unchanged, i.updated, i.removed, i.started_at, i.completed_at, p.version,
+               p.refresh_every, p.next_refresh_at
         FROM packd_packs p JOIN regions r ON r.id = p.region_id
         LEFT JOIN packd_invalidations i ON i.pack_id = p.region_id
         """
@@ -43,7 +44,8 @@ extension PackRecord {
                   limits: try row.stringOrNil(9).flatMap(Self.decodeLimits) ?? PackLimits(),
                   expectedResources: try row.int64(10), expectedTiles: try row.int64(11),
                   expectedIsPrecise: try row.bool(12), updateAvailable: try row.bool(13),
-                  updateCheckedAt: try row.int64OrNil(14), invalidation: invalidation)
+                  updateCheckedAt: try row.int64OrNil(14), invalidation: invalidation, version: try row.int64(20),
+                  refreshEvery: try row.stringOrNil(21), nextRefreshAt: try row.int64OrNil(22))
     }
 
     /// The `error` column's JSON; an unreadable one still tells that the pack failed.

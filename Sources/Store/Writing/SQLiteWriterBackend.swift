@@ -22,6 +22,7 @@ public final class SQLiteWriterBackend: WriterBackend {
     public init(path: String, configuration: Configuration) throws {
         store = try OfflineDatabase(path: path, pageSize: configuration.pageSize)
         store.clock = configuration.clock
+        store.keepVersions = max(1, configuration.keepVersions)
         clock = configuration.clock
         checkpointer = try WALCheckpointer(path: path)
         checkpointer.attach(to: store.database)

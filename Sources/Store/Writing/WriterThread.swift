@@ -33,6 +33,8 @@ extension SQLiteWriterBackend {
         /// must land once it is full (`StorageReserve`); 0: none. `packd serve` holds
         /// `defaultStorageReserveBytes`.
         public var storageReserveBytes: Int64
+        /// Versions kept per pack (`--keep-versions`).
+        public var keepVersions = 3
 
         /// 16 MiB: a pack's failure, its events and a few hundred more such commits. A commit logs
         /// whole pages (16 KiB each at `defaultPageSize`), so the room scales with the page size.
