@@ -65,6 +65,49 @@ import Testing
         #expect(try store.read { try $0.progress(id) }?.completedTiles == 10)
     }
 
+    /// The writes that came with versions and webhooks are operations like any other: a pack's
+    /// completion riding another pack's download cuts the pack's version and writes its webhook
+    /// outbox row in that batch's one commit — none of it before, all of it with the rows — and
+    /// moves the marks of the two packs it changed, not a third's.
+    @Test(arguments: StoreFactory.all)
+    func aCompletionRidingABatchCutsItsVersionAndWritesItsOutboxInThatCommit(_ factory: StoreFactory) throws {
+        let store = try ContractHarness(factory, batches: BatchSettings(maximumCount: 10, maximumDelay: .seconds(3600)))
+        defer { store.close() }
+        let now = WebhookStoreRules.nowMilliseconds()
+        let endpoint = try store.write {
+            try $0.createWebhookEndpoint(WebhookEndpointRecord(
+                url: "https://hooks.example/", description: "", subscription: WebhookSubscription(events: ["*"]),
+                secret: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", createdAt: now, updatedAt: now))
+        }
+        let (done, downloading, idle) = (try store.createPack("done"), try store.createPack("downloading"), try store.createPack("idle"))
+        _ = try store.write { try $0.transition(done, .start, now: 2) }
+        store.submit((0..<3).map { ContractRows.tile(z: 4, x: Int64($0), y: 2, pack: done) })
+        try store.flush()
+        func outbox() throws -> [WebhookEventType] {
+            try store.read { try $0.webhookDeliveries(endpointID: endpoint, before: nil, limit: 10) }.map(\.type)
+        }
+        let marks = ChangeMarks(store.store, [done, downloading, idle])
+
+        let heard = Heard()
+        store.submit((0..<4).map { ContractRows.tile(z: 4, x: Int64($0), y: 3, pack: downloading) })
+        store.store.inBatch({ try $0.transition(done, .finished(failedResources: 0), now: 3) }, then: { result in
+            guard case .success(.applied(let transition)) = result else { return heard.record("completion", "\(result)") }
+            heard.record("completion", transition.createdVersions.map { "\($0.packID) v\($0.version)" }.joined(separator: ","))
+        })
+        #expect(try store.read { try $0.pack(done) }?.version == 0, "nothing of the open batch is durable")
+        #expect(try outbox().isEmpty)
+        store.submit((4..<10).map { ContractRows.tile(z: 4, x: Int64($0), y: 3, pack: downloading) })
+        #expect(heard.wait(for: 1))
+        #expect(heard.all.first?.1 == "\(done) v1")
+        #expect(store.committed.last?.committedWrites == 10, "the completion cut nothing short")
+        let completed = try #require(try store.read { try $0.pack(done) })
+        #expect(completed.state == .complete && completed.version == 1)
+        #expect(try store.read { try $0.versions(of: done) }.map(\.version) == [1])
+        #expect(try outbox() == [.packCompleted])
+        #expect(try store.read { try $0.progress(downloading) }?.completedTiles == 10)
+        #expect(marks.moved() == [true, true, false])
+    }
+
     /// `documentChanges(of:)`: moved for exactly the packs whose documents a commit changed, as
     /// the database reports it (SQLite's update hook, PostgreSQL's triggers) — never by another
     /// pack's download — and for every pack by an operation that made no promise.
