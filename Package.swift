@@ -155,6 +155,7 @@ let package = Package(
         .testTarget(name: "StoreTests", dependencies: ["Store", "Packs", "PackdTestSupport", "packd-store-crash-writer"]),
         .testTarget(name: "StoreIOTests", dependencies: ["Store", "Packs", "CZlib", "PackdTestSupport", "TileFormats"]),
         .testTarget(name: "GeoTests", dependencies: ["Geo"]),
+        .testTarget(name: "TileFormatsTests", dependencies: ["TileFormats", "PackdTestSupport"]),
         .testTarget(name: "PlanTests", dependencies: ["Plan", "Packs", "Geo"]),
         // The in-process upstream and fetch harness shared by the network tests.
         .target(name: "PackdTestSupport", dependencies: ["Packs", "Fetch", "Loop", "CZlib", "Store"], path: "Tests/PackdTestSupport"),
