@@ -23,6 +23,15 @@ public struct ResourcePlan: Sequence, Sendable {
     /// `expectedResources` is then final.
     public var isPrecise: Bool { pendingDocuments == 0 && glyphSubset == nil }
 
+    /// The plan with every candidate glyph range among the fixed resources, as `"glyphs": "all"`
+    /// has them (for a download that cannot choose: a cluster's units).
+    public var withEveryGlyphRange: ResourcePlan {
+        guard let glyphSubset else { return self }
+        var seen = Set(fixed.map(\.url))
+        let glyphs = glyphSubset.candidates.filter { seen.insert($0.url).inserted }
+        return ResourcePlan(fixed: fixed + glyphs, pyramids: pyramids, pendingDocuments: pendingDocuments)
+    }
+
     /// Tile counts per source and zoom, computed (never enumerated).
     public var tileCounts: [TileCount] { pyramids.flatMap(\.tileCounts) }
 

@@ -246,6 +246,12 @@ public enum PostgresSchema {
         END;
         $$;
         """,
+        // Lean packs (as SQLite's migration of the same name).
+        """
+        ALTER TABLE packd_packs ADD COLUMN start_area text;
+        ALTER TABLE packd_packs ADD COLUMN start_area_ready_at bigint;
+        ALTER TABLE packd_packs ADD COLUMN skipped_glyph_ranges text;
+        """,
     ]
 
     /// The version a fully migrated database has.

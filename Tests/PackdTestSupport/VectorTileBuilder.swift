@@ -21,11 +21,16 @@ public struct VectorTileBuilder {
         public var id: UInt64?
         public var type: GeometryType
         public var properties: [(String, Value)]
+        /// Vertices in tile coordinates (0…extent): one for a point, a line's path; nil: a
+        /// placeholder shape of the type.
+        public var vertices: [(x: Int64, y: Int64)]?
 
-        public init(id: UInt64? = nil, type: GeometryType = .point, properties: [(String, Value)]) {
+        public init(id: UInt64? = nil, type: GeometryType = .point, properties: [(String, Value)],
+                    vertices: [(x: Int64, y: Int64)]? = nil) {
             self.id = id
             self.type = type
             self.properties = properties
+            self.vertices = vertices
         }
     }
 
@@ -68,12 +73,32 @@ public struct VectorTileBuilder {
             if let id = feature.id { appendVarintField(1, id, to: &body) }
             if !tags.isEmpty { appendBytesField(2, tags, to: &body) }
             appendVarintField(3, UInt64(feature.type.rawValue), to: &body)
-            appendBytesField(4, geometry(feature.type), to: &body)
+            appendBytesField(4, feature.vertices.map(path) ?? geometry(feature.type), to: &body)
             appendBytesField(2, body, to: &out)
         }
         for key in keys { appendBytesField(3, Array(key.utf8), to: &out) }
         for value in values { appendBytesField(4, valueBytes(value), to: &out) }
         appendVarintField(5, UInt64(layer.extent), to: &out)
+        return out
+    }
+
+    /// MoveTo the first vertex, LineTo the others (a point is one MoveTo).
+    private static func path(_ vertices: [(x: Int64, y: Int64)]) -> [UInt8] {
+        var out: [UInt8] = []
+        var cursor: (x: Int64, y: Int64) = (0, 0)
+        func delta(_ vertex: (x: Int64, y: Int64)) {
+            let (dx, dy) = (vertex.x - cursor.x, vertex.y - cursor.y)
+            appendVarint(UInt64(bitPattern: (dx << 1) ^ (dx >> 63)), to: &out)
+            appendVarint(UInt64(bitPattern: (dy << 1) ^ (dy >> 63)), to: &out)
+            cursor = vertex
+        }
+        guard let first = vertices.first else { return out }
+        appendVarint(1 << 3 | 1, to: &out)
+        delta(first)
+        if vertices.count > 1 {
+            appendVarint(UInt64(vertices.count - 1) << 3 | 2, to: &out)
+            for vertex in vertices.dropFirst() { delta(vertex) }
+        }
         return out
     }
 

@@ -177,7 +177,8 @@ public final class PackRoutes {
         let template = PackRecord(
             name: body.name ?? "", state: body.start ? .queued : .inactive, context: body.context,
             definition: body.region.mapLibreJSON, limits: body.limits,
-            expectedResources: Int64(tileCount ?? 0), expectedTiles: Int64(tileCount ?? 0), expectedIsPrecise: tileCount != nil)
+            expectedResources: Int64(tileCount ?? 0), expectedTiles: Int64(tileCount ?? 0), expectedIsPrecise: tileCount != nil,
+            startArea: body.startArea)
         let clock = clock
         store.write({ database in
             let now = clock.now

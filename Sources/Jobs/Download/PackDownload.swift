@@ -61,6 +61,11 @@ public final class PackDownload {
     /// Known with the plan (its budget depends on the expected count).
     private var failures: FailureLedger?
     private var downloading = false
+    /// With `"glyphs": "region"`: the glyph ranges to choose once every tile is stored.
+    private var glyphSubset: GlyphSubset?
+    /// Choosing them: the tiles are committed and being read.
+    private var glyphSelection: GlyphSelection?
+    private var choosingGlyphs = false
     /// Everything resolved; waiting for the writer to commit before reporting.
     private var finishing = false
     private var ended = false
@@ -123,6 +128,8 @@ public final class PackDownload {
         // they hold, alive for good.
         documentPhase?.stop()
         documentPhase = nil
+        glyphSelection?.stop()
+        glyphSelection = nil
         resolver.stop()
         lookup?.stop()
         writes.stop()
@@ -133,7 +140,12 @@ public final class PackDownload {
 
     // MARK: Resources
 
-    private func beginResources(_ plan: ResourcePlan) {
+    private func beginResources(_ documentsPlan: ResourcePlan) {
+        // Only a whole pack's download sees every tile stored before its glyphs: a cluster's
+        // units cannot choose, and download every range as `"glyphs": "all"` does.
+        let plan: ResourcePlan
+        if case .pack = scope { plan = documentsPlan } else { plan = documentsPlan.withEveryGlyphRange }
+        glyphSubset = plan.glyphSubset
         let counts = ExpectedCounts(resources: Int64(clamping: plan.expectedResources), tiles: Int64(clamping: plan.expectedTiles),
                                     precise: plan.isPrecise)
         expected = counts
@@ -195,7 +207,53 @@ public final class PackDownload {
             })
         }
         if busy == 0, pending.isEmpty, lookup.exhausted, !lookup.lookingUp {
+            if let subset = glyphSubset {
+                glyphSubset = nil
+                return chooseGlyphs(subset)
+            }
             finish()
+        }
+    }
+
+    /// Every tile is resolved: once the writer committed them, the stored tiles and GeoJSON say
+    /// which glyph ranges the labels need; the counts become exact, the choice is recorded, and
+    /// the needed ranges are fetched (or linked) like any fixed resource.
+    private func chooseGlyphs(_ subset: GlyphSubset) {
+        downloading = false
+        choosingGlyphs = true
+        let owned = LoopBound(self)
+        store.flush {
+            let download = owned.value
+            guard !download.ended else { return }
+            let selection = GlyphSelection(packID: download.packID, subset: subset, store: download.store)
+            download.glyphSelection = selection
+            selection.run { [weak download] result in
+                guard let download, !download.ended else { return }
+                download.glyphSelection = nil
+                switch result {
+                case .failure(let error):
+                    download.end(.fail(PackError(.storageError, "reading the stored tiles to choose glyph ranges failed: \(error)")))
+                case .success(let outcome):
+                    download.glyphsChosen(outcome)
+                }
+            }
+        }
+    }
+
+    private func glyphsChosen(_ outcome: GlyphSelection.Outcome) {
+        guard let lookup, let before = expected else { return }
+        let counts = ExpectedCounts(resources: before.resources + Int64(outcome.needed.count), tiles: before.tiles,
+                                    precise: true)
+        expected = counts
+        guard owner?.jobPlanKnown(packID, counts) == true else { return stop() }
+        let (packID, skipped, now) = (packID, outcome.skipped, clock.now)
+        store.inBatch({ database in try database.recordSkippedGlyphRanges(packID, skipped, now: now) }, then: nil)
+        lookup.fixed(outcome.needed, refetch: []) { [weak self] toFetch in
+            guard let self, !ended else { return }
+            choosingGlyphs = false
+            pending.append(contentsOf: toFetch.map(PendingResources.Entry.fixed))
+            downloading = true
+            pump()
         }
     }
 
@@ -279,7 +337,7 @@ public final class PackDownload {
         guard !ended else { return }
         let accounted = fetcher.transferCount(owner: transferOwner) + resolver.retriesWaiting + writes.encoding
         let waiting = documentPhase != nil || lookup?.lookingUp == true || finishing || bandwidth?.isWaiting == true
-            || writes.isFull
+            || writes.isFull || choosingGlyphs
         if busy > accounted || (busy == 0 && !waiting) {
             end(.fail(PackError(.internalError, "the download stalled with \(busy) resources under way, "
                                 + "\(accounted) accounted for; resume continues it")))

@@ -22,12 +22,19 @@ public struct PackRecord: Sendable, Equatable {
     public var updateCheckedAt: Int64?
     /// The last `invalidate` of the pack; nil: never revalidated.
     public var invalidation: PackInvalidation?
+    /// Where to download first; nil: zoom by zoom.
+    public var startArea: StartArea?
+    /// When every tile of the start area was first durably stored.
+    public var startAreaReadyAt: Int64?
+    /// With `"glyphs": "region"`, once chosen: the glyph ranges left out.
+    public var skippedGlyphRanges: SkippedGlyphRanges?
 
     public init(id: Int64 = 0, name: String, state: PackState, error: PackError? = nil, context: [UInt8]? = nil,
                 definition: String, createdAt: Int64 = 0, updatedAt: Int64 = 0, completedAt: Int64? = nil,
                 limits: PackLimits = PackLimits(), expectedResources: Int64 = 0, expectedTiles: Int64 = 0,
                 expectedIsPrecise: Bool = false, updateAvailable: Bool = false,
-                updateCheckedAt: Int64? = nil, invalidation: PackInvalidation? = nil) {
+                updateCheckedAt: Int64? = nil, invalidation: PackInvalidation? = nil, startArea: StartArea? = nil,
+                startAreaReadyAt: Int64? = nil, skippedGlyphRanges: SkippedGlyphRanges? = nil) {
         self.id = id
         self.name = name
         self.state = state
@@ -44,6 +51,9 @@ public struct PackRecord: Sendable, Equatable {
         self.updateAvailable = updateAvailable
         self.updateCheckedAt = updateCheckedAt
         self.invalidation = invalidation
+        self.startArea = startArea
+        self.startAreaReadyAt = startAreaReadyAt
+        self.skippedGlyphRanges = skippedGlyphRanges
     }
 
     /// The expected counts as stored (not precise until the plan was known).

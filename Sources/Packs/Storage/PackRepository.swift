@@ -54,6 +54,11 @@ public protocol MutablePackRepository: PackRepository {
     func updatePack(_ packID: Int64, name: String?, context: [UInt8]??, now: Int64) throws -> Bool
     /// The result of a `check-update`.
     func setUpdateAvailable(_ packID: Int64, _ available: Bool, now: Int64) throws
+    /// Records the glyph ranges a `"glyphs": "region"` pack left out (each choice replaces the last).
+    func recordSkippedGlyphRanges(_ packID: Int64, _ skipped: SkippedGlyphRanges, now: Int64) throws
+    /// Records that the pack's start area is stored, unless that was recorded before; true when
+    /// this call recorded it (the `start_area_ready` event is published once).
+    func recordStartAreaReady(_ packID: Int64, at time: Int64) throws -> Bool
     /// Records a resource that failed for good and counts it; keeps the latest 1,000 per pack.
     func recordFailure(packID: Int64, url: String, status: Int64?, message: String, attempts: Int64, now: Int64) throws
     /// Forgets the pack's failures (a run retries them).

@@ -20,10 +20,17 @@ public struct Pack: Sendable, Equatable, Codable {
     public var updateAvailable: Bool?
     /// The last revalidation; nil before the first.
     public var invalidation: InvalidationResult?
+    /// Where the pack downloads first; nil: zoom by zoom.
+    public var startArea: StartArea?
+    /// When every tile of the start area was durably stored; nil until then (or without one).
+    public var startAreaReadyAt: Timestamp?
+    /// With `"glyphs": "region"`, once its labels' ranges are chosen: the ranges left out.
+    public var skippedGlyphRanges: SkippedGlyphRanges?
 
     public init(id: Int64, name: String?, region: Region, context: Base64Bytes?, state: PackState, createdAt: Timestamp,
                 updatedAt: Timestamp, completedAt: Timestamp?, progress: PackProgress, limits: PackLimits, error: PackError?,
-                updateAvailable: Bool?, invalidation: InvalidationResult?) {
+                updateAvailable: Bool?, invalidation: InvalidationResult?, startArea: StartArea? = nil,
+                startAreaReadyAt: Timestamp? = nil, skippedGlyphRanges: SkippedGlyphRanges? = nil) {
         self.id = id
         self.name = name
         self.region = region
@@ -37,10 +44,16 @@ public struct Pack: Sendable, Equatable, Codable {
         self.error = error
         self.updateAvailable = updateAvailable
         self.invalidation = invalidation
+        self.startArea = startArea
+        self.startAreaReadyAt = startAreaReadyAt
+        self.skippedGlyphRanges = skippedGlyphRanges
     }
 
     private enum CodingKeys: String, CodingKey {
         case id, name, region, context, state, progress, limits, error, invalidation
+        case startArea = "start_area"
+        case startAreaReadyAt = "start_area_ready_at"
+        case skippedGlyphRanges = "skipped_glyph_ranges"
         case createdAt = "created_at"
         case updatedAt = "updated_at"
         case completedAt = "completed_at"
@@ -63,6 +76,9 @@ public struct Pack: Sendable, Equatable, Codable {
         try container.encode(error, forKey: .error)
         try container.encode(updateAvailable, forKey: .updateAvailable)
         try container.encode(invalidation, forKey: .invalidation)
+        try container.encode(startArea, forKey: .startArea)
+        try container.encode(startAreaReadyAt, forKey: .startAreaReadyAt)
+        try container.encode(skippedGlyphRanges, forKey: .skippedGlyphRanges)
     }
 }
 

@@ -10,12 +10,21 @@ public struct PackCreation: Sendable, Equatable, Encodable {
         public var name: String?
         public var start: Bool?
         public var limits: PackLimits?
+        /// Where to download first.
+        public var startArea: StartArea?
 
-        public init(context: [UInt8]? = nil, name: String? = nil, start: Bool? = nil, limits: PackLimits? = nil) {
+        public init(context: [UInt8]? = nil, name: String? = nil, start: Bool? = nil, limits: PackLimits? = nil,
+                    startArea: StartArea? = nil) {
             self.context = context.map(Base64.encode)
             self.name = name
             self.start = start
             self.limits = limits
+            self.startArea = startArea
+        }
+
+        private enum CodingKeys: String, CodingKey {
+            case context, name, start, limits
+            case startArea = "start_area"
         }
     }
 

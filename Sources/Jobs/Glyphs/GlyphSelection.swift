@@ -1,0 +1,107 @@
+import Foundation
+import Loop
+import Packs
+import Plan
+
+/// Chooses the glyph ranges of a `"glyphs": "region"` pack from what it stored, on the loop
+/// thread: every stored tile the label layers read, page by page on reading threads (a page is a
+/// bounded number of tiles and bytes: memory stays flat whatever the pack's size), then its GeoJSON
+/// sources (stored with the pack, or inline in the style). What the labels need is a few words
+/// per font stack, carried from page to page; the needed ranges are the candidates it holds.
+final class GlyphSelection {
+    struct Outcome: Sendable {
+        var needed: [PlannedResource]
+        var skipped: SkippedGlyphRanges
+        /// Tiles read and features whose labels were gathered (for logs and benchmarks).
+        var tiles: Int
+        var labelledFeatures: Int
+        var unreadableTiles: Int
+    }
+
+    /// Tiles and bytes read per page.
+    static let pageTiles = 512
+    static let pageBytes = 16 << 20
+
+    private let packID: Int64
+    private let subset: GlyphSubset
+    private let store: any PackStore
+    private var stopped = false
+
+    init(packID: Int64, subset: GlyphSubset, store: any PackStore) {
+        self.packID = packID
+        self.subset = subset
+        self.store = store
+    }
+
+    func stop() {
+        stopped = true
+    }
+
+    /// Reads the stored tiles and GeoJSON; `then` gets the choice, or the store's error.
+    func run(then: @escaping (Result<Outcome, any Error>) -> Void) {
+        let scanner = StoredTileLabels(subset: subset)
+        page(after: 0, scanner: scanner, glyphs: LabelGlyphs(), tiles: 0, unreadable: 0, then: then)
+    }
+
+    private func page(after rowID: Int64, scanner: StoredTileLabels, glyphs: LabelGlyphs, tiles: Int, unreadable: Int,
+                      then: @escaping (Result<Outcome, any Error>) -> Void) {
+        let packID = packID
+        let templates = scanner.urlTemplates
+        store.read({ reader -> (LabelGlyphs, last: Int64?, read: Int, unreadable: Int) in
+            let page = try reader.tileBodies(packID: packID, urlTemplates: templates, afterRowID: rowID,
+                                             limit: Self.pageTiles, maxBytes: Self.pageBytes)
+            var glyphs = glyphs
+            let unreadable = scanner.add(page, to: &glyphs)
+            return (glyphs, page.last?.rowID, page.count, unreadable)
+        }) { [weak self] result in
+            guard let self, !stopped else { return }
+            switch result {
+            case .failure(let error):
+                then(.failure(error))
+            case .success(let read):
+                if let last = read.last {
+                    page(after: last, scanner: scanner, glyphs: read.0, tiles: tiles + read.read,
+                         unreadable: unreadable + read.unreadable, then: then)
+                } else {
+                    finish(glyphs: read.0, tiles: tiles, unreadable: unreadable, then: then)
+                }
+            }
+        }
+    }
+
+    /// The GeoJSON sources, then the choice and the known sizes of what it leaves out.
+    private func finish(glyphs: LabelGlyphs, tiles: Int, unreadable: Int, then: @escaping (Result<Outcome, any Error>) -> Void) {
+        let (packID, subset) = (packID, subset)
+        store.read({ reader -> Outcome in
+            var glyphs = glyphs
+            for source in subset.geoJSONSources {
+                let document: JSONValue?
+                switch source.data {
+                case .inline(let value):
+                    document = value
+                case .url(let url):
+                    let stored = try reader.resource(.resource(url: url, kind: .source), linkedTo: packID)
+                    document = (try? stored?.body?.decoded()).flatMap { try? ZlibCodec.gunzippedIfGzip($0, limit: ZlibCodec.defaultInflateLimit) }
+                        .flatMap(GlyphSubset.geoJSONDocument)
+                }
+                if let document { glyphs.formUnion(subset.glyphs(ofGeoJSON: document, source: source)) }
+            }
+            let (needed, skipped) = subset.resources(for: glyphs.needs)
+            var known: Int64 = 0
+            var bytes: Int64 = 0
+            for resource in skipped {
+                guard let stored = try reader.resource(.resource(url: resource.url, kind: .glyphs), linkedTo: nil),
+                      let body = stored.body else { continue }
+                known += 1
+                bytes += Int64(body.storedSize)
+            }
+            return Outcome(needed: needed,
+                           skipped: SkippedGlyphRanges(ranges: Int64(skipped.count), bytes: known > 0 ? bytes : nil,
+                                                       rangesWithKnownBytes: known),
+                           tiles: tiles, labelledFeatures: glyphs.labelledFeatures, unreadableTiles: unreadable)
+        }) { [weak self] result in
+            guard let self, !stopped else { return }
+            then(result)
+        }
+    }
+}
