@@ -118,3 +118,35 @@ import Testing
         #expect((skipped.bytes ?? 0) >= skipped.ranges * Int64(body) / 4, "the stored sizes of the skipped ranges")
     }
 }
+
+/// A refresh of a region-glyphs pack whose tiles now carry new text fetches the ranges that text
+/// needs, and nothing else new.
+@Suite struct GlyphSubsetRefreshTests {
+    @Test func refreshedTilesBringTheirRanges() throws {
+        let upstream = try LabelUpstream()
+        defer { upstream.stop() }
+        let run = try GlyphSubsetDownloadTests.Run(upstream, glyphs: "region")
+        defer { run.close() }
+        #expect(run.harness.waitForState(run.packID, ["complete", "failed"]) == ["active", "complete"])
+        let before = upstream.glyphRequests
+        // Zürich now carries a name in U+6700… (木村): its tiles change upstream.
+        upstream.rename("Zürich", to: "Zürich 木村")
+        let harness = run.harness
+        let states = harness.waitForState(run.packID, ["complete"]).count
+        try PackRevalidationTests.invalidate(harness, run.packID)
+        #expect(harness.waitFor(states: run.packID, count: states + 2, ["complete", "failed"]))
+        let new = Set(upstream.glyphRequests).subtracting(before)
+        // Zürich's label uses both stacks (the text-font expression): both get the new range.
+        #expect(GlyphSubsetDownloadTests.ranges(new.map { "/fonts/" + $0 })
+                == ["Noto Sans Regular": [0x6700], "Noto Sans Bold": [0x6700]])
+        harness.close()
+        let reader = try StoreReader(path: run.database.path)
+        let record = try #require(try reader.pack(run.packID))
+        let progress = try #require(try reader.progress(run.packID))
+        #expect(record.state == .complete)
+        #expect(record.expectedResources == progress.completedResources, "the counts grew with the new ranges")
+        #expect(record.invalidation?.updated ?? 0 >= 2)
+        let stored = GlyphSubsetDownloadTests.ranges(try reader.storedResourceURLs(packID: run.packID))
+        #expect(stored["Noto Sans Regular"]?.contains(0x6700) == true && stored["Noto Sans Bold"]?.contains(0x6700) == true)
+    }
+}

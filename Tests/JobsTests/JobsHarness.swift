@@ -106,6 +106,14 @@ final class JobsHarness: @unchecked Sendable {
         return condition.withLock { states[packID, default: []] }
     }
 
+    /// Waits until `packID` published at least `count` states, the last one of `wanted`.
+    func waitFor(states packID: Int64, count: Int, _ wanted: Set<String>, deadline: Duration = .seconds(120)) -> Bool {
+        waitFor(deadline) {
+            let states = self.states[packID, default: []]
+            return states.count >= count && states.last.map(wanted.contains) == true
+        }
+    }
+
     /// Waits until the committed progress of `packID` satisfies `predicate`.
     @discardableResult
     func waitForProgress(_ packID: Int64, deadline: Duration = .seconds(120),
