@@ -15,7 +15,7 @@ import WorkSharing
 /// In cluster mode a pack's work is shared between nodes: one download only plans it (`.plan`),
 /// others each take one work unit (`.unit`): the same engine, restricted to the unit's fixed
 /// resources or tiles.
-public final class PackDownload {
+public final class PackDownload: GlyphChoosingJob {
     /// What a download covers.
     public enum Scope: Sendable {
         /// The whole pack: documents, the plan's counts, every resource and tile.
@@ -64,11 +64,11 @@ public final class PackDownload {
     /// With `"glyphs": "region"`: the glyph ranges to choose once every tile is stored.
     private var glyphSubset: GlyphSubset?
     /// Choosing them: the tiles are committed and being read.
-    private var glyphSelection: GlyphSelection?
+    var glyphSelection: GlyphSelection?
     private var choosingGlyphs = false
     /// Everything resolved; waiting for the writer to commit before reporting.
     private var finishing = false
-    private var ended = false
+    private(set) var ended = false
 
     public init(packID: Int64, region: RegionDefinition, limits: PackLimits, loop: EventLoop, fetcher: Fetcher,
                 store: any PackStore, settings: DownloadSettings, clock: WallClock, owner: any JobOwner,
@@ -221,26 +221,10 @@ public final class PackDownload {
     private func chooseGlyphs(_ subset: GlyphSubset) {
         downloading = false
         choosingGlyphs = true
-        let owned = LoopBound(self)
-        store.flush {
-            let download = owned.value
-            guard !download.ended else { return }
-            let selection = GlyphSelection(packID: download.packID, subset: subset, store: download.store)
-            download.glyphSelection = selection
-            selection.run { [weak download] result in
-                guard let download, !download.ended else { return }
-                download.glyphSelection = nil
-                switch result {
-                case .failure(let error):
-                    download.end(.fail(PackError(.storageError, "reading the stored tiles to choose glyph ranges failed: \(error)")))
-                case .success(let outcome):
-                    download.glyphsChosen(outcome)
-                }
-            }
-        }
+        chooseGlyphs(subset, packID: packID, store: store)
     }
 
-    private func glyphsChosen(_ outcome: GlyphSelection.Outcome) {
+    func glyphsChosen(_ outcome: GlyphSelection.Outcome) {
         guard let lookup, let before = expected else { return }
         let counts = ExpectedCounts(resources: before.resources + Int64(outcome.needed.count), tiles: before.tiles,
                                     precise: true)
@@ -344,7 +328,7 @@ public final class PackDownload {
         }
     }
 
-    private func end(_ event: PackLifecycle.Event) {
+    func end(_ event: PackLifecycle.Event) {
         guard !ended else { return }
         stop()
         owner?.jobEnded(packID, event)

@@ -37,6 +37,23 @@ final class GlyphSelection {
         stopped = true
     }
 
+    /// Once everything submitted before is committed (the job's last tiles), reads the stored
+    /// tiles and GeoJSON; `then` gets the choice, or the error a job fails with.
+    func runOnceCommitted(then: @escaping (Result<Outcome, PackError>) -> Void) {
+        // Two carriers (see `StoredLookup.link`): the selection and the completion.
+        let owned = LoopBound(self)
+        let completion = LoopBound(then)
+        store.flush {
+            let selection = owned.value
+            guard !selection.stopped else { return }
+            selection.run { result in
+                completion.value(result.mapError {
+                    PackError(.storageError, "reading the stored tiles to choose glyph ranges failed: \($0)")
+                })
+            }
+        }
+    }
+
     /// Reads the stored tiles and GeoJSON; `then` gets the choice, or the store's error.
     func run(then: @escaping (Result<Outcome, any Error>) -> Void) {
         let scanner = StoredTileLabels(subset: subset)
@@ -102,6 +119,30 @@ final class GlyphSelection {
         }) { [weak self] result in
             guard let self, !stopped else { return }
             then(result)
+        }
+    }
+}
+
+/// A job that chooses glyph ranges once its tiles are committed: a download, a revalidation.
+protocol GlyphChoosingJob: AnyObject {
+    var ended: Bool { get }
+    var glyphSelection: GlyphSelection? { get set }
+    func glyphsChosen(_ outcome: GlyphSelection.Outcome)
+    func end(_ event: PackLifecycle.Event)
+}
+
+extension GlyphChoosingJob {
+    /// Starts choosing; the job hears the choice, or ends failed.
+    func chooseGlyphs(_ subset: GlyphSubset, packID: Int64, store: any PackStore) {
+        let selection = GlyphSelection(packID: packID, subset: subset, store: store)
+        glyphSelection = selection
+        selection.runOnceCommitted { [weak self] result in
+            guard let self, !ended else { return }
+            glyphSelection = nil
+            switch result {
+            case .failure(let error): end(.fail(error))
+            case .success(let outcome): glyphsChosen(outcome)
+            }
         }
     }
 }

@@ -13,7 +13,7 @@ import Plan
 /// body (`updated`); 404/410 (and 204 for a tile) stores a tile as no content (`removed`; another
 /// resource keeps its copy, so the pack still renders). Counts ride the writer's batches after
 /// the writes they count and are reported only once committed.
-public final class PackRevalidation {
+public final class PackRevalidation: GlyphChoosingJob {
     private enum Phase {
         case resources(after: Int64)
         case tiles(after: Int64)
@@ -42,7 +42,7 @@ public final class PackRevalidation {
     private var templates: [String: TileURLTemplate] = [:]
     /// With `"glyphs": "region"`: the glyph ranges to choose again once every row is revalidated.
     private var glyphSubset: GlyphSubset?
-    private var glyphSelection: GlyphSelection?
+    var glyphSelection: GlyphSelection?
     private var phase = Phase.resources(after: 0)
     private var pending: [StoredValidators] = []
     private var pendingIndex = 0
@@ -57,7 +57,7 @@ public final class PackRevalidation {
     private var failures: FailureLedger
     private var walking = false
     private var finishing = false
-    private var ended = false
+    private(set) var ended = false
 
     public init(packID: Int64, region: RegionDefinition, expected: ExpectedCounts, loop: EventLoop, fetcher: Fetcher,
                 store: any PackStore, settings: DownloadSettings, clock: WallClock, owner: any JobOwner,
@@ -300,7 +300,7 @@ public final class PackRevalidation {
         finishing = true
         if let subset = glyphSubset {
             glyphSubset = nil
-            return refreshGlyphs(subset)
+            return chooseGlyphs(subset, packID: packID, store: store)
         }
         commitCounts(completed: true) { [weak self] in
             guard let self, !ended else { return }
@@ -309,29 +309,9 @@ public final class PackRevalidation {
         }
     }
 
-    /// Chooses the glyph ranges again from the committed tiles; the needed ones the pack lacks
-    /// are fetched as rows without validators (stored and linked like any 200).
-    private func refreshGlyphs(_ subset: GlyphSubset) {
-        let owned = LoopBound(self)
-        store.flush {
-            let revalidation = owned.value
-            guard !revalidation.ended else { return }
-            let selection = GlyphSelection(packID: revalidation.packID, subset: subset, store: revalidation.store)
-            revalidation.glyphSelection = selection
-            selection.run { [weak revalidation] result in
-                guard let revalidation, !revalidation.ended else { return }
-                revalidation.glyphSelection = nil
-                switch result {
-                case .failure(let error):
-                    revalidation.end(.fail(PackError(.storageError, "reading the stored tiles to choose glyph ranges failed: \(error)")))
-                case .success(let outcome):
-                    revalidation.glyphsChosen(outcome)
-                }
-            }
-        }
-    }
-
-    private func glyphsChosen(_ outcome: GlyphSelection.Outcome) {
+    /// The needed ranges the pack lacks are fetched as rows without validators (stored and
+    /// linked like any 200).
+    func glyphsChosen(_ outcome: GlyphSelection.Outcome) {
         let (packID, skipped, now) = (packID, outcome.skipped, clock.now)
         let needed = outcome.needed
         store.read({ reader in try reader.storedResourceURLs(packID: packID) }) { [weak self] result in
@@ -365,7 +345,7 @@ public final class PackRevalidation {
         }
     }
 
-    private func end(_ event: PackLifecycle.Event) {
+    func end(_ event: PackLifecycle.Event) {
         guard !ended else { return }
         stop()
         owner?.jobEnded(packID, event)
