@@ -569,6 +569,11 @@ public final class PackRoutes {
 
     /// A `resource_error` event: one failed request of a download (`url` is the canonical URL,
     /// without an upstream rule's credentials). Dropped once the pack is removed.
+    public func publishStartAreaReady(_ event: StartAreaReadyEvent) {
+        guard published[event.packID]?.removed != true else { return }
+        events.publish(.startAreaReady(event))
+    }
+
     public func publishResourceError(_ failure: ResourceErrorEvent) {
         guard published[failure.packID]?.removed != true else { return }
         events.publish(.resourceError(failure))

@@ -45,6 +45,12 @@ public final class PackDownload: GlyphChoosingJob {
     private let bandwidth: BandwidthGate?
     /// The pack's own `max_tiles`: checked against the exact count before any tile is fetched.
     public let maxTiles: Int64?
+    /// Where to download first (a whole pack's download only); the watch of its tiles, unless
+    /// it was recorded whole before (a resume keeps the order, the event is not repeated).
+    private let startArea: StartArea?
+    private var startAreaWatch: StartAreaWatch?
+    /// The start area's record is being committed: tiles beyond it wait.
+    private var startAreaRecording = false
     private let watchdog: LoopTimer
     private var documentPhase: DocumentPhase?
     /// Style and TileJSON answers, stored with the fixed resources instead of being fetched again.
@@ -72,7 +78,8 @@ public final class PackDownload: GlyphChoosingJob {
 
     public init(packID: Int64, region: RegionDefinition, limits: PackLimits, loop: EventLoop, fetcher: Fetcher,
                 store: any PackStore, settings: DownloadSettings, clock: WallClock, owner: any JobOwner,
-                listener: (any PackActivityListener)?, scope: Scope = .pack, transferOwner: UInt64? = nil) {
+                listener: (any PackActivityListener)?, scope: Scope = .pack, transferOwner: UInt64? = nil,
+                startArea: StartArea? = nil, startAreaRecorded: Bool = false) {
         self.packID = packID
         self.scope = scope
         self.transferOwner = transferOwner ?? UInt64(bitPattern: packID)
@@ -85,6 +92,8 @@ public final class PackDownload: GlyphChoosingJob {
         self.owner = owner
         self.listener = listener
         maxTiles = limits.maxTiles
+        if case .pack = scope { self.startArea = startArea } else { self.startArea = nil }
+        if self.startArea != nil, !startAreaRecorded { startAreaWatch = StartAreaWatch() }
         resolver = UpstreamResolver(loop: loop, fetcher: fetcher, settings: settings, policy: .download(settings),
                                     packID: packID, clock: clock, listener: listener)
         writes = WriteQueue(packID: packID, loop: loop, sink: store, settings: settings, clock: clock)
@@ -166,8 +175,12 @@ public final class PackDownload: GlyphChoosingJob {
         pyramids = plan.pyramids
         failures = FailureLedger(packID: packID, store: store,
                                  budget: settings.failureBudget(expectedResources: Int(clamping: counts.resources)))
+        let order = startArea.map { TileOrder(pyramids: plan.pyramids, startArea: $0) }
+            ?? TileOrder(pyramids: plan.pyramids, scope: unit)
         let lookup = StoredLookup(packID: packID, store: store, clock: clock, pyramids: plan.pyramids,
-                                  bandTiles: settings.lookupBatchTiles, scope: unit)
+                                  bandTiles: settings.lookupBatchTiles, order: order)
+        startAreaWatch?.onWhole = { [weak self] in self?.startAreaWhole() }
+        startAreaWatch?.onSettled = { [weak self] in self?.pump() }
         lookup.onLinked = { [weak self] progress in
             guard let self, !ended else { return }
             owner?.jobLinked(packID, progress)
@@ -189,22 +202,29 @@ public final class PackDownload: GlyphChoosingJob {
     private func pump() {
         guard !ended, downloading, let lookup else { return }
         while busy - writes.encoding < settings.maxInFlight, !writes.isFull, !pending.isEmpty {
+            // Nothing beyond the start area starts before it is settled (its tiles commit first).
+            if let watch = startAreaWatch, !watch.isSettled || startAreaRecording,
+               pending.first?.isTileOutsideStartArea == true { break }
             guard bandwidth?.allowsStart(ready: { [weak self] in self?.pump() }) ?? true else { break }
             switch pending.popFirst() {
             case .fixed(let resource): download(resource)
-            case .tile(let pyramid, let tile): download(pyramids[pyramid].resource(for: tile))
+            case .tile(let pyramid, let tile, let inStartArea):
+                download(pyramids[pyramid].resource(for: tile), inStartArea: inStartArea && startAreaWatch != nil)
             case nil: break
             }
         }
         // Look the next band up while half a band is still pending, so transfers do not wait for it.
         if pending.count < max(settings.maxInFlight, settings.lookupBatchTiles / 2), !lookup.lookingUp, !lookup.exhausted {
-            lookup.nextBand(deliver: { [weak self] tiles in
+            let started = lookup.nextBand(deliver: { [weak self] tiles in
                 guard let self, !ended else { return }
+                if let watch = startAreaWatch { watch.tilesQueued(tiles.filter(\.inStartArea).count) }
                 pending.append(contentsOf: tiles)
                 pump()
-            }, done: { [weak self] in
+            }, done: { [weak self, inStartArea = lookup.lookingUpStartArea] in
+                if inStartArea { self?.startAreaWatch?.bandSettled() }
                 self?.pump()
             })
+            if started { startAreaWatch?.bandStarted(inStartArea: lookup.lookingUpStartArea) } else { startAreaWatch?.walkEnded() }
         }
         if busy == 0, pending.isEmpty, lookup.exhausted, !lookup.lookingUp {
             if let subset = glyphSubset {
@@ -241,7 +261,7 @@ public final class PackDownload: GlyphChoosingJob {
         }
     }
 
-    private func download(_ resource: PlannedResource) {
+    private func download(_ resource: PlannedResource, inStartArea: Bool = false) {
         busy += 1
         if let document = documents.removeValue(forKey: resource.url) {
             return store(resource, document)
@@ -250,11 +270,12 @@ public final class PackDownload: GlyphChoosingJob {
             guard let self, !ended else { return }
             switch resolution {
             case .body(let response):
-                store(resource, response)
+                store(resource, response, inStartArea: inStartArea)
                 pump() // the transfer slot is free while the body is encoded
             case .noContent where resource.kind == .tile:
                 writes.storeNoContent(resource)
                 listener?.resourceDownloaded()
+                if inStartArea { startAreaWatch?.tileResolved(stored: true) }
                 resolved()
             case .noContent(let status):
                 recordFailure(resource, status: status, message: "the upstream has no content here", attempts: 1)
@@ -265,6 +286,7 @@ public final class PackDownload: GlyphChoosingJob {
             case .refused:
                 end(.fail(Self.addressRefused(resource.url)))
             case .failed(let status, let message, let attempts):
+                if inStartArea { startAreaWatch?.tileResolved(stored: false) }
                 recordFailure(resource, status: status, message: message, attempts: attempts)
             case .stopped:
                 break
@@ -272,9 +294,10 @@ public final class PackDownload: GlyphChoosingJob {
         }
     }
 
-    private func store(_ resource: PlannedResource, _ response: FetchResponse) {
+    private func store(_ resource: PlannedResource, _ response: FetchResponse, inStartArea: Bool = false) {
         writes.store(resource, response) { [weak self] encoded in
             guard let self, !ended else { return }
+            if inStartArea { startAreaWatch?.tileResolved(stored: encoded) }
             if encoded {
                 listener?.resourceDownloaded()
                 resolved()
@@ -299,6 +322,22 @@ public final class PackDownload: GlyphChoosingJob {
         pump()
     }
 
+    /// Every tile of the start area is resolved and handed to the writer: the open batch is
+    /// committed at once with the record that the area is whole (once: a resumed download whose
+    /// start area was recorded has no watch), then the event, then the tiles beyond it may start —
+    /// so the pack is usable around its start as soon as its own tiles are, not a batch later.
+    private func startAreaWhole() {
+        guard let startArea else { return }
+        let (packID, now) = (packID, clock.now)
+        startAreaRecording = true
+        store.write({ database in try database.recordStartAreaReady(packID, at: now) }) { [weak self] result in
+            guard let self, !ended else { return }
+            startAreaRecording = false
+            if case .success(true) = result { listener?.startAreaReady(packID, startArea, at: now) }
+            pump()
+        }
+    }
+
     /// Everything is resolved: waits for the writer to commit it, then reports.
     private func finish() {
         downloading = false
@@ -321,7 +360,7 @@ public final class PackDownload: GlyphChoosingJob {
         guard !ended else { return }
         let accounted = fetcher.transferCount(owner: transferOwner) + resolver.retriesWaiting + writes.encoding
         let waiting = documentPhase != nil || lookup?.lookingUp == true || finishing || bandwidth?.isWaiting == true
-            || writes.isFull || choosingGlyphs
+            || writes.isFull || choosingGlyphs || startAreaRecording
         if busy > accounted || (busy == 0 && !waiting) {
             end(.fail(PackError(.internalError, "the download stalled with \(busy) resources under way, "
                                 + "\(accounted) accounted for; resume continues it")))

@@ -7,6 +7,7 @@ public enum PackEvent: Sendable, Equatable {
     case resourceError(ResourceErrorEvent)
     case tileLimitExceeded(TileLimitExceededEvent)
     case packRemoved(PackRemovedEvent)
+    case startAreaReady(StartAreaReadyEvent)
 
     /// The `event:` field. Only `progress` may be coalesced or dropped for a slow client; every
     /// other kind is a fact a client cannot reconstruct from a later event.
@@ -16,6 +17,7 @@ public enum PackEvent: Sendable, Equatable {
         case resourceError = "resource_error"
         case tileLimitExceeded = "tile_limit_exceeded"
         case packRemoved = "pack_removed"
+        case startAreaReady = "start_area_ready"
 
         /// Whether a later event of the same kind makes this one redundant.
         public var isDroppable: Bool { self == .progress }
@@ -28,6 +30,7 @@ public enum PackEvent: Sendable, Equatable {
         case .resourceError: .resourceError
         case .tileLimitExceeded: .tileLimitExceeded
         case .packRemoved: .packRemoved
+        case .startAreaReady: .startAreaReady
         }
     }
 
@@ -38,6 +41,7 @@ public enum PackEvent: Sendable, Equatable {
         case .resourceError(let event): event.packID
         case .tileLimitExceeded(let event): event.packID
         case .packRemoved(let event): event.packID
+        case .startAreaReady(let event): event.packID
         }
     }
 
@@ -49,6 +53,7 @@ public enum PackEvent: Sendable, Equatable {
         case .resourceError(let event): event
         case .tileLimitExceeded(let event): event
         case .packRemoved(let event): event
+        case .startAreaReady(let event): event
         }
     }
 }
@@ -168,5 +173,25 @@ public struct PackRemovedEvent: Sendable, Equatable, Codable {
 
     private enum CodingKeys: String, CodingKey {
         case packID = "pack_id"
+    }
+}
+
+/// `event: start_area_ready` — every tile of every zoom of the pack's start area is durably
+/// stored (once per pack; `start_area_ready_at` in the pack says when).
+public struct StartAreaReadyEvent: Sendable, Equatable, Codable {
+    public var packID: Int64
+    public var startArea: StartArea
+    public var readyAt: Timestamp
+
+    public init(packID: Int64, startArea: StartArea, readyAt: Timestamp) {
+        self.packID = packID
+        self.startArea = startArea
+        self.readyAt = readyAt
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case packID = "pack_id"
+        case startArea = "start_area"
+        case readyAt = "ready_at"
     }
 }
