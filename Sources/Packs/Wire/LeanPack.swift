@@ -22,6 +22,13 @@ public struct StartArea: Sendable, Equatable, Hashable, Codable {
         case center
         case radiusM = "radius_m"
     }
+
+    /// `radius_m` may be left out: `defaultRadius`.
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        center = try container.decode([Double].self, forKey: .center)
+        radiusM = try container.decodeIfPresent(Double.self, forKey: .radiusM) ?? Self.defaultRadius
+    }
 }
 
 /// `skipped_glyph_ranges` of a pack with `"glyphs": "region"`: the glyph ranges of its font
