@@ -6,7 +6,8 @@ usage:
   verify_dashboard.py main URL STYLE_URL UPSTREAM_PID_FILE SHOTS_DIR
       packd without keys and with MapLibre GL JS: `/` redirects to the page; a validation error
       shows at its field; the estimate shows; a pack created through the form (its rectangle
-      drawn on the map) reaches 100 % from server-sent events; a second pack is suspended and
+      drawn on the map, its start area clicked on it, only the glyphs its labels need) says its
+      start area is ready (the start_area_ready event) and reaches 100 % from server-sent events; a second pack is suspended and
       resumed, then deleted after a confirmation (cancelled once); with the upstream stopped the
       first pack's preview draws from packd's offline style.json (canvas pixels read back).
   verify_dashboard.py keyed URL READ_KEY SHOTS_DIR
@@ -157,6 +158,19 @@ def main(url, style_url, upstream_pid_file, shots):
         for side, value in zip(["west", "south", "east", "north"], ["-20", "25", "40", "65"]):
             run.type(f"#{side}", value)
 
+        # The start area is a click on the map; the pack downloads only the glyphs its labels need.
+        run.find("#pick-start").click()
+        ActionChains(driver).move_to_element_with_offset(canvas, 20, -10).click().perform()
+        center = [run.find(f"#start-{axis}").get_attribute("value") for axis in ["longitude", "latitude"]]
+        if not all(value.strip() for value in center):
+            raise Failed(f"clicking the map did not fill the start area: {center}")
+        run.step(f"clicked the start area {center} on the map")
+        # A fixed start area inside the region, so the download does not depend on the click.
+        run.type("#start-longitude", "10")
+        run.type("#start-latitude", "47.5")
+        run.type("#start-radius", "200000")
+        run.find("#region-glyphs").click()
+
         # A validation error first, shown at the field the problem's pointer names.
         run.allow(r"/v1/estimates - Failed to load resource: the server responded with a status of 422",
                   "422 from POST /v1/estimates for min_zoom above max_zoom")
@@ -185,6 +199,12 @@ def main(url, style_url, upstream_pid_file, shots):
         # Create; the bar moves with progress events and reaches 100 %.
         run.find("#create-button").click()
         item = run.wait(lambda: run.pack_item("verify-dashboard"), 20, "the new pack in the list")
+        # The start_area_ready event reaches the page before the pack is complete.
+        run.wait(lambda: "ready" in run.pack_item("verify-dashboard").find_element(By.CSS_SELECTOR, ".update").text, 120,
+                 "the start area to be ready")
+        ready_at_percent = int(run.pack_item("verify-dashboard").get_attribute("data-percent") or 0)
+        run.step(f"start_area_ready shown at {ready_at_percent} %: "
+                 + run.pack_item("verify-dashboard").find_element(By.CSS_SELECTOR, ".update").text)
         percents = set()
         screenshot_taken = False
         deadline = time.monotonic() + 240
