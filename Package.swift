@@ -87,6 +87,8 @@ let package = Package(
                 "CSQLite",
                 "CZlib",
                 "Geo",
+                "Plan",
+                "Jobs",
                 "Fetch",
                 "Postgres",
                 "PostgresTestSupport",

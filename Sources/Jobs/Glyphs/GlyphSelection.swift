@@ -8,19 +8,15 @@ import Plan
 /// bounded number of tiles and bytes: memory stays flat whatever the pack's size), then its GeoJSON
 /// sources (stored with the pack, or inline in the style). What the labels need is a few words
 /// per font stack, carried from page to page; the needed ranges are the candidates it holds.
-final class GlyphSelection {
-    struct Outcome: Sendable {
-        var needed: [PlannedResource]
-        var skipped: SkippedGlyphRanges
+public final class GlyphSelection {
+    public struct Outcome: Sendable {
+        public var needed: [PlannedResource]
+        public var skipped: SkippedGlyphRanges
         /// Tiles read and features whose labels were gathered (for logs and benchmarks).
-        var tiles: Int
-        var labelledFeatures: Int
-        var unreadableTiles: Int
+        public var tiles: Int
+        public var labelledFeatures: Int
+        public var unreadableTiles: Int
     }
-
-    /// Tiles and bytes read per page.
-    static let pageTiles = 512
-    static let pageBytes = 16 << 20
 
     private let packID: Int64
     private let subset: GlyphSubset
@@ -63,24 +59,21 @@ final class GlyphSelection {
     private func page(after rowID: Int64, scanner: StoredTileLabels, glyphs: LabelGlyphs, tiles: Int, unreadable: Int,
                       then: @escaping (Result<Outcome, any Error>) -> Void) {
         let packID = packID
-        let templates = scanner.urlTemplates
-        store.read({ reader -> (LabelGlyphs, last: Int64?, read: Int, unreadable: Int) in
-            let page = try reader.tileBodies(packID: packID, urlTemplates: templates, afterRowID: rowID,
-                                             limit: Self.pageTiles, maxBytes: Self.pageBytes)
+        store.read({ reader -> (LabelGlyphs, GlyphChoice.Page) in
             var glyphs = glyphs
-            let unreadable = scanner.add(page, to: &glyphs)
-            return (glyphs, page.last?.rowID, page.count, unreadable)
+            let page = try GlyphChoice.readPage(reader, packID: packID, scanner: scanner, after: rowID, into: &glyphs)
+            return (glyphs, page)
         }) { [weak self] result in
             guard let self, !stopped else { return }
             switch result {
             case .failure(let error):
                 then(.failure(error))
-            case .success(let read):
-                if let last = read.last {
-                    page(after: last, scanner: scanner, glyphs: read.0, tiles: tiles + read.read,
-                         unreadable: unreadable + read.unreadable, then: then)
+            case .success(let (glyphs, page)):
+                if let last = page.lastRowID {
+                    self.page(after: last, scanner: scanner, glyphs: glyphs, tiles: tiles + page.tiles,
+                              unreadable: unreadable + page.unreadableTiles, then: then)
                 } else {
-                    finish(glyphs: read.0, tiles: tiles, unreadable: unreadable, then: then)
+                    finish(glyphs: glyphs, tiles: tiles, unreadable: unreadable, then: then)
                 }
             }
         }
@@ -90,36 +83,70 @@ final class GlyphSelection {
     private func finish(glyphs: LabelGlyphs, tiles: Int, unreadable: Int, then: @escaping (Result<Outcome, any Error>) -> Void) {
         let (packID, subset) = (packID, subset)
         store.read({ reader -> Outcome in
-            var glyphs = glyphs
-            for source in subset.geoJSONSources {
-                let document: JSONValue?
-                switch source.data {
-                case .inline(let value):
-                    document = value
-                case .url(let url):
-                    let stored = try reader.resource(.resource(url: url, kind: .source), linkedTo: packID)
-                    document = (try? stored?.body?.decoded()).flatMap { try? ZlibCodec.gunzippedIfGzip($0, limit: ZlibCodec.defaultInflateLimit) }
-                        .flatMap(GlyphSubset.geoJSONDocument)
-                }
-                if let document { glyphs.formUnion(subset.glyphs(ofGeoJSON: document, source: source)) }
-            }
-            let (needed, skipped) = subset.resources(for: glyphs.needs)
-            var known: Int64 = 0
-            var bytes: Int64 = 0
-            for resource in skipped {
-                guard let stored = try reader.resource(.resource(url: resource.url, kind: .glyphs), linkedTo: nil),
-                      let body = stored.body else { continue }
-                known += 1
-                bytes += Int64(body.storedSize)
-            }
-            return Outcome(needed: needed,
-                           skipped: SkippedGlyphRanges(ranges: Int64(skipped.count), bytes: known > 0 ? bytes : nil,
-                                                       rangesWithKnownBytes: known),
-                           tiles: tiles, labelledFeatures: glyphs.labelledFeatures, unreadableTiles: unreadable)
+            var outcome = try GlyphChoice.choose(reader, packID: packID, subset: subset, glyphs: glyphs)
+            outcome.tiles = tiles
+            outcome.unreadableTiles = unreadable
+            return outcome
         }) { [weak self] result in
             guard let self, !stopped else { return }
             then(result)
         }
+    }
+}
+
+/// The reads of a glyph choice, on a reading thread: pages of stored tiles, then the GeoJSON and
+/// the choice. `GlyphSelection` runs them off the loop; a benchmark can run them on a reader.
+public enum GlyphChoice {
+    public struct Page: Sendable {
+        /// The page's last tile row id, nil when there were no more tiles.
+        public var lastRowID: Int64?
+        public var tiles: Int
+        public var unreadableTiles: Int
+    }
+
+    /// Tiles and bytes read per page.
+    public static let pageTiles = 512
+    public static let pageBytes = 16 << 20
+
+    /// Reads the next page of the pack's tiles after `rowID` into `glyphs`.
+    public static func readPage(_ reader: any ResourceIndex, packID: Int64, scanner: StoredTileLabels, after rowID: Int64,
+                                into glyphs: inout LabelGlyphs) throws -> Page {
+        let page = try reader.tileBodies(packID: packID, urlTemplates: scanner.urlTemplates, afterRowID: rowID,
+                                         limit: pageTiles, maxBytes: pageBytes)
+        let unreadable = scanner.add(page, to: &glyphs)
+        return Page(lastRowID: page.last?.rowID, tiles: page.count, unreadableTiles: unreadable)
+    }
+
+    /// Adds the GeoJSON sources to `glyphs` and chooses: the needed ranges and what is left out
+    /// (with the stored sizes of skipped ranges held elsewhere).
+    public static func choose(_ reader: any ResourceIndex, packID: Int64, subset: GlyphSubset,
+                              glyphs: LabelGlyphs) throws -> GlyphSelection.Outcome {
+        var glyphs = glyphs
+        for source in subset.geoJSONSources {
+            let document: JSONValue?
+            switch source.data {
+            case .inline(let value):
+                document = value
+            case .url(let url):
+                let stored = try reader.resource(.resource(url: url, kind: .source), linkedTo: packID)
+                document = (try? stored?.body?.decoded()).flatMap { try? ZlibCodec.gunzippedIfGzip($0, limit: ZlibCodec.defaultInflateLimit) }
+                    .flatMap(GlyphSubset.geoJSONDocument)
+            }
+            if let document { glyphs.formUnion(subset.glyphs(ofGeoJSON: document, source: source)) }
+        }
+        let (needed, skipped) = subset.resources(for: glyphs.needs)
+        var known: Int64 = 0
+        var bytes: Int64 = 0
+        for resource in skipped {
+            guard let stored = try reader.resource(.resource(url: resource.url, kind: .glyphs), linkedTo: nil),
+                  let body = stored.body else { continue }
+            known += 1
+            bytes += Int64(body.storedSize)
+        }
+        return GlyphSelection.Outcome(
+            needed: needed,
+            skipped: SkippedGlyphRanges(ranges: Int64(skipped.count), bytes: known > 0 ? bytes : nil, rangesWithKnownBytes: known),
+            tiles: 0, labelledFeatures: glyphs.labelledFeatures, unreadableTiles: 0)
     }
 }
 

@@ -6,24 +6,25 @@ import TileFormats
 /// (zlib as stored, then gzip as the server may have sent it), decoded — only the source layers
 /// some label layer reads — and every feature handed to the label layers laid out at the tile's
 /// zoom. A tile that does not decode is skipped and counted: MapLibre cannot draw it either.
-struct StoredTileLabels {
-    let subset: GlyphSubset
+public struct StoredTileLabels: Sendable {
+    public let subset: GlyphSubset
     /// Per template, the label layers by source layer (with their source's maxzoom).
     private let layers: [String: [String: [(layer: LabelLayer, sourceMaxZoom: Int)]]]
     /// The largest tile inflated (MapLibre's own limit is far below).
     static let maximumTileBytes = 64 << 20
 
-    init(subset: GlyphSubset) {
+    public init(subset: GlyphSubset) {
         self.subset = subset
         var layers: [String: [String: [(layer: LabelLayer, sourceMaxZoom: Int)]]] = [:]
         for template in subset.urlTemplates { layers[template] = subset.tileLayers(urlTemplate: template) }
         self.layers = layers
     }
 
-    var urlTemplates: [String] { layers.keys.sorted() }
+    /// The templates whose tiles some label layer reads (what to page through).
+    public var urlTemplates: [String] { layers.keys.sorted() }
 
     /// Adds what the labels of `tiles` need to `glyphs`; returns how many tiles could not be read.
-    func add(_ tiles: [StoredTileBody], to glyphs: inout LabelGlyphs) -> Int {
+    public func add(_ tiles: [StoredTileBody], to glyphs: inout LabelGlyphs) -> Int {
         var unreadable = 0
         for tile in tiles {
             guard let bySourceLayer = layers[tile.key.urlTemplate] else { continue }
