@@ -131,7 +131,8 @@ let package = Package(
         // libFuzzer targets (`make fuzz`); a plain build makes `packd-fuzz TARGET FILE…`, a replay tool.
         .executableTarget(
             name: "packd-fuzz",
-            dependencies: ["Server", "Loop", "Packs", "Plan", "Geo", "Store", "Fetch", "TileFormats", .product(name: "Logging", package: "swift-log")]
+            dependencies: ["Server", "Loop", "Packs", "Plan", "Geo", "Store", "Fetch", "TileFormats", "Jobs",
+                           .product(name: "Logging", package: "swift-log")]
         ),
 
         .testTarget(name: "PacksTests", dependencies: ["Packs", "CZlib", "PackdTestSupport"]),

@@ -109,6 +109,17 @@ extension PostgresStoreConnection {
         return page
     }
 
+    /// See `SQLiteConnection.storedSizes`.
+    public func storedSizes(urls: [String]) throws -> [String: Int64] {
+        guard !urls.isEmpty else { return [:] }
+        var sizes: [String: Int64] = [:]
+        for row in try query("SELECT url, octet_length(data)::int8 FROM resources WHERE data IS NOT NULL AND url = ANY($1)",
+                             [.textArray(urls)]) {
+            sizes[try row.string(0)] = try row.int64(1)
+        }
+        return sizes
+    }
+
     /// Every style and TileJSON (at most `limit`), the first sprite JSON and the first glyph
     /// range by URL (see `SQLiteConnection.updateProbes`).
     public func updateProbes(packID: Int64, limit: Int) throws -> [StoredValidators] {

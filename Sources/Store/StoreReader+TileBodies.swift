@@ -33,4 +33,18 @@ extension SQLiteConnection {
         }
         return page
     }
+
+    /// One query per 500 URLs, through the `resources` UNIQUE (url) index.
+    public func storedSizes(urls: [String]) throws -> [String: Int64] {
+        var sizes: [String: Int64] = [:]
+        for start in stride(from: 0, to: urls.count, by: 500) {
+            let chunk = Array(urls[start..<min(start + 500, urls.count)])
+            let list = (1...chunk.count).map { "?\($0)" }.joined(separator: ", ")
+            try database.cachedStatement("SELECT url, LENGTH(data) FROM resources WHERE data IS NOT NULL AND url IN (\(list))")
+                .forEachRow(chunk.map { .text($0) }) { row in
+                    if let url = row.string(at: 0) { sizes[url] = row.int64(at: 1) }
+                }
+        }
+        return sizes
+    }
 }

@@ -135,14 +135,9 @@ public enum GlyphChoice {
             if let document { glyphs.formUnion(subset.glyphs(ofGeoJSON: document, source: source)) }
         }
         let (needed, skipped) = subset.resources(for: glyphs.needs)
-        var known: Int64 = 0
-        var bytes: Int64 = 0
-        for resource in skipped {
-            guard let stored = try reader.resource(.resource(url: resource.url, kind: .glyphs), linkedTo: nil),
-                  let body = stored.body else { continue }
-            known += 1
-            bytes += Int64(body.storedSize)
-        }
+        let sizes = try reader.storedSizes(urls: skipped.map(\.url))
+        let known = Int64(sizes.count)
+        let bytes = sizes.values.reduce(0, +)
         return GlyphSelection.Outcome(
             needed: needed,
             skipped: SkippedGlyphRanges(ranges: Int64(skipped.count), bytes: known > 0 ? bytes : nil, rangesWithKnownBytes: known),

@@ -4,33 +4,39 @@ import TileFormats
 
 /// A feature of a decoded vector tile as label expressions read it. Property values become JSON
 /// on demand (numbers as `.number`, as expressions compare them).
-struct VectorTileLabelFeature: LabelFeature {
-    let layer: VectorTile.Layer
+public struct VectorTileLabelFeature: LabelFeature {
+    public let layer: VectorTile.Layer
     /// The layer's keys by name, made once per layer.
-    let keys: [String: Int]
-    let feature: VectorTile.Feature
+    public let keys: [String: Int]
+    public let feature: VectorTile.Feature
 
-    static func keys(of layer: VectorTile.Layer) -> [String: Int] {
+    public init(layer: VectorTile.Layer, keys: [String: Int], feature: VectorTile.Feature) {
+        self.layer = layer
+        self.keys = keys
+        self.feature = feature
+    }
+
+    public static func keys(of layer: VectorTile.Layer) -> [String: Int] {
         var keys: [String: Int] = [:]
         for (index, key) in layer.keys.enumerated() where keys[key] == nil { keys[key] = index }
         return keys
     }
 
-    func property(_ key: String) -> JSONValue? {
+    public func property(_ key: String) -> JSONValue? {
         guard let index = keys[key] else { return nil }
         return layer.value(keyIndex: index, of: feature).map(Self.json)
     }
 
-    var properties: [String: JSONValue] {
+    public var properties: [String: JSONValue] {
         var properties: [String: JSONValue] = [:]
         for (key, value) in layer.properties(of: feature) { properties[key] = Self.json(value) }
         return properties
     }
 
-    var id: JSONValue? { feature.id.map { .number(Double($0)) } }
-    var baseGeometryType: String? { feature.type.name }
+    public var id: JSONValue? { feature.id.map { .number(Double($0)) } }
+    public var baseGeometryType: String? { feature.type.name }
     /// A vector tile says "Point" for one point and many alike: only the geometry would tell.
-    var mayBeMulti: Bool { true }
+    public var mayBeMulti: Bool { true }
 
     static func json(_ value: VectorTile.Value) -> JSONValue {
         switch value {

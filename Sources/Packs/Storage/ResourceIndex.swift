@@ -19,6 +19,9 @@ public protocol ResourceIndex: AnyObject {
     /// templates in `urlTemplates`: at most `limit` rows, and no row past the one that brings the
     /// page's bodies over `maxBytes` (glyph subsetting reads every tile, memory stays flat).
     func tileBodies(packID: Int64, urlTemplates: [String], afterRowID: Int64, limit: Int, maxBytes: Int) throws -> [StoredTileBody]
+    /// The stored size (`LENGTH(data)`) of each of `urls` the store holds with content, in any
+    /// pack or the ambient cache; not an access (nothing is touched).
+    func storedSizes(urls: [String]) throws -> [String: Int64]
     /// What `check-update` asks the upstream about: the style, TileJSONs and a sample of sprite
     /// and glyph rows, at most `limit`.
     func updateProbes(packID: Int64, limit: Int) throws -> [StoredValidators]

@@ -11,8 +11,27 @@ public struct LabelGlyphs: Hashable, Sendable {
     public private(set) var needs = GlyphNeeds()
     /// Features whose text was gathered (for reports and tests).
     public private(set) var labelledFeatures = 0
+    /// Texts already gathered, per layer: the same name in the tiles of every zoom is gathered
+    /// once. Its ranges are in `needs` already (which only grows), so a text seen again costs its
+    /// evaluation and a lookup. Bounded: emptied when full, so memory stays flat.
+    private var seen: Set<SeenText> = []
+    static let maximumSeen = 50_000
+
+    private struct SeenText: Hashable, Sendable {
+        let layer: String
+        let texts: [LabelText]
+    }
 
     public init() {}
+
+    public static func == (lhs: LabelGlyphs, rhs: LabelGlyphs) -> Bool {
+        lhs.needs == rhs.needs && lhs.labelledFeatures == rhs.labelledFeatures
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(needs)
+        hasher.combine(labelledFeatures)
+    }
 
     /// Adds what `layer` draws for `feature`.
     public mutating func add(_ feature: some LabelFeature, layer: LabelLayer) {
@@ -20,6 +39,11 @@ public struct LabelGlyphs: Hashable, Sendable {
         guard layer.accepts(expression) else { return }
         let texts = expression.evaluate(layer.textField).texts
         guard !texts.isEmpty else { return }
+        let key = SeenText(layer: layer.id, texts: texts)
+        if seen.contains(key) {
+            labelledFeatures += 1
+            return
+        }
         // Characters per font choice (nil: the layer's stacks).
         var scalars: [[[String]]?: Set<UInt32>] = [:]
         var upright = false
@@ -53,7 +77,11 @@ public struct LabelGlyphs: Hashable, Sendable {
             needs.add(ranges, to: fonts ?? layer.fonts)
             drew = true
         }
-        if drew { labelledFeatures += 1 }
+        if drew {
+            labelledFeatures += 1
+            if seen.count >= Self.maximumSeen { seen.removeAll(keepingCapacity: true) }
+            seen.insert(key)
+        }
     }
 
     public mutating func formUnion(_ other: LabelGlyphs) {
