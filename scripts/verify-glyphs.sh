@@ -10,7 +10,9 @@
 #    "glyphs": "all", every range.
 # 3. nginx stops. MapLibre Native (PyPI mapli) renders both packs from packd's offline
 #    style.json at several places and zooms: each pair must be pixel-identical, and differ from
-#    the same view without its symbol layers (so labels are really drawn there).
+#    the same view without its symbol layers (so labels are really drawn there). A control pack
+#    without the CJK ranges (include_ideographs: false) must render differently where a CJK
+#    label is: a missing range shows.
 # A missing tool fails the run; nothing is skipped.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -72,9 +74,9 @@ for _ in $(seq 600); do [ -s "$work/port" ] && break; sleep 0.1; done
 [ -s "$work/port" ] || fail "packd did not start: $(cat "$work/packd.log")"
 api="http://127.0.0.1:$(cat "$work/port")"
 region=$(python3 -c 'import json,sys; e=json.load(open(sys.argv[1])); print(json.dumps({"style_url": sys.argv[2], "bounds": e["region"], "min_zoom": e["min_zoom"], "max_zoom": e["max_zoom"]}))' "$work/www/expected.json" "$base/style.json")
-create() {  # create GLYPHS -> prints the pack id once it is complete
+create() {  # create GLYPHS [INCLUDE_IDEOGRAPHS] -> prints the pack id once it is complete
   local body id state=""
-  body=$(python3 -c 'import json,sys; r=json.loads(sys.argv[1]); r["glyphs"]=sys.argv[2]; print(json.dumps({"name": "glyphs-" + sys.argv[2], "region": r}))' "$region" "$1")
+  body=$(python3 -c 'import json,sys; r=json.loads(sys.argv[1]); r["glyphs"]=sys.argv[2]; r["include_ideographs"]=sys.argv[3]=="true"; print(json.dumps({"name": "glyphs-" + sys.argv[2], "region": r}))' "$region" "$1" "${2:-true}")
   id=$(curl -fsS -X POST "$api/v1/packs" -H 'Content-Type: application/json' -d "$body" | python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])')
   for _ in $(seq 1200); do
     state=$(curl -fsS "$api/v1/packs/$id" | python3 -c 'import json,sys; print(json.load(sys.stdin)["state"])')
@@ -90,6 +92,7 @@ cp "$work/access.log" "$work/region-requests.log"
 python3 scripts/verify_glyphs.py fetched "$work/region-requests.log" "$work/www/expected.json" \
   || fail "the region pack did not fetch exactly the expected glyph ranges"
 all=$(create all)
+no_cjk=$(create all false)
 echo "packs: region $lean ($(curl -fsS "$api/v1/packs/$lean" | python3 -c 'import json,sys; p=json.load(sys.stdin); print(p["progress"]["completed_resources"], "resources,", p["skipped_glyph_ranges"]["ranges"], "glyph ranges skipped")')), all $all ($(curl -fsS "$api/v1/packs/$all" | python3 -c 'import json,sys; p=json.load(sys.stdin); print(p["progress"]["completed_resources"], "resources")'))"
 
 # 3. Upstream off; both packs render the same, with labels.
@@ -113,5 +116,15 @@ for view in $views; do
     && fail "at $view no label is drawn: the test would not see a missing glyph (see $work)"
   echo "$view: region == all, labels drawn"
 done
+# The control: without the CJK ranges the CJK label is not drawn as it is with them.
+# MapLibre Native fails a render whose glyph range is missing (404); else the pictures must differ.
+if python3 scripts/verify_glyphs.py render "$api/v1/packs/$no_cjk/style.json" "$work/no-cjk" 7.45 46.95 8 >"$work/no-cjk.log" 2>&1; then
+  python3 scripts/verify_render.py compare "$work/all-7.45-46.95-z8.png" "$work/no-cjk.png" >/dev/null \
+    && fail "a pack without the CJK ranges renders the same: a missing range would not show (see $work)"
+  echo "control: a pack without the CJK ranges renders differently where the CJK label is"
+else
+  grep -q "404" "$work/no-cjk.log" || fail "the control render failed otherwise: $(tail -1 "$work/no-cjk.log")"
+  echo "control: without the CJK ranges MapLibre Native fails the view where the CJK label is (glyphs 404)"
+fi
 echo "verify-glyphs: OK (the region pack fetched exactly the expected glyph ranges and renders pixel-identical to the all pack at $(echo $views | wc -w) views)"
 rm -rf "$work"
