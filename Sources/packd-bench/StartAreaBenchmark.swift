@@ -56,7 +56,7 @@ struct StartAreaBenchmark: ParsableCommand {
                                                         arguments: ["--allow-upstream-hosts", "127.0.0.1", "--log-level", "warning"])
                 defer { packd.stop() }
                 let events = try StreamClient(port: packd.port, timeout: 600)
-                try events.send("GET /v1/events HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\n\r\n")
+                try events.get("/v1/events", headers: [:])
                 var body: [String: Any] = ["region": region, "name": "start-area"]
                 if withStartArea { body["start_area"] = ["center": center, "radius_m": radius] }
                 let start = Date().timeIntervalSince1970
