@@ -12,10 +12,13 @@ import Store
 /// reading the region pack's stored tiles to choose its ranges takes (the same reads packd runs,
 /// timed here on the stored file) against that pack's download time.
 ///
-/// Two styles: the fixture's own (its labels come from the cities GeoJSON, so no tile is read),
-/// over Europe z0-6; and the fixture's tiles with their country and city names labelled from
+/// Three cases: the fixture's own style (its labels come from the cities GeoJSON, so no tile is
+/// read), over Europe z0-6; the fixture's tiles with their country and city names labelled from
 /// the vector tiles and a GeoJSON of East Asian cities in CJK — CJK labels only outside the
-/// region — over Europe z4-6 (from z4, a view of Europe cannot reach East Asia).
+/// region — over Europe z4-6 (from z4, a view of Europe cannot reach East Asia); and that style
+/// over the whole world z0-6, every tile read. The choice's cost is reported in wall time and in
+/// CPU time (the scanning thread's against the packd process's for the whole download), the
+/// latter unmoved by other work on the machine.
 struct GlyphsBenchmark: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "glyphs",
@@ -61,6 +64,8 @@ struct GlyphsBenchmark: ParsableCommand {
                  region: ["style_url": "\(base)/style.json", "bounds": europe, "min_zoom": 0, "max_zoom": 6]),
             Case(name: "tiles labelled + CJK labels only outside the region, Europe z4-6", style: "style-labelled.json",
                  region: ["style_url": "\(base)/style-labelled.json", "bounds": europe, "min_zoom": 4, "max_zoom": 6]),
+            Case(name: "tiles labelled, whole world z0-6 (every tile read)", style: "style-labelled.json",
+                 region: ["style_url": "\(base)/style-labelled.json", "bounds": [-180, -85, 180, 85], "min_zoom": 0, "max_zoom": 6]),
         ]
         print("Natural Earth fixture from nginx on 127.0.0.1, glyphs of two stacks (256 ranges each, ten real), \(ProcessInfo.processInfo.activeProcessorCount) cores, load \(DownloadBenchmark.loadAverage())")
         for benchmarkCase in cases {
@@ -76,6 +81,8 @@ struct GlyphsBenchmark: ParsableCommand {
         var glyphBytes: Int64
         var skipped: Int64?
         var scanSeconds: Double?
+        var scanCPU: Double?
+        var packdCPU: Double?
         var scannedTiles: Int?
     }
 
@@ -99,6 +106,7 @@ struct GlyphsBenchmark: ParsableCommand {
                 }
                 let pack = try DownloadBenchmark.waitForPack(packd, packID, pollMilliseconds: 5) { !$0.state.isScheduled }
                 let seconds = Date().timeIntervalSince1970 - start
+                let packdCPU = packd.cpuSeconds
                 packd.stop()
                 guard pack.state == .complete else { throw ValidationError("the \(glyphs) pack ended \(pack.state)") }
                 let stored = try Self.glyphs(database.path, packID: Int64(packID))
@@ -108,6 +116,8 @@ struct GlyphsBenchmark: ParsableCommand {
                     let scan = try Self.scan(database.path, packID: Int64(packID), region: region, root: root, base: base,
                                              style: benchmarkCase.style)
                     result.scanSeconds = scan.seconds
+                    result.scanCPU = scan.cpu
+                    result.packdCPU = packdCPU
                     result.scannedTiles = scan.tiles
                     lean.append(result)
                 } else {
@@ -116,18 +126,20 @@ struct GlyphsBenchmark: ParsableCommand {
                 print(String(format: "round %d %-6@ %6.2f s  %6lld resources  %8.2f MB  %3d glyph ranges (%7.2f MB)%@", round,
                              glyphs, seconds, result.resources, Double(result.bytes) / 1e6, result.glyphRanges,
                              Double(result.glyphBytes) / 1e6,
-                             result.scanSeconds.map { String(format: "  choosing: %.3f s over %d tiles (%.1f %% of the download)",
-                                                             $0, result.scannedTiles ?? 0, $0 / seconds * 100) } ?? ""))
+                             result.scanSeconds.map { String(format: "  choosing: %.3f s over %d tiles (%.1f %% of the download); CPU %.3f s against packd's %.3f s (%.1f %%)",
+                                                             $0, result.scannedTiles ?? 0, $0 / seconds * 100, result.scanCPU ?? 0,
+                                                             result.packdCPU ?? 0, (result.scanCPU ?? 0) / max(result.packdCPU ?? 1, 1e-9) * 100) } ?? ""))
             }
         }
         func median(_ values: [Double]) -> Double { values.sorted()[values.count / 2] }
         let a = all[all.count / 2], r = lean[lean.count / 2]
-        print(String(format: "median: all %.2f s, %lld resources, %.2f MB (glyphs %d ranges, %.2f MB); region %.2f s, %lld resources (%.0f %%), %.2f MB (%.0f %%), glyphs %d ranges (%lld skipped), %.2f MB; choosing the ranges %.3f s = %.1f %% of the region pack's download (target < 10 %%)",
+        print(String(format: "median: all %.2f s, %lld resources, %.2f MB (glyphs %d ranges, %.2f MB); region %.2f s, %lld resources (%.0f %%), %.2f MB (%.0f %%), glyphs %d ranges (%lld skipped), %.2f MB; choosing the ranges %.3f s = %.1f %% of the region pack's download, CPU %.1f %% of packd's for it (target < 10 %%)",
                      median(all.map(\.seconds)), a.resources, Double(a.bytes) / 1e6, a.glyphRanges, Double(a.glyphBytes) / 1e6,
                      median(lean.map(\.seconds)), r.resources, Double(r.resources) / Double(a.resources) * 100,
                      Double(r.bytes) / 1e6, Double(r.bytes) / Double(a.bytes) * 100, r.glyphRanges, r.skipped ?? 0,
                      Double(r.glyphBytes) / 1e6, median(lean.compactMap(\.scanSeconds)),
-                     median(lean.compactMap(\.scanSeconds)) / median(lean.map(\.seconds)) * 100))
+                     median(lean.compactMap(\.scanSeconds)) / median(lean.map(\.seconds)) * 100,
+                     median(lean.compactMap { ($0.scanCPU ?? 0) / max($0.packdCPU ?? 1, 1e-9) }) * 100))
     }
 
     /// Glyph ranges the pack holds and their stored bytes.
@@ -144,7 +156,7 @@ struct GlyphsBenchmark: ParsableCommand {
 
     /// The reads packd runs to choose the region pack's glyph ranges, timed on its stored file.
     static func scan(_ path: String, packID: Int64, region: [String: Any], root: URL, base: String,
-                     style: String) throws -> (seconds: Double, tiles: Int) {
+                     style: String) throws -> (seconds: Double, cpu: Double, tiles: Int) {
         var builder = PlanBuilder(region: try RegionDefinition(json: region))
         try builder.addStyle(try Data(contentsOf: root.appendingPathComponent(style)))
         for url in builder.missingTileJSONURLs {
@@ -153,6 +165,7 @@ struct GlyphsBenchmark: ParsableCommand {
         guard let subset = builder.plan.glyphSubset else { throw ValidationError("the plan has no glyph subset") }
         let reader = try StoreReader(path: path)
         let start = Date().timeIntervalSince1970
+        let cpuStart = Self.threadCPU()
         let scanner = StoredTileLabels(subset: subset)
         var glyphs = LabelGlyphs()
         var after: Int64 = 0
@@ -168,7 +181,14 @@ struct GlyphsBenchmark: ParsableCommand {
         let end = Date().timeIntervalSince1970
         print(String(format: "  (choosing: %.3f s reading %d tiles, %.3f s the GeoJSON and the choice)", tilesRead - start, tiles,
                      end - tilesRead))
-        return (end - start, tiles)
+        return (end - start, Self.threadCPU() - cpuStart, tiles)
+    }
+
+    /// CPU seconds of the calling thread.
+    static func threadCPU() -> Double {
+        var time = timespec()
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &time)
+        return Double(time.tv_sec) + Double(time.tv_nsec) / 1e9
     }
 
     /// The fixture's style with its vector tiles' country and city names labelled, and a GeoJSON
