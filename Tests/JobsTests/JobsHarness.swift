@@ -118,6 +118,12 @@ final class JobsHarness: @unchecked Sendable {
         return condition.withLock { states[packID, default: []] }
     }
 
+    /// Waits until `packID` published `state` at least `count` times (a refresh completes again).
+    @discardableResult
+    func waitForState(_ packID: Int64, _ state: String, count: Int, deadline: Duration = .seconds(120)) -> Bool {
+        waitFor(deadline) { self.states[packID, default: []].filter { $0 == state }.count >= count }
+    }
+
     /// Waits until `packID` published at least `count` states, the last one of `wanted`.
     func waitFor(states packID: Int64, count: Int, _ wanted: Set<String>, deadline: Duration = .seconds(120)) -> Bool {
         waitFor(deadline) {

@@ -20,6 +20,12 @@ public struct Pack: Sendable, Equatable, Codable {
     public var updateAvailable: Bool?
     /// The last revalidation; nil before the first.
     public var invalidation: InvalidationResult?
+    /// The current version: 0 until the pack first completed (`GET /v1/packs/{id}/versions`).
+    public var version: Int64
+    /// The scheduled refresh; nil: none.
+    public var refresh: PackRefresh?
+    /// When the scheduled refresh is next due; nil without one.
+    public var nextRefreshAt: Timestamp?
     /// Where the pack downloads first; nil: zoom by zoom.
     public var startArea: StartArea?
     /// When every tile of the start area was durably stored; nil until then (or without one).
@@ -29,8 +35,9 @@ public struct Pack: Sendable, Equatable, Codable {
 
     public init(id: Int64, name: String?, region: Region, context: Base64Bytes?, state: PackState, createdAt: Timestamp,
                 updatedAt: Timestamp, completedAt: Timestamp?, progress: PackProgress, limits: PackLimits, error: PackError?,
-                updateAvailable: Bool?, invalidation: InvalidationResult?, startArea: StartArea? = nil,
-                startAreaReadyAt: Timestamp? = nil, skippedGlyphRanges: SkippedGlyphRanges? = nil) {
+                updateAvailable: Bool?, invalidation: InvalidationResult?, version: Int64 = 0, refresh: PackRefresh? = nil,
+                nextRefreshAt: Timestamp? = nil, startArea: StartArea? = nil, startAreaReadyAt: Timestamp? = nil,
+                skippedGlyphRanges: SkippedGlyphRanges? = nil) {
         self.id = id
         self.name = name
         self.region = region
@@ -44,13 +51,17 @@ public struct Pack: Sendable, Equatable, Codable {
         self.error = error
         self.updateAvailable = updateAvailable
         self.invalidation = invalidation
+        self.version = version
+        self.refresh = refresh
+        self.nextRefreshAt = nextRefreshAt
         self.startArea = startArea
         self.startAreaReadyAt = startAreaReadyAt
         self.skippedGlyphRanges = skippedGlyphRanges
     }
 
     private enum CodingKeys: String, CodingKey {
-        case id, name, region, context, state, progress, limits, error, invalidation
+        case id, name, region, context, state, progress, limits, error, invalidation, version, refresh
+        case nextRefreshAt = "next_refresh_at"
         case startArea = "start_area"
         case startAreaReadyAt = "start_area_ready_at"
         case skippedGlyphRanges = "skipped_glyph_ranges"
@@ -76,9 +87,22 @@ public struct Pack: Sendable, Equatable, Codable {
         try container.encode(error, forKey: .error)
         try container.encode(updateAvailable, forKey: .updateAvailable)
         try container.encode(invalidation, forKey: .invalidation)
+        try container.encode(version, forKey: .version)
+        try container.encode(refresh, forKey: .refresh)
+        try container.encode(nextRefreshAt, forKey: .nextRefreshAt)
         try container.encode(startArea, forKey: .startArea)
         try container.encode(startAreaReadyAt, forKey: .startAreaReadyAt)
         try container.encode(skippedGlyphRanges, forKey: .skippedGlyphRanges)
+    }
+}
+
+/// A pack's scheduled refresh (`"refresh": {"every": "P7D"}` on create and `PATCH`): revalidated
+/// every `every` (an ISO 8601 duration of at least an hour), jittered.
+public struct PackRefresh: Sendable, Equatable, Hashable, Codable {
+    public var every: String
+
+    public init(every: String) {
+        self.every = every
     }
 }
 

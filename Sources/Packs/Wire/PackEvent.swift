@@ -7,6 +7,7 @@ public enum PackEvent: Sendable, Equatable {
     case resourceError(ResourceErrorEvent)
     case tileLimitExceeded(TileLimitExceededEvent)
     case packRemoved(PackRemovedEvent)
+    case versionCreated(VersionCreatedEvent)
     case startAreaReady(StartAreaReadyEvent)
 
     /// The `event:` field. Only `progress` may be coalesced or dropped for a slow client; every
@@ -17,6 +18,7 @@ public enum PackEvent: Sendable, Equatable {
         case resourceError = "resource_error"
         case tileLimitExceeded = "tile_limit_exceeded"
         case packRemoved = "pack_removed"
+        case versionCreated = "version_created"
         case startAreaReady = "start_area_ready"
 
         /// Whether a later event of the same kind makes this one redundant.
@@ -30,6 +32,7 @@ public enum PackEvent: Sendable, Equatable {
         case .resourceError: .resourceError
         case .tileLimitExceeded: .tileLimitExceeded
         case .packRemoved: .packRemoved
+        case .versionCreated: .versionCreated
         case .startAreaReady: .startAreaReady
         }
     }
@@ -41,6 +44,7 @@ public enum PackEvent: Sendable, Equatable {
         case .resourceError(let event): event.packID
         case .tileLimitExceeded(let event): event.packID
         case .packRemoved(let event): event.packID
+        case .versionCreated(let event): event.packID
         case .startAreaReady(let event): event.packID
         }
     }
@@ -53,6 +57,7 @@ public enum PackEvent: Sendable, Equatable {
         case .resourceError(let event): event
         case .tileLimitExceeded(let event): event
         case .packRemoved(let event): event
+        case .versionCreated(let event): event
         case .startAreaReady(let event): event
         }
     }

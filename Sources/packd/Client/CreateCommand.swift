@@ -24,6 +24,8 @@ struct CreateCommand: ParsableCommand {
     @Flag(inversion: .prefixedNo, help: "Start downloading at once (--no-start: an inactive pack).") var start = true
     @Option(help: "The most tiles this pack may download.") var maxTiles: Int64?
     @Option(help: "A rolling-average bandwidth cap in bytes per second.") var maxBytesPerSecond: Int64?
+    @Option(help: ArgumentHelp("Revalidate the pack on this schedule, an ISO 8601 duration of at least an hour (P7D, PT12H).",
+                               valueName: "duration")) var refresh: String?
     // `.unconditional`: a western longitude is negative, and must not read as a flag.
     @Option(parsing: .unconditional, help: ArgumentHelp(
         "Download the tiles around this place first: every zoom within RADIUS_M metres (default 5000) before the rest.",
@@ -56,7 +58,7 @@ struct CreateCommand: ParsableCommand {
             }
             let creation = PackCreation(region: try region.region(), settings: .init(
                 context: try contextFile.map(Self.context), name: name, start: start ? nil : false, limits: limits,
-                startArea: area))
+                refresh: refresh.map(PackRefresh.init), startArea: area))
             let pack = try client.send(Pack.self, "POST", "/v1/packs", json: creation)
             if output.forPerson {
                 Terminal.standardOutput("created pack \(pack.id)" + (pack.name.map { " \"\($0)\"" } ?? "") + " (\(pack.state.rawValue))\n")
