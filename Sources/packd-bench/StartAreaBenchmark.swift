@@ -77,8 +77,8 @@ struct StartAreaBenchmark: ParsableCommand {
                         readyAt = Date().timeIntervalSince1970
                         tilesAtReady = lastProgress
                     }
-                    return event.type == "state" && data["state"] as? String != "active" && data["state"] as? String != "queued"
-                        && data["pack_id"] as? Int == packID
+                    return event.type == "state" && data["pack_id"] as? Int == packID
+                        && (data["state"] as? String).flatMap(PackState.init(rawValue:))?.isScheduled == false
                 }
                 let seconds = Date().timeIntervalSince1970 - start
                 let pack = try LoopbackHTTPClient.request(port: packd.port, method: "GET", path: "/v1/packs/\(packID)").pack()
