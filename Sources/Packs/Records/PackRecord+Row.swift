@@ -22,7 +22,7 @@ extension PackRecord {
                p.completed_at, p.limits, p.expected_resources, p.expected_tiles, p.expected_is_precise,
                p.update_available, p.update_checked_at,
                i.unchanged, i.updated, i.removed, i.started_at, i.completed_at, p.version,
-               p.refresh_every, p.next_refresh_at
+               p.refresh_every, p.next_refresh_at, p.start_area, p.start_area_ready_at, p.skipped_glyph_ranges
         FROM packd_packs p JOIN regions r ON r.id = p.region_id
         LEFT JOIN packd_invalidations i ON i.pack_id = p.region_id
         """
@@ -45,7 +45,9 @@ extension PackRecord {
                   expectedResources: try row.int64(10), expectedTiles: try row.int64(11),
                   expectedIsPrecise: try row.bool(12), updateAvailable: try row.bool(13),
                   updateCheckedAt: try row.int64OrNil(14), invalidation: invalidation, version: try row.int64(20),
-                  refreshEvery: try row.stringOrNil(21), nextRefreshAt: try row.int64OrNil(22))
+                  refreshEvery: try row.stringOrNil(21), nextRefreshAt: try row.int64OrNil(22),
+                  startArea: try row.stringOrNil(23).flatMap(Self.decodeStartArea), startAreaReadyAt: try row.int64OrNil(24),
+                  skippedGlyphRanges: try row.stringOrNil(25).flatMap(Self.decodeSkippedGlyphRanges))
     }
 
     /// The `error` column's JSON; an unreadable one still tells that the pack failed.
@@ -56,6 +58,14 @@ extension PackRecord {
 
     public static func decodeLimits(_ json: String) -> PackLimits? {
         try? JSONDecoder().decode(PackLimits.self, from: Data(json.utf8))
+    }
+
+    public static func decodeStartArea(_ json: String) -> StartArea? {
+        try? JSONDecoder().decode(StartArea.self, from: Data(json.utf8))
+    }
+
+    public static func decodeSkippedGlyphRanges(_ json: String) -> SkippedGlyphRanges? {
+        try? JSONDecoder().decode(SkippedGlyphRanges.self, from: Data(json.utf8))
     }
 
     /// The columns' JSON: sorted keys, as the API writes documents.
