@@ -54,7 +54,7 @@ let package = Package(
             ]
         ),
         .target(name: "Geo"),
-        .target(name: "Plan", dependencies: ["Packs", "Geo"]),
+        .target(name: "Plan", dependencies: ["Packs", "Geo", "TileFormats"]),
         .target(name: "Fetch", dependencies: ["Packs", "Loop", "CCurl", "CUV"]),
         // The download engine: one pack's state machine and the scheduler of packs.
         .target(name: "Jobs", dependencies: ["Packs", "Loop", "Fetch", "Plan", "Geo", "WorkSharing"]),
@@ -155,7 +155,8 @@ let package = Package(
         .testTarget(name: "StoreTests", dependencies: ["Store", "Packs", "PackdTestSupport", "packd-store-crash-writer"]),
         .testTarget(name: "StoreIOTests", dependencies: ["Store", "Packs", "CZlib", "PackdTestSupport", "TileFormats"]),
         .testTarget(name: "GeoTests", dependencies: ["Geo"]),
-        .testTarget(name: "PlanTests", dependencies: ["Plan", "Packs", "Geo"]),
+        .testTarget(name: "PlanTests", dependencies: ["Plan", "Packs", "Geo", "TileFormats"]),
+        .testTarget(name: "TileFormatsTests", dependencies: ["TileFormats"]),
         // The in-process upstream and fetch harness shared by the network tests.
         .target(name: "PackdTestSupport", dependencies: ["Packs", "Fetch", "Loop", "CZlib", "Store"], path: "Tests/PackdTestSupport"),
         .testTarget(name: "FetchTests", dependencies: ["Fetch", "Packs", "Loop", "CZlib", "PackdTestSupport"]),
