@@ -43,7 +43,7 @@ final class EstimateJob: DocumentSource {
 
     /// Runs the document phase; the job keeps itself alive through its callbacks until it answers.
     func start() {
-        if region.styleURL != nil, client == nil {
+        if region.needsDocuments, client == nil {
             answered = true
             return responder.respond(Problem(.unavailable, detail: "no upstream access"))
         }

@@ -70,7 +70,11 @@ public final class DocumentPhase {
 
     public func run(then: @escaping (Result<PlanBuilder, DocumentFailure>) -> Void) {
         self.then = then
-        guard let styleURL = builder.region.styleURL else { return finish(.success(builder)) }
+        guard let styleURL = builder.region.styleURL else {
+            // A template region needs nothing; an archive region, the TileJSON of its archive.
+            pendingTileJSONs = builder.missingTileJSONURLs.reversed()
+            return pendingTileJSONs.isEmpty ? finish(.success(builder)) : fetchTileJSONs()
+        }
         let style = PlannedResource(kind: .style, url: styleURL)
         source.document(style) { [self] result in
             guard !finished else { return }
