@@ -16,7 +16,7 @@ public struct FetchResponse: Sendable {
 public struct ResponseHeaders: Sendable, Equatable {
     public static let kept: Set<String> = [
         "content-type", "content-encoding", "etag", "last-modified", "expires", "cache-control", "retry-after",
-        "age", "date",
+        "age", "date", "content-range",
     ]
     static let maxValueBytes = 4096
 

@@ -25,6 +25,10 @@ final class Transfer {
     private(set) var headers = ResponseHeaders()
     private(set) var refusedAddress = false
     private(set) var exceededLimit = false
+    /// The status line's code of the answer under way (0 before it arrives).
+    private(set) var status = 0
+    /// Why the answer to a range request was cut off at its first bytes.
+    private(set) var rangeFailure: FetchError?
     private var headerBytes = 0
     static let maxHeaderBytes = 64 << 10
 
@@ -52,6 +56,8 @@ final class Transfer {
         headers.removeAll()
         refusedAddress = false
         exceededLimit = false
+        status = 0
+        rangeFailure = nil
         headerBytes = 0
     }
 
@@ -140,7 +146,8 @@ final class Transfer {
         }
         // Sent by hand, without CURLOPT_ACCEPT_ENCODING, so curl passes the gzip body through
         // untouched and the store can keep it compressed.
-        var ok = append("Accept-Encoding: gzip")
+        var ok = append(request.range == nil ? "Accept-Encoding: gzip" : "Accept-Encoding: identity")
+        for line in request.range?.headerLines ?? [] where ok { ok = append(line) }
         if ok, let etag = request.ifNoneMatch { ok = append("If-None-Match: \(etag)") }
         if ok, let since = request.ifModifiedSince { ok = append("If-Modified-Since: \(HTTPDate.format(since))") }
         for field in request.headers where ok { ok = append("\(field.name): \(field.value)") }
@@ -153,6 +160,10 @@ final class Transfer {
     }
 
     private func received(_ bytes: UnsafeRawBufferPointer) -> Int {
+        if body.isEmpty, let problem = rangeProblem(status: status) {
+            rangeFailure = problem
+            return 0
+        }
         guard body.count <= request.maxBodyBytes - bytes.count else {
             exceededLimit = true
             return 0
@@ -170,6 +181,7 @@ final class Transfer {
         if line.starts(with: "HTTP/".utf8) {
             // A new response (after 100 Continue, say): forget the previous one's headers.
             headers.removeAll()
+            status = Self.statusCode(line) ?? 0
             return line.count
         }
         headers.parse(line: line)
