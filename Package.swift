@@ -57,7 +57,7 @@ let package = Package(
         .target(name: "Plan", dependencies: ["Packs", "Geo", "TileFormats"]),
         .target(name: "Fetch", dependencies: ["Packs", "Loop", "CCurl", "CUV"]),
         // The download engine: one pack's state machine and the scheduler of packs.
-        .target(name: "Jobs", dependencies: ["Packs", "Loop", "Fetch", "Plan", "Geo", "WorkSharing"]),
+        .target(name: "Jobs", dependencies: ["Packs", "Loop", "Fetch", "Plan", "Geo", "WorkSharing", "TileFormats"]),
 
         .executableTarget(
             name: "packd",

@@ -20,7 +20,8 @@ public struct ResponseHeaders: Sendable, Equatable {
     ]
     static let maxValueBytes = 4096
 
-    private var fields: [String: String] = [:]
+    /// The kept headers by lower-case name.
+    public private(set) var fields: [String: String] = [:]
 
     public init(_ fields: [String: String] = [:]) {
         for (name, value) in fields { set(name, value) }

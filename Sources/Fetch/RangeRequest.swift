@@ -68,6 +68,13 @@ public struct ContentRange: Sendable, Equatable {
     }
 }
 
+extension FetchResponse {
+    /// A response packd made itself (the TileJSON it derives from an archive), stored as a fetched one is.
+    public init(status: Int, headers: ResponseHeaders, body: [UInt8], url: String) {
+        self.init(status: status, headers: headers, body: body, effectiveURL: url, redirects: 0)
+    }
+}
+
 extension ResponseHeaders {
     /// The answer's `Content-Range`, parsed (nil when absent or malformed).
     public var contentRange: ContentRange? { self["content-range"].flatMap(ContentRange.init) }

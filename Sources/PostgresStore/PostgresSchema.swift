@@ -246,6 +246,11 @@ public enum PostgresSchema {
         END;
         $$;
         """,
+        // PMTiles archive sources: the range requests a pack made and the bytes they brought.
+        """
+        ALTER TABLE packd_progress ADD COLUMN archive_requests bigint NOT NULL DEFAULT 0;
+        ALTER TABLE packd_progress ADD COLUMN archive_bytes bigint NOT NULL DEFAULT 0;
+        """,
     ]
 
     /// The version a fully migrated database has.

@@ -100,6 +100,11 @@ public enum PackdSchema {
           completed_at INTEGER                 -- NULL while revalidating
         );
         """,
+        // PMTiles archive sources: the range requests a pack made and the bytes they brought.
+        """
+        ALTER TABLE packd_progress ADD COLUMN archive_requests INTEGER NOT NULL DEFAULT 0;
+        ALTER TABLE packd_progress ADD COLUMN archive_bytes INTEGER NOT NULL DEFAULT 0;
+        """,
     ]
 
     /// The version a fully migrated database has.

@@ -23,6 +23,8 @@ public enum DocumentFailure: Error, Sendable {
     case tooLarge(url: String, detail: String)
     /// The document is not something the planner accepts.
     case invalid(PlanError)
+    /// A PMTiles archive whose TileJSON was to be derived cannot be read.
+    case archive(ArchiveFailure)
 }
 
 /// The first phase of every job that plans a region — download, estimate, revalidation: the

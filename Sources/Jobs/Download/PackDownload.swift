@@ -1,5 +1,6 @@
 import Fetch
 import Foundation
+import Geo
 import Loop
 import Packs
 import Plan
@@ -15,6 +16,11 @@ import WorkSharing
 /// In cluster mode a pack's work is shared between nodes: one download only plans it (`.plan`),
 /// others each take one work unit (`.unit`): the same engine, restricted to the unit's fixed
 /// resources or tiles.
+///
+/// Tiles of a PMTiles archive are read with coalesced range requests (`ArchiveTileFetch`, see
+/// `PackDownload+Archive`): through the same resolver, fetcher, bandwidth gate and writer, each
+/// request one unit of `busy`. An archive replaced while it is read restarts the download from its
+/// new header; tiles stored from the old one are fetched again (`TileVersion`).
 public final class PackDownload {
     /// What a download covers.
     public enum Scope: Sendable {
@@ -33,37 +39,45 @@ public final class PackDownload {
     /// Who the fetcher counts the download's transfers for: the pack id, or a token of the
     /// download's own when several downloads of one pack run on a node (units).
     public let transferOwner: UInt64
-    private let loop: EventLoop
-    private let fetcher: Fetcher
-    private let store: any PackStore
-    private let settings: DownloadSettings
-    private let clock: WallClock
-    private weak var owner: (any JobOwner)?
-    private weak var listener: (any PackActivityListener)?
-    private let resolver: UpstreamResolver
-    private let writes: WriteQueue
+    let loop: EventLoop
+    let fetcher: Fetcher
+    let store: any PackStore
+    let settings: DownloadSettings
+    let clock: WallClock
+    weak var owner: (any JobOwner)?
+    weak var listener: (any PackActivityListener)?
+    var resolver: UpstreamResolver
+    var writes: WriteQueue
     private let bandwidth: BandwidthGate?
     /// The pack's own `max_tiles`: checked against the exact count before any tile is fetched.
     public let maxTiles: Int64?
     private let watchdog: LoopTimer
-    private var documentPhase: DocumentPhase?
+    var documentPhase: DocumentPhase?
     /// Style and TileJSON answers, stored with the fixed resources instead of being fetched again.
-    private var documents: [String: FetchResponse] = [:]
-    private var lookup: StoredLookup?
-    private var pending = PendingResources()
+    var documents: [String: FetchResponse] = [:]
+    var lookup: StoredLookup?
+    var pending = PendingResources()
     /// The plan's pyramids, which pending tiles point into.
-    private var pyramids: [TilePyramid] = []
+    var pyramids: [TilePyramid] = []
     private var region: RegionDefinition
-    /// Resources started and not yet resolved (in a transfer, waiting for a retry, or encoding).
-    private var busy = 0
+    /// Resources started and not yet resolved (in a transfer, waiting for a retry, or encoding);
+    /// an archive's range request counts as one, each tile it brought as one while encoded.
+    var busy = 0
+    /// Tiles of the pack's PMTiles pyramids, when it has any.
+    var archiveFetch: ArchiveTileFetch?
+    /// Archive range requests and bytes not yet added to the pack's counts.
+    var archiveTraffic = (requests: Int64(0), bytes: Int64(0))
+    /// Restarts from a replaced archive's header so far, and whether one is under way.
+    var restarts = 0
+    var restarting = false
     /// Known once the documents are in (before any fixed resource or tile is fetched).
     public private(set) var expected: ExpectedCounts?
     /// Known with the plan (its budget depends on the expected count).
-    private var failures: FailureLedger?
-    private var downloading = false
+    var failures: FailureLedger?
+    var downloading = false
     /// Everything resolved; waiting for the writer to commit before reporting.
     private var finishing = false
-    private var ended = false
+    var ended = false
 
     public init(packID: Int64, region: RegionDefinition, limits: PackLimits, loop: EventLoop, fetcher: Fetcher,
                 store: any PackStore, settings: DownloadSettings, clock: WallClock, owner: any JobOwner,
@@ -85,6 +99,11 @@ public final class PackDownload {
         writes = WriteQueue(packID: packID, loop: loop, sink: store, settings: settings, clock: clock)
         bandwidth = limits.maxBytesPerSecond.flatMap { $0 >= 1 ? $0 : nil }.map { BandwidthGate(bytesPerSecond: $0, loop: loop) }
         watchdog = LoopTimer(loop: loop)
+        connectRun()
+    }
+
+    /// Points the run's resolver and write queue (new ones after a restart) back at the download.
+    func connectRun() {
         resolver.onAnswer = { [weak self] bytes in self?.bandwidth?.received(bytes) }
         writes.onProgress = { [weak self] in self?.pump() }
     }
@@ -93,6 +112,11 @@ public final class PackDownload {
     public func start() {
         let interval = LoopTimer.milliseconds(settings.watchdogInterval)
         watchdog.start(after: interval, repeat: interval) { [weak self] in self?.checkProgressing() }
+        run()
+    }
+
+    /// One run: the documents, then the resources. Again after an archive was replaced.
+    func run() {
         if case .pack = scope {
             // This run retries every missing resource: failures an interrupted run recorded
             // (before a restart) no longer hold, and would leave a complete pack counting failed
@@ -100,15 +124,18 @@ public final class PackDownload {
             let packID = packID
             store.inBatch({ database in try database.clearFailures(packID: packID) }, then: nil)
         }
-        let phase = DocumentPhase(region: region, loop: loop, source: self, limits: .init(
+        let ranges = archiveRanges()
+        let source = ArchiveDocuments(inner: self, loop: loop, ranges: ranges, limits: settings.archive)
+        let phase = DocumentPhase(region: region, loop: loop, source: source, limits: .init(
             maxDocumentBytes: settings.maxBodyBytes, maxTotalBytes: PlanLimits().maxDocumentBytes * 8,
             concurrency: settings.maxInFlight))
         documentPhase = phase
         phase.run { [weak self] result in
             guard let self, !ended else { return }
             documentPhase = nil
+            flushArchiveTraffic()
             switch result {
-            case .success(let builder): beginResources(builder.plan)
+            case .success(let builder): beginResources(builder.plan, archives: source.opened, ranges: ranges)
             case .failure(let failure): end(.fail(Self.packError(failure)))
             }
         }
@@ -125,15 +152,17 @@ public final class PackDownload {
         documentPhase = nil
         resolver.stop()
         lookup?.stop()
+        archiveFetch?.stop()
         writes.stop()
         watchdog.close()
         bandwidth?.close()
         fetcher.cancelAll(owner: transferOwner)
+        flushArchiveTraffic()
     }
 
     // MARK: Resources
 
-    private func beginResources(_ plan: ResourcePlan) {
+    private func beginResources(_ plan: ResourcePlan, archives: [String: OpenedArchive], ranges: ResolverRanges) {
         let counts = ExpectedCounts(resources: Int64(clamping: plan.expectedResources), tiles: Int64(clamping: plan.expectedTiles),
                                     precise: plan.isPrecise)
         expected = counts
@@ -154,8 +183,14 @@ public final class PackDownload {
         pyramids = plan.pyramids
         failures = FailureLedger(packID: packID, store: store,
                                  budget: settings.failureBudget(expectedResources: Int(clamping: counts.resources)))
+        let versions: [Int: TileVersion]
+        do {
+            versions = try readArchives(plan.pyramids, opened: archives, ranges: ranges)
+        } catch {
+            return end(.fail(error.packError))
+        }
         let lookup = StoredLookup(packID: packID, store: store, clock: clock, pyramids: plan.pyramids,
-                                  bandTiles: settings.lookupBatchTiles, scope: unit)
+                                  bandTiles: settings.lookupBatchTiles, scope: unit, versions: versions)
         lookup.onLinked = { [weak self] progress in
             guard let self, !ended else { return }
             owner?.jobLinked(packID, progress)
@@ -174,10 +209,17 @@ public final class PackDownload {
         }
     }
 
-    private func pump() {
+    func pump() {
         guard !ended, downloading, let lookup else { return }
-        while busy - writes.encoding < settings.maxInFlight, !writes.isFull, !pending.isEmpty {
+        while busy - writes.encoding < settings.maxInFlight, !writes.isFull {
+            let archiveReady = archiveFetch?.canStart == true
+            guard archiveReady || !pending.isEmpty else { break }
             guard bandwidth?.allowsStart(ready: { [weak self] in self?.pump() }) ?? true else { break }
+            // An archive's request first: a range holds many tiles, a leaf holds up whole bands.
+            if archiveReady, archiveFetch?.startNext() == true {
+                busy += 1
+                continue
+            }
             switch pending.popFirst() {
             case .fixed(let resource): download(resource)
             case .tile(let pyramid, let tile): download(pyramids[pyramid].resource(for: tile))
@@ -185,18 +227,33 @@ public final class PackDownload {
             }
         }
         // Look the next band up while half a band is still pending, so transfers do not wait for it.
-        if pending.count < max(settings.maxInFlight, settings.lookupBatchTiles / 2), !lookup.lookingUp, !lookup.exhausted {
+        let queued = pending.count + (archiveFetch?.pendingTiles ?? 0)
+        if queued < max(settings.maxInFlight, settings.lookupBatchTiles / 2), !lookup.lookingUp, !lookup.exhausted {
             lookup.nextBand(deliver: { [weak self] tiles in
                 guard let self, !ended else { return }
-                pending.append(contentsOf: tiles)
+                queue(tiles)
                 pump()
             }, done: { [weak self] in
                 self?.pump()
             })
         }
-        if busy == 0, pending.isEmpty, lookup.exhausted, !lookup.lookingUp {
+        if busy == 0, pending.isEmpty, lookup.exhausted, !lookup.lookingUp, archiveFetch?.isIdle ?? true {
             finish()
         }
+    }
+
+    /// Tiles to fetch: an archive's to its `ArchiveTileFetch`, the others to fetch one URL each.
+    private func queue(_ tiles: [PendingResources.Entry]) {
+        guard let archiveFetch else { return pending.append(contentsOf: tiles) }
+        var archived: [Int: [TileID]] = [:]
+        for entry in tiles {
+            if case .tile(let pyramid, let tile) = entry, archiveFetch.hasArchive(slot: pyramid) {
+                archived[pyramid, default: []].append(tile)
+            } else {
+                pending.append(entry)
+            }
+        }
+        for (slot, tiles) in archived { archiveFetch.add(tiles, slot: slot) }
     }
 
     private func download(_ resource: PlannedResource) {
@@ -222,6 +279,8 @@ public final class PackDownload {
                 end(.fail(PackError(.upstreamUnauthorized, "the upstream refused the request", url: resource.url, status: status)))
             case .refused:
                 end(.fail(Self.addressRefused(resource.url)))
+            case .rangeRefused(let error):
+                recordFailure(resource, status: nil, message: error.description, attempts: 1)
             case .failed(let status, let message, let attempts):
                 recordFailure(resource, status: status, message: message, attempts: attempts)
             case .stopped:
@@ -230,7 +289,7 @@ public final class PackDownload {
         }
     }
 
-    private func store(_ resource: PlannedResource, _ response: FetchResponse) {
+    func store(_ resource: PlannedResource, _ response: FetchResponse) {
         writes.store(resource, response) { [weak self] encoded in
             guard let self, !ended else { return }
             if encoded {
@@ -244,7 +303,7 @@ public final class PackDownload {
 
     /// A resource that failed for good: recorded with the batch, and the pack stops early once
     /// more failed than the budget allows.
-    private func recordFailure(_ resource: PlannedResource, status: Int?, message: String, attempts: Int) {
+    func recordFailure(_ resource: PlannedResource, status: Int?, message: String, attempts: Int) {
         if failures?.record(url: resource.url, status: status, message: message, attempts: attempts, now: clock.now) == true {
             return end(.fail(PackError(.tooManyFailures, "\(failures?.count ?? 0) resources failed", url: resource.url,
                                        status: status)))
@@ -252,7 +311,7 @@ public final class PackDownload {
         resolved()
     }
 
-    private func resolved() {
+    func resolved() {
         busy -= 1
         pump()
     }
@@ -279,20 +338,20 @@ public final class PackDownload {
         guard !ended else { return }
         let accounted = fetcher.transferCount(owner: transferOwner) + resolver.retriesWaiting + writes.encoding
         let waiting = documentPhase != nil || lookup?.lookingUp == true || finishing || bandwidth?.isWaiting == true
-            || writes.isFull
+            || writes.isFull || restarting || (archiveFetch?.poolJobs ?? 0) > 0
         if busy > accounted || (busy == 0 && !waiting) {
             end(.fail(PackError(.internalError, "the download stalled with \(busy) resources under way, "
                                 + "\(accounted) accounted for; resume continues it")))
         }
     }
 
-    private func end(_ event: PackLifecycle.Event) {
+    func end(_ event: PackLifecycle.Event) {
         guard !ended else { return }
         stop()
         owner?.jobEnded(packID, event)
     }
 
-    private func request(for resource: PlannedResource) -> FetchRequest {
+    func request(for resource: PlannedResource) -> FetchRequest {
         FetchRequest(url: resource.url, maxBodyBytes: settings.maxBodyBytes, timeouts: settings.timeouts,
                      owner: transferOwner)
     }
@@ -305,6 +364,7 @@ public final class PackDownload {
         case .hostNotAllowed(let url): addressRefused(url)
         case .tooLarge(let url, let detail): PackError(.invalidDocument, detail, url: url)
         case .invalid(let error): PackError(.invalidDocument, error.description, url: error.url)
+        case .archive(let failure): failure.packError
         }
     }
 
@@ -334,6 +394,8 @@ extension PackDownload: DocumentSource {
                 then(.failure(.unauthorized(url: resource.url, status: status)))
             case .refused:
                 then(.failure(.hostNotAllowed(url: resource.url)))
+            case .rangeRefused(let error):
+                then(.failure(.unavailable(url: resource.url, status: nil, detail: error.description)))
             case .failed(let status, let message, _):
                 then(.failure(.unavailable(url: resource.url, status: status, detail: message)))
             case .stopped:

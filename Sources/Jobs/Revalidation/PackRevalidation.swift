@@ -212,6 +212,8 @@ public final class PackRevalidation {
             end(.fail(PackError(.upstreamUnauthorized, "the upstream refused the request", url: url, status: status)))
         case .refused:
             end(.fail(PackDownload.addressRefused(url)))
+        case .rangeRefused(let error):
+            recordFailure(row, url: url, status: nil, message: error.description, attempts: 1)
         case .failed(let status, let message, let attempts):
             recordFailure(row, url: url, status: status, message: message, attempts: attempts)
         case .stopped:

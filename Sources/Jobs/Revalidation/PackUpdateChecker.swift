@@ -101,6 +101,8 @@ public final class PackUpdateChecker: UpdateChecking {
                 then(.failed(url: url, status: status, detail: "the upstream answered HTTP \(status)"))
             case .refused:
                 then(.failed(url: url, status: nil, detail: FetchError.blockedAddress.description))
+            case .rangeRefused(let error):
+                then(.failed(url: url, status: nil, detail: error.description))
             case .failed(let status, let message, _):
                 then(.failed(url: url, status: status, detail: status.map { "the upstream answered HTTP \($0)" } ?? message))
             case .stopped:

@@ -30,8 +30,14 @@ public enum PMTilesLookup: Equatable, Sendable {
 /// entry"), varint-encoded and compressed with the archive's internal compression. Columns
 /// compress far better than rows.
 public enum PMTilesDirectory {
-    public enum Failure: Error, Equatable {
+    public enum Failure: Error, Equatable, CustomStringConvertible {
         case corrupt(String)
+
+        public var description: String {
+            switch self {
+            case .corrupt(let detail): "corrupt directory: \(detail)"
+            }
+        }
     }
 
     /// Entries must be sorted by tile id (the writer produces them in that order).
