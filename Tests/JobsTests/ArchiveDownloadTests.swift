@@ -73,6 +73,13 @@ import TileFormats
         let tiles = try Self.planned(Self.region(run.upstream.url), archive: archive).tiles.count
         #expect(asked.count * 20 <= tiles, "\(asked.count) requests for \(tiles) tiles")
         #expect(asked.dropFirst().allSatisfy { $0.ifMatch == "\"v1\"" }, "every read after the first carries the archive's ETag")
+        // Each leaf directory read once.
+        let header = try PMTilesHeader(decoding: Array(archive.bytes.prefix(PMTilesHeader.size)))
+        let leafReads = asked.compactMap(\.range).filter {
+            $0.lowerBound >= header.leafDirectoriesOffset && $0.lowerBound < header.leafDirectoriesOffset + header.leafDirectoriesLength
+        }
+        #expect(Set(leafReads.map(\.lowerBound)).count == leafReads.count)
+        if layout.leaves { #expect(!leafReads.isEmpty) }
         let progress = try #require(try StoreReader(path: run.database.path).progress(run.packID))
         #expect(progress.archiveRequests == Int64(asked.count))
         #expect(progress.archiveBytes == Int64(run.upstream.bytesServed))
@@ -101,5 +108,167 @@ final class ArchiveRun: PackRun {
         harness.close()
         upstream.stop()
         database.remove()
+    }
+}
+
+/// The faults of a remote archive.
+@Suite struct ArchiveFaultTests {
+    @Test func anArchiveReplacedMidDownloadRestartsFromItsNewHeaderAndNothingOfTheOldStays() throws {
+        let old = ArchiveFixture(maxZoom: 6, salt: 0)
+        let new = ArchiveFixture(maxZoom: 6, salt: 1)
+        let run = try ArchiveRun(archive: old, region: { ArchiveDownloadTests.region($0) }) { upstream in
+            upstream.setScript { count, _ in
+                // Mid-download: a few tile ranges went out (and came back) from the old archive.
+                if count == 8 { upstream.replace(with: new.bytes, etag: "\"v2\"") }
+                return nil
+            }
+        }
+        defer { run.close() }
+        #expect(run.finish() == ["active", "complete"], "\(run.harness.publishedError(run.packID) ?? "")")
+        run.harness.close()
+        let asked = run.upstream.rangesAsked
+        #expect(asked.contains { $0.ifMatch == "\"v1\"" } && asked.contains { $0.ifMatch == "\"v2\"" })
+        // Every tile of the region as the new archive has it, every row with the new ETag.
+        try ArchiveDownloadTests.expectStored(run.database, packID: run.packID, region: ArchiveDownloadTests.region(run.upstream.url),
+                                              archive: new, etag: "\"v2\"")
+    }
+
+    @Test func aServerIgnoringRangeFailsThePackWithoutDownloadingTheArchive() throws {
+        let archive = ArchiveFixture(maxZoom: 3)
+        let run = try ArchiveRun(archive: archive, region: { ArchiveDownloadTests.region($0) }) { upstream in
+            upstream.setFault(.ignoreRange(declared: 64 << 30))
+        }
+        defer { run.close() }
+        #expect(run.finish() == ["active", "failed"])
+        let error = try #require(run.harness.publishedError(run.packID))
+        #expect(error.contains(#""code":"range_not_supported""#), "\(error)")
+        #expect(run.upstream.rangesAsked.count == 1, "not retried")
+        #expect(eventually { run.upstream.bytesSentIgnoringRange > 0 })
+        #expect(run.upstream.bytesSentIgnoringRange < 64 << 20)
+    }
+
+    @Test func truncatedRangeAnswersAreRetriedAndTheTilesStoredWhole() throws {
+        let archive = ArchiveFixture(maxZoom: 6)
+        let run = try ArchiveRun(archive: archive, region: { ArchiveDownloadTests.region($0) }) { upstream in
+            upstream.setFault(.truncateEvery(3))
+        }
+        defer { run.close() }
+        #expect(run.finish() == ["active", "complete"], "\(run.harness.publishedError(run.packID) ?? "")")
+        run.harness.close()
+        try ArchiveDownloadTests.expectStored(run.database, packID: run.packID, region: ArchiveDownloadTests.region(run.upstream.url),
+                                              archive: archive, etag: "\"v1\"")
+    }
+
+    @Test func rangesAnswered416AreAShorterArchiveAndEndThePackAfterItsRestarts() throws {
+        let archive = ArchiveFixture(maxZoom: 5)
+        let size = archive.bytes.count
+        let tileData = try PMTilesHeader(decoding: Array(archive.bytes.prefix(PMTilesHeader.size))).tileDataOffset
+        let run = try ArchiveRun(archive: archive, region: { ArchiveDownloadTests.region($0, maxZoom: 5) }) { upstream in
+            upstream.setScript { _, request in
+                // The header and directories are there; every tile range is past the end.
+                guard let range = request.headers["range"].flatMap(ArchiveUpstream.parseRange),
+                      range.lowerBound >= tileData else { return nil }
+                return .respond(status: 416, headers: [("Content-Range", "bytes */\(size)"), ("ETag", "\"v1\"")])
+            }
+        }
+        defer { run.close() }
+        #expect(run.finish() == ["active", "failed"])
+        let error = try #require(run.harness.publishedError(run.packID))
+        #expect(error.contains(#""code":"source_unavailable""#) && error.contains("416"), "\(error)")
+    }
+
+    @Test func aStylesPMTilesSourceIsStoredByKeyWithItsTileJSONAndTiles() throws {
+        let archive = ArchiveFixture(maxZoom: 4)
+        let run = try ArchiveRun(archive: archive, region: { url in
+            ["style_url": url.replacingOccurrences(of: "/maps/world.pmtiles", with: "/style.json"),
+             "bounds": [-30.0, -30.0, 30.0, 30.0], "min_zoom": 0, "max_zoom": 3]
+        }) { upstream in
+            let style = #"{"version": 8, "sources": {"world": {"type": "vector", "url": "pmtiles://\#(upstream.url)"}}, "#
+                + #""layers": [{"id": "water", "type": "fill", "source": "world", "source-layer": "water"}]}"#
+            upstream.setScript { _, request in request.target == "/style.json" ? .respond(status: 200, body: Array(style.utf8)) : nil }
+        }
+        defer { run.close() }
+        #expect(run.finish() == ["active", "complete"], "\(run.harness.publishedError(run.packID) ?? "")")
+        run.harness.close()
+        let key = PMTilesSourceURL.key(forArchive: run.upstream.url)
+        let reader = try StoreReader(path: run.database.path)
+        let styleURL = run.upstream.url.replacingOccurrences(of: "/maps/world.pmtiles", with: "/style.json")
+        let style = try #require(try reader.resource(.resource(url: styleURL, kind: .style))?.body?.decoded())
+        let sources = try #require((try JSONSerialization.jsonObject(with: Data(style)) as? [String: Any])?["sources"] as? [String: Any])
+        #expect((sources["world"] as? [String: Any])?["url"] as? String == key, "the stored style names the archive by key")
+        let tileJSON = try #require(try reader.resource(.resource(url: key, kind: .source))?.body?.decoded())
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(tileJSON)) as? [String: Any])
+        #expect(object["tiles"] as? [String] == [key + "/{z}/{x}/{y}"])
+        #expect((object["vector_layers"] as? [[String: Any]])?.first?["id"] as? String == "water")
+        // 512 px vector tiles: the region's zooms 0…3 cover tiles of zooms 0…3 (and the archive has 0…4).
+        let stored = try #require(try reader.progress(run.packID))
+        #expect(try reader.pack(run.packID)?.expectedResources == stored.completedResources)
+        let tile = try #require(try reader.resource(.tile(TileKey(urlTemplate: key + "/{z}/{x}/{y}", pixelRatio: 1, z: 1, x: 1, y: 1))))
+        #expect(try tile.body?.decoded() == archive.tiles["1/1/1"])
+    }
+}
+
+/// The chaos test's faults applied to range requests: 500s, resets, truncated 206s, 429 with
+/// `Retry-After`, slow drips, at random (seeded; the seed is printed) on every read of the
+/// archive. The pack completes with every tile as the archive has it.
+@Suite struct ArchiveChaosTests {
+    final class Dice: @unchecked Sendable {
+        private var generator: SplitMix
+        private let lock = NSLock()
+        private(set) var counts: [String: Int] = [:]
+
+        init(seed: UInt64) { generator = SplitMix(state: seed) }
+
+        func roll(_ request: TestUpstream.Request) -> TestUpstream.Reply? {
+            lock.withLock {
+                let roll = Double(generator.next() % 10_000) / 100
+                let fault: (String, TestUpstream.Reply)? = switch roll {
+                case ..<10: ("500", .respond(status: 500))
+                case ..<15: ("reset", .reset)
+                case ..<18: ("429", .respond(status: 429, headers: [("Retry-After", counts["429", default: 0] % 10 == 0 ? "1" : "0")]))
+                case ..<19: ("drip", .delayed(.milliseconds(300), .respond(status: 503)))
+                default: nil
+                }
+                guard let fault else { return nil }
+                counts[fault.0, default: 0] += 1
+                return fault.1
+            }
+        }
+    }
+
+    struct SplitMix {
+        var state: UInt64
+        mutating func next() -> UInt64 {
+            state &+= 0x9E37_79B9_7F4A_7C15
+            var z = state
+            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+            return z ^ (z >> 31)
+        }
+    }
+
+    @Test func chaoticRangeAnswersStillYieldAnExactPack() throws {
+        let seed = ProcessInfo.processInfo.environment["PACKD_CHAOS_SEED"].flatMap(UInt64.init) ?? UInt64.random(in: 1...UInt64.max)
+        print("archive chaos seed \(seed) (replay with PACKD_CHAOS_SEED=\(seed))")
+        let dice = Dice(seed: seed)
+        let archive = ArchiveFixture(maxZoom: 7)
+        var limits = ArchiveLimits()
+        limits.maxSpan = 32 << 10  // many small ranges: many rolls of the dice
+        var settings = DownloadSettings(maxInFlight: 16, maxAttempts: 12, initialBackoff: .milliseconds(5),
+                                        maxBackoff: .milliseconds(200), watchdogInterval: .milliseconds(200))
+        settings.archive = limits
+        let run = try ArchiveRun(archive: archive, region: { ArchiveDownloadTests.region($0, maxZoom: 7) },
+                                 settings: settings) { upstream in
+            upstream.setFault(.truncateEvery(13))
+            upstream.setScript { _, request in dice.roll(request) }
+        }
+        defer { run.close() }
+        #expect(run.finish(deadline: .seconds(300)) == ["active", "complete"], "\(run.harness.publishedError(run.packID) ?? "")")
+        run.harness.close()
+        print("archive chaos: \(run.upstream.rangesAsked.count) reads, faults \(dice.counts)")
+        #expect(["500", "reset", "429"].allSatisfy { dice.counts[$0, default: 0] > 0 })
+        try ArchiveDownloadTests.expectStored(run.database, packID: run.packID,
+                                              region: ArchiveDownloadTests.region(run.upstream.url, maxZoom: 7),
+                                              archive: archive, etag: "\"v1\"")
     }
 }

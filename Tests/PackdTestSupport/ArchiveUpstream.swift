@@ -15,6 +15,8 @@ public final class ArchiveUpstream: @unchecked Sendable {
         case ignoreRange(declared: Int)
         /// Every range answered 206 with half its bytes, then the connection closed.
         case truncate
+        /// Every n-th request so answered, the others as asked.
+        case truncateEvery(Int)
         /// Every range answered 416 as if the archive were shorter.
         case unsatisfiable
         /// Every range answered with bytes starting one later than asked.
@@ -84,7 +86,11 @@ public final class ArchiveUpstream: @unchecked Sendable {
     }
 
     private func reply(to request: TestUpstream.Request) -> TestUpstream.Reply {
-        guard request.target == path else { return .respond(status: 404) }
+        guard request.target == path else {
+            // Other paths (a style naming the archive) are the script's, else 404.
+            let other = lock.withLock { self.script }
+            return other?(0, request) ?? .respond(status: 404)
+        }
         let range = request.headers["range"].flatMap(Self.parseRange)
         let (count, script) = lock.withLock { () -> (Int, (@Sendable (Int, TestUpstream.Request) -> TestUpstream.Reply?)?) in
             asked.append(RangeAsked(range: range, ifMatch: request.headers["if-match"],
@@ -122,7 +128,10 @@ public final class ArchiveUpstream: @unchecked Sendable {
         if case .wrongRange = fault { first += 1 }
         let body = Array(bytes[Int(first)...Int(last)])
         let headers = validators + [("Content-Range", "bytes \(first)-\(last)/\(size)")]
-        if case .truncate = fault {
+        var truncate = false
+        if case .truncate = fault { truncate = true }
+        if case .truncateEvery(let n) = fault, count % max(n, 1) == 0 { truncate = true }
+        if truncate {
             var head = "HTTP/1.1 206 Partial Content\r\nContent-Length: \(body.count)\r\n"
             for (name, value) in headers { head += "\(name): \(value)\r\n" }
             return .raw(Array((head + "\r\n").utf8) + body.prefix(body.count / 2))
@@ -132,7 +141,7 @@ public final class ArchiveUpstream: @unchecked Sendable {
     }
 
     /// `bytes=a-b` (one range; `a-` to the end); nil for anything else.
-    static func parseRange(_ value: String) -> ClosedRange<UInt64>? {
+    public static func parseRange(_ value: String) -> ClosedRange<UInt64>? {
         guard value.hasPrefix("bytes=") else { return nil }
         let parts = value.dropFirst(6).split(separator: "-", omittingEmptySubsequences: false)
         guard parts.count == 2, let first = UInt64(parts[0]) else { return nil }
