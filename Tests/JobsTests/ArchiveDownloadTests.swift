@@ -209,41 +209,33 @@ final class ArchiveRun: PackRun {
 }
 
 /// The chaos test's faults applied to range requests: 500s, resets, truncated 206s, 429 with
-/// `Retry-After`, slow drips, at random (seeded; the seed is printed) on every read of the
+/// `Retry-After`, slow 503s, at random (seeded; the seed is printed) on every read of the
 /// archive. The pack completes with every tile as the archive has it.
 @Suite struct ArchiveChaosTests {
     final class Dice: @unchecked Sendable {
-        private var generator: SplitMix
+        private let seed: UInt64
+        private var rolled: UInt64 = 0
         private let lock = NSLock()
         private(set) var counts: [String: Int] = [:]
 
-        init(seed: UInt64) { generator = SplitMix(state: seed) }
+        init(seed: UInt64) { self.seed = seed }
 
+        /// The n-th roll is the same for a seed: a failing run replays.
         func roll(_ request: TestUpstream.Request) -> TestUpstream.Reply? {
             lock.withLock {
-                let roll = Double(generator.next() % 10_000) / 100
-                let fault: (String, TestUpstream.Reply)? = switch roll {
+                rolled += 1
+                let value = randomBytes(count: 8, seed: seed &+ rolled).withUnsafeBytes { $0.load(as: UInt64.self) }
+                let fault: (String, TestUpstream.Reply)? = switch Double(value % 10_000) / 100 {
                 case ..<10: ("500", .respond(status: 500))
                 case ..<15: ("reset", .reset)
                 case ..<18: ("429", .respond(status: 429, headers: [("Retry-After", counts["429", default: 0] % 10 == 0 ? "1" : "0")]))
-                case ..<19: ("drip", .delayed(.milliseconds(300), .respond(status: 503)))
+                case ..<19: ("slow 503", .delayed(.milliseconds(300), .respond(status: 503)))
                 default: nil
                 }
                 guard let fault else { return nil }
                 counts[fault.0, default: 0] += 1
                 return fault.1
             }
-        }
-    }
-
-    struct SplitMix {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
         }
     }
 
