@@ -37,6 +37,7 @@ public final class ArchiveUpstream: @unchecked Sendable {
     private var etag: String?
     private var lastModified: Int64?
     private var fault = Fault.none
+    private var delay: Duration?
     private var asked: [RangeAsked] = []
     private var bodyBytes = 0
     private var ignoredBytesSent = 0
@@ -81,11 +82,20 @@ public final class ArchiveUpstream: @unchecked Sendable {
 
     public func setFault(_ fault: Fault) { lock.withLock { self.fault = fault } }
 
+    /// Holds every answer about the archive this long (a far server; a download that lasts).
+    public func setDelay(_ delay: Duration?) { lock.withLock { self.delay = delay } }
+
     public func setScript(_ script: (@Sendable (Int, TestUpstream.Request) -> TestUpstream.Reply?)?) {
         lock.withLock { self.script = script }
     }
 
     private func reply(to request: TestUpstream.Request) -> TestUpstream.Reply {
+        let answer = archiveReply(to: request)
+        guard request.target == path, let delay = lock.withLock({ self.delay }) else { return answer }
+        return .delayed(delay, answer)
+    }
+
+    private func archiveReply(to request: TestUpstream.Request) -> TestUpstream.Reply {
         guard request.target == path else {
             // Other paths (a style naming the archive) are the script's, else 404.
             let other = lock.withLock { self.script }

@@ -2,46 +2,6 @@ import Foundation
 import Testing
 import TileFormats
 
-/// A whole archive read the way a client reads one: header checked, root directory, leaves
-/// followed to depth 4, tile compression undone. Every tile the builder wrote must come back.
-struct InMemoryArchive {
-    let bytes: [UInt8]
-    let header: PMTilesHeader
-
-    init(_ bytes: [UInt8]) throws {
-        self.bytes = bytes
-        header = try PMTilesHeader(decoding: Array(bytes.prefix(PMTilesHeader.size)))
-        try header.checked(fileSize: UInt64(bytes.count))
-    }
-
-    func slice(_ offset: UInt64, _ length: UInt64) -> [UInt8] {
-        Array(bytes[Int(offset)..<Int(offset + length)])
-    }
-
-    /// The tile's stored bytes (compressed as the archive says), nil when absent.
-    func storedTile(z: Int, x: Int, y: Int) throws -> [UInt8]? {
-        let id = try #require(HilbertTileID.encode(z: z, x: x, y: y))
-        var directory = (offset: header.rootOffset, length: header.rootLength)
-        for _ in 0..<4 {
-            let entries = try PMTilesDirectory.decode(slice(directory.offset, directory.length),
-                                                      compression: header.internalCompression, maxEntries: 1 << 20)
-            try PMTilesDirectory.check(entries, tileDataLength: header.tileDataLength, leafLength: header.leafDirectoriesLength)
-            switch PMTilesDirectory.find(id, in: entries) {
-            case .missing: return nil
-            case .tile(let offset, let length): return slice(header.tileDataOffset + offset, UInt64(length))
-            case .leaf(let offset, let length): directory = (header.leafDirectoriesOffset + offset, UInt64(length))
-            }
-        }
-        Issue.record("directories nest deeper than 4")
-        return nil
-    }
-
-    func tile(z: Int, x: Int, y: Int) throws -> [UInt8]? {
-        guard let stored = try storedTile(z: z, x: x, y: y) else { return nil }
-        return header.tileCompression == .gzip ? try Inflater(.gzip).inflated(stored, limit: 1 << 24) : stored
-    }
-}
-
 /// Distinct, recognisable tile bodies (a few repeat, as the ocean does).
 func sampleTiles(maxZoom: Int, repeatEvery: Int = 7) -> [PMTilesArchiveBuilder.Tile] {
     var tiles: [PMTilesArchiveBuilder.Tile] = []
@@ -70,7 +30,7 @@ func sampleTiles(maxZoom: Int, repeatEvery: Int = 7) -> [PMTilesArchiveBuilder.T
         var tiles = sampleTiles(maxZoom: 5)
         tiles.sort { HilbertTileID.encode(z: $0.z, x: $0.x, y: $0.y)! < HilbertTileID.encode(z: $1.z, x: $1.x, y: $1.y)! }
         if !clustered { tiles.reverse() }
-        let archive = try InMemoryArchive(builder.build(tiles))
+        let archive = try PMTilesMemoryReader(builder.build(tiles))
         #expect(archive.header.clustered == clustered)
         #expect(archive.header.leafDirectoriesLength > 0)
         #expect(archive.header.minZoom == 0 && archive.header.maxZoom == 5)

@@ -47,7 +47,9 @@ final class EstimateJob: DocumentSource {
             answered = true
             return responder.respond(Problem(.unavailable, detail: "no upstream access"))
         }
-        let phase = DocumentPhase(region: region, loop: loop, source: self, limits: .init(
+        // A PMTiles archive's TileJSON comes from its header and metadata, read with ranges.
+        let source = client.map { ArchiveDocuments(inner: self, loop: loop, ranges: UpstreamArchiveRanges(client: $0), limits: ArchiveLimits()) }
+        let phase = DocumentPhase(region: region, loop: loop, source: source ?? self, limits: .init(
             maxDocumentBytes: Self.documentLimits.maxBodyBytes, maxTotalBytes: Self.maximumTotalBytes,
             concurrency: Self.tileJSONConcurrency))
         self.phase = phase
@@ -121,7 +123,7 @@ final class EstimateJob: DocumentSource {
         case .archive(let failure):
             // The archive's server, or the archive, cannot be read: the pack would fail the same way.
             let error = failure.packError
-            var extra: [String: Any] = ["url": Self.shown(error.url ?? ""), "code": error.code.rawValue]
+            var extra: [String: Any] = ["url": Self.shown(error.url ?? "")]
             if let status = error.status { extra["upstream_status"] = status }
             responder.respond(Problem(.upstreamFailed, detail: error.detail), extra: extra)
         case .invalid(let error):
