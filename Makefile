@@ -19,7 +19,7 @@ if [ -n "$$missing" ]; then \
 fi
 endef
 
-.PHONY: deps bench-deps build release run test check-openapi bench bench-server soak verify verify-clients verify-api verify-render bench-wan sanitize fuzz clean
+.PHONY: deps bench-deps build release run test check-openapi bench bench-server soak verify verify-clients verify-api verify-render verify-pmtiles bench-wan sanitize fuzz clean
 .PHONY: dashboard-assets verify-dashboard install lint-docker
 
 ## Python tools come from PyPI into a virtual environment under .build/ (a distribution's own
@@ -122,6 +122,15 @@ verify-render: deps $(VENV)/render.installed
 	$(call install-missing,$(RENDER_PACKAGES))
 	$(SWIFT) build
 	EGL_PLATFORM=surfaceless $(VENV_PATH) scripts/verify-render.sh
+
+## PMTiles archives written by the reference writer (PyPI pmtiles, in the venv) — clustered and
+## unclustered, gzip and uncompressed tiles, leaf directories — served by nginx with Range, read by
+## `packd serve`: every tile of bounds, antimeridian and polygon regions byte-identical to the
+## reference reader's. Installs nginx when missing; a missing tool fails, never skips.
+verify-pmtiles: deps $(VENV)/pmtiles.installed
+	$(call install-missing,nginx curl)
+	$(SWIFT) build --product packd
+	$(VENV_PATH) scripts/verify-pmtiles.sh
 
 ## The dashboard's map library: MapLibre GL JS from the PyPI package `maplibre` (pinned in
 ## scripts/python/dashboard.txt, installed in the venv) copied into .build/maplibre-gl/, where
