@@ -82,18 +82,22 @@ def synthetic_tiles(max_zoom):
     return tiles
 
 
-def make_archives(directory, fixtures):
-    os.makedirs(directory, exist_ok=True)
+def write_ne_archive(path, fixtures):
+    """The Natural Earth fixture's vector tiles (z0-6, gzip as the fixture serves them) as one archive."""
     ne = {}
     root = os.path.join(fixtures, "ne", "tiles")
     for z in os.listdir(root):
         for x in os.listdir(os.path.join(root, z)):
             for name in os.listdir(os.path.join(root, z, x)):
                 with open(os.path.join(root, z, x, name), "rb") as f:
-                    ne[(int(z), int(x), int(name.split(".")[0]))] = f.read()  # already gzip, as the fixture serves them
+                    ne[(int(z), int(x), int(name.split(".")[0]))] = f.read()
     layers = [{"id": "countries", "fields": {}}, {"id": "cities", "fields": {}}]
-    headers = {"ne": write_archive(os.path.join(directory, "ne.pmtiles"), ne, Compression.GZIP, True,
-                                   {"name": "Natural Earth", "vector_layers": layers}, 6)}
+    return write_archive(path, ne, Compression.GZIP, True, {"name": "Natural Earth", "vector_layers": layers}, 6)
+
+
+def make_archives(directory, fixtures):
+    os.makedirs(directory, exist_ok=True)
+    headers = {"ne": write_ne_archive(os.path.join(directory, "ne.pmtiles"), fixtures)}
     synthetic = synthetic_tiles(8)
     headers["leaves-clustered-gzip"] = write_archive(
         os.path.join(directory, "leaves-clustered-gzip.pmtiles"), {k: gzip.compress(v, mtime=0) for k, v in synthetic.items()},
