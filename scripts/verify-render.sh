@@ -51,16 +51,21 @@ pids+=($!)
 for _ in $(seq 600); do [ -s "$work/port" ] && break; sleep 0.1; done
 [ -s "$work/port" ] || fail "packd did not start: $(cat "$work/packd.log")"
 api="http://127.0.0.1:$(cat "$work/port")"
-created=$(curl -fsS -X POST "$api/v1/packs" -H 'Content-Type: application/json' \
-  -d "{\"name\": \"verify-render\", \"region\": {\"style_url\": \"$style_url\", \"bounds\": [-20, 25, 40, 65], \"min_zoom\": 0, \"max_zoom\": 5}}")
-pack=$(echo "$created" | python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])')
-state=""
-for _ in $(seq 1200); do
-  state=$(curl -fsS "$api/v1/packs/$pack" | python3 -c 'import json,sys; print(json.load(sys.stdin)["state"])')
-  case "$state" in complete|failed) break ;; esac
-  sleep 0.25
-done
-[ "$state" = complete ] || fail "pack $pack ended $state: $(curl -fsS "$api/v1/packs/$pack")"
+# download STYLE_URL NAME: a pack of the style over the test area, to complete; prints its id.
+download() {
+  local created pack state=""
+  created=$(curl -fsS -X POST "$api/v1/packs" -H 'Content-Type: application/json' \
+    -d "{\"name\": \"$2\", \"region\": {\"style_url\": \"$1\", \"bounds\": [-20, 25, 40, 65], \"min_zoom\": 0, \"max_zoom\": 5}}")
+  pack=$(echo "$created" | python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])')
+  for _ in $(seq 1200); do
+    state=$(curl -fsS "$api/v1/packs/$pack" | python3 -c 'import json,sys; print(json.load(sys.stdin)["state"])')
+    case "$state" in complete|failed) break ;; esac
+    sleep 0.25
+  done
+  [ "$state" = complete ] || fail "pack $pack ended $state: $(curl -fsS "$api/v1/packs/$pack")"
+  echo "$pack"
+}
+pack=$(download "$style_url" verify-render)
 echo "pack $pack downloaded: $(curl -fsS "$api/v1/packs/$pack" | python3 -c 'import json,sys; p=json.load(sys.stdin)["progress"]; print(p["completed_resources"], "resources,", p["completed_tiles"], "tiles")')"
 
 # 2. Live pictures.
@@ -111,15 +116,7 @@ pm_style="$pm_base/style-pmtiles.json"
 python3 scripts/verify_render.py render "$pm_style" "$work/pm-live" $lon $lat $zooms || fail "rendering the pmtiles:// style live failed"
 python3 scripts/verify_render.py render-archive-layers "$pm_style" "$work/pm-layers-live" $lon $lat $zooms \
   || fail "rendering the archive's layers live failed"
-created=$(curl -fsS -X POST "$api/v1/packs" -H 'Content-Type: application/json' \
-  -d "{\"name\": \"verify-render pmtiles\", \"region\": {\"style_url\": \"$pm_style\", \"bounds\": [-20, 25, 40, 65], \"min_zoom\": 0, \"max_zoom\": 5}}")
-pm_pack=$(echo "$created" | python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])')
-for _ in $(seq 1200); do
-  state=$(curl -fsS "$api/v1/packs/$pm_pack" | python3 -c 'import json,sys; print(json.load(sys.stdin)["state"])')
-  case "$state" in complete|failed) break ;; esac
-  sleep 0.25
-done
-[ "$state" = complete ] || fail "pack $pm_pack ended $state: $(curl -fsS "$api/v1/packs/$pm_pack")"
+pm_pack=$(download "$pm_style" "verify-render pmtiles")
 echo "pack $pm_pack (pmtiles://) downloaded: $(curl -fsS "$api/v1/packs/$pm_pack" | python3 -c 'import json,sys; p=json.load(sys.stdin)["progress"]; print(p["completed_tiles"], "tiles,", p["archive_requests"], "archive requests")')"
 kill "$(cat "$work/pm/nginx.pid")"
 for _ in $(seq 100); do curl -s -o /dev/null "$pm_style" || break; sleep 0.1; done

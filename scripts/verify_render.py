@@ -29,12 +29,16 @@ import sys
 import time
 
 
-def render(style_url, prefix, lon, lat, zooms):
+def render(style_url, prefix, lon, lat, zooms, style=None):
+    """The style at `style_url` (or the `style` object) at each zoom, to PREFIX-zZOOM.png."""
     os.environ.setdefault("EGL_PLATFORM", "surfaceless")
     import mapli
 
     pool = mapli.RenderPool(workers=1)
-    pool.register_style("s", url=style_url)
+    if style is None:
+        pool.register_style("s", url=style_url)
+    else:
+        pool.register_style("s", json=style)
     for zoom in zooms:
         png = pool.render("s", lon=float(lon), lat=float(lat), zoom=float(zoom), width=512, height=512)
         path = f"{prefix}-z{zoom}.png"
@@ -62,24 +66,11 @@ def archive_layers(style):
     return {"version": 8, "sources": {"ne": style["sources"]["ne"]}, "layers": layers}
 
 
-def render_style(style, prefix, lon, lat, zooms):
-    os.environ.setdefault("EGL_PLATFORM", "surfaceless")
-    import mapli
-
-    pool = mapli.RenderPool(workers=1)
-    pool.register_style("s", json=style)
-    for zoom in zooms:
-        png = pool.render("s", lon=float(lon), lat=float(lat), zoom=float(zoom), width=512, height=512)
-        with open(f"{prefix}-z{zoom}.png", "wb") as handle:
-            handle.write(png)
-        print(f"rendered {prefix}-z{zoom}.png ({len(png)} bytes)")
-
-
 def render_archive_layers(style_url, prefix, lon, lat, zooms):
     import urllib.request
 
     with urllib.request.urlopen(style_url) as response:
-        render_style(archive_layers(json.load(response)), prefix, lon, lat, zooms)
+        render(None, prefix, lon, lat, zooms, style=archive_layers(json.load(response)))
 
 
 def device(export, style_url, prefix, lon, lat, zooms):
@@ -126,7 +117,7 @@ def device(export, style_url, prefix, lon, lat, zooms):
         return mapli.Response.no_content() if data is None else mapli.Response(data)
 
     mapli.register_scheme_handler(scheme, answer)
-    render_style(style, prefix, lon, lat, zooms)
+    render(None, prefix, lon, lat, zooms, style=style)
     tiles = [url for url in asked if url.count("/") > key.count("/")]
     print(f"the stored style's source is {key}: {len(asked)} requests answered from the export, {len(tiles)} of them tiles")
     if key not in asked or not tiles:
