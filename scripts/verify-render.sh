@@ -8,6 +8,8 @@
 #    GET /v1/packs/{id}/style.json: each picture must equal the live one pixel for pixel.
 # 4. MapLibre GL JS (the `maplibre-gl.js` that PyPI `maplibre` ships) in headless Chromium loads
 #    the offline style and must reach `idle` with no failed request (map errors or console).
+# 5. The same for a style reading the fixture's tiles from a PMTiles archive (pmtiles://), and the
+#    style a `maplibre` export of its pack stores, rendered from the export's database.
 # A missing tool fails the run; nothing is skipped.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -84,21 +86,26 @@ done
 
 # 4. MapLibre GL JS in headless Chromium, upstream still off. The page observes every request
 #    the map makes (a custom protocol via transformRequest) and reports each failure.
-report_port=$(free_port)
-python3 scripts/verify_render.py page "$gljs" "$offline" $lon $lat 4 "http://127.0.0.1:$report_port/result" "$work/gljs.html"
-python3 scripts/verify_render.py receive "$report_port" "$work/gljs.json" 90 &
-receiver=$!
-"$chromium" --headless --no-sandbox --use-angle=swiftshader --enable-unsafe-swiftshader \
-  --user-data-dir="$work/chromium" --enable-logging=stderr --v=0 --remote-debugging-port=0 \
-  "file://$work/gljs.html" >/dev/null 2>"$work/chromium.log" &
-pids+=($!)
-wait "$receiver" || fail "MapLibre GL JS reported nothing within 90 s: $(tail -5 "$work/chromium.log")"
-result=$(cat "$work/gljs.json")
-echo "MapLibre GL JS: $result"
-echo "$result" | python3 -c 'import json,sys; r=json.load(sys.stdin); sys.exit(0 if r["state"] == "ok" and not r["failures"] and r["loaded"] > 0 and r["requests"] > r["loaded"] else 1)' \
-  || fail "MapLibre GL JS did not load the offline style cleanly: $result"
-if grep -E "Failed to load resource|net::ERR_" "$work/chromium.log"; then fail "Chromium reported failed requests"; fi
-gljs_summary=$(echo "$result" | python3 -c 'import json,sys; r=json.load(sys.stdin); print(r["requests"], "requests,", r["loaded"], "tiles loaded,")')
+# gljs STYLE_URL NAME: loads the style in headless Chromium; prints "N requests, M tiles loaded,".
+gljs() {
+  local report_port receiver result
+  report_port=$(free_port)
+  python3 scripts/verify_render.py page "$gljs" "$1" $lon $lat 4 "http://127.0.0.1:$report_port/result" "$work/$2.html"
+  python3 scripts/verify_render.py receive "$report_port" "$work/$2.json" 90 &
+  receiver=$!
+  "$chromium" --headless --no-sandbox --use-angle=swiftshader --enable-unsafe-swiftshader \
+    --user-data-dir="$work/chromium-$2" --enable-logging=stderr --v=0 --remote-debugging-port=0 \
+    "file://$work/$2.html" >/dev/null 2>"$work/$2-chromium.log" &
+  pids+=($!)
+  wait "$receiver" || fail "MapLibre GL JS reported nothing within 90 s: $(tail -5 "$work/$2-chromium.log")"
+  result=$(cat "$work/$2.json")
+  echo "MapLibre GL JS ($2): $result" >&2
+  echo "$result" | python3 -c 'import json,sys; r=json.load(sys.stdin); sys.exit(0 if r["state"] == "ok" and not r["failures"] and r["loaded"] > 0 and r["requests"] > r["loaded"] else 1)' \
+    || fail "MapLibre GL JS did not load the offline style cleanly: $result"
+  if grep -E "Failed to load resource|net::ERR_" "$work/$2-chromium.log" >&2; then fail "Chromium reported failed requests"; fi
+  echo "$result" | python3 -c 'import json,sys; r=json.load(sys.stdin); print(r["requests"], "requests,", r["loaded"], "tiles loaded,")'
+}
+gljs_summary=$(gljs "$offline" gljs)
 
 # 5. PMTiles: the fixture's vector tiles as one archive (the reference writer, PyPI pmtiles) on a
 #    second copy of the upstream (nginx: Range), and the fixture style reading it through
@@ -126,6 +133,7 @@ python3 scripts/verify_render.py render "$api/v1/packs/$pm_pack/style.json" "$wo
 curl -fsS -o "$work/pm-export.db" "$api/v1/packs/$pm_pack/export?format=maplibre" || fail "the maplibre export failed"
 python3 scripts/verify_render.py device "$work/pm-export.db" "$pm_style" "$work/pm-device" $lon $lat $zooms \
   || fail "the export's stored style did not render from the export"
+pm_gljs_summary=$(gljs "$api/v1/packs/$pm_pack/style.json" gljs-pmtiles)
 for z in $zooms; do
   python3 scripts/verify_render.py compare "$work/pm-live-z$z.png" "$work/pm-offline-z$z.png" \
     || fail "zoom $z: the pmtiles pack renders differently offline (see $work)"
@@ -133,5 +141,5 @@ for z in $zooms; do
     || fail "zoom $z: the export's stored style renders differently from its database (see $work)"
 done
 
-echo "verify-render: OK (MapLibre Native at zooms $zooms identical offline, also of a pmtiles:// style, also from a maplibre export's database; MapLibre GL JS made $gljs_summary none failed)"
+echo "verify-render: OK (MapLibre Native at zooms $zooms identical offline, also of a pmtiles:// style, also from a maplibre export's database; MapLibre GL JS made $gljs_summary none failed; of the pmtiles pack $pm_gljs_summary none failed)"
 passed=1
