@@ -96,6 +96,7 @@ let package = Package(
                 // download-wan and cluster: the delaying tile server; download-wan: the test CA it makes.
                 "Server",
                 "PackdTestSupport",
+                "TileFormats",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]

@@ -20,6 +20,7 @@ struct PackdBench: ParsableCommand {
             DownloadBenchmark.self,
             FixtureDownloadBenchmark.self,
             DownloadWANBenchmark.self,
+            PMTilesBenchmark.self,
             APIBenchmark.self,
             PostgresClientBenchmark.self,
             ClusterBenchmark.self,

@@ -100,9 +100,12 @@ struct DownloadConfiguration {
         }
         if let range = try source.count(options.archiveMaxRange, "ARCHIVE_MAX_RANGE", 1024...(64 << 20)) {
             settings.archive.maxSpan = UInt64(range)
-            // Several ranges under way at once, whatever their size.
-            settings.archive.maxBytesInFlight = max(settings.archive.maxBytesInFlight, UInt64(range) * 4)
         }
+        if let bytes = try source.count(options.archiveBytesInFlight, "ARCHIVE_BYTES_IN_FLIGHT", 65536...(1 << 30)) {
+            settings.archive.maxBytesInFlight = UInt64(bytes)
+        }
+        // At least two ranges under way at once, whatever their size.
+        settings.archive.maxBytesInFlight = max(settings.archive.maxBytesInFlight, settings.archive.maxSpan * 2)
         self.settings = settings
     }
 

@@ -17,9 +17,9 @@ public struct ArchiveLimits: Sendable, Equatable {
     public var leafCacheEntries = 1 << 20
     /// Range requests merge tiles whose bytes are at most `maxGap` apart, up to `maxSpan` bytes.
     public var maxGap: UInt64 = 64 << 10
-    public var maxSpan: UInt64 = 4 << 20
+    public var maxSpan: UInt64 = 1 << 20
     /// Bytes of tile ranges under way at once (answers are held until their tiles are handed on).
-    public var maxBytesInFlight: UInt64 = 32 << 20
+    public var maxBytesInFlight: UInt64 = 8 << 20
     /// Times a download starts again from a replaced archive's header before it gives up.
     public var maxRestarts = 3
 
