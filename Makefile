@@ -19,7 +19,7 @@ if [ -n "$$missing" ]; then \
 fi
 endef
 
-.PHONY: deps bench-deps build release run test check-openapi bench bench-server soak verify verify-clients verify-api verify-render verify-pmtiles bench-wan sanitize fuzz clean
+.PHONY: deps bench-deps build release run test check-openapi bench bench-server bench-pmtiles soak verify verify-clients verify-api verify-render verify-pmtiles bench-wan sanitize fuzz clean
 .PHONY: dashboard-assets verify-dashboard install lint-docker
 
 ## Python tools come from PyPI into a virtual environment under .build/ (a distribution's own
@@ -87,6 +87,13 @@ bench-wan: bench-deps
 	@test -x .build/mapproxy/bin/mapproxy-seed || { python3 -m venv .build/mapproxy && .build/mapproxy/bin/pip install -q MapProxy; }
 	$(SWIFT) build -c release
 	$$($(SWIFT) build -c release --show-bin-path)/packd-bench download-wan
+
+## A region read out of one PMTiles archive with coalesced range requests beside packd fetching the
+## same tiles one URL each, from an HTTPS/HTTP/2 server answering after 40 ms; a sweep of the gap
+## and range bounds.
+bench-pmtiles: bench-deps
+	$(SWIFT) build -c release
+	$$($(SWIFT) build -c release --show-bin-path)/packd-bench pmtiles
 
 bench-server: bench-deps
 	$(SWIFT) build -c release
