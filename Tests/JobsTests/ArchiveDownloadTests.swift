@@ -94,12 +94,13 @@ final class ArchiveRun: PackRun {
     let packID: Int64
 
     init(archive: ArchiveFixture, etag: String? = "\"v1\"", region: (String) -> [String: Any],
-         settings: DownloadSettings = JobsHarness.fastRetries, prepare: (ArchiveUpstream) -> Void = { _ in }) throws {
+         settings: DownloadSettings = JobsHarness.fastRetries, limits: PackLimits = PackLimits(),
+         prepare: (ArchiveUpstream) -> Void = { _ in }) throws {
         database = try TemporaryDatabase()
         upstream = try ArchiveUpstream(archive: archive.bytes, etag: etag)
         prepare(upstream)
         harness = try JobsHarness(path: database.path, settings: settings)
-        packID = try harness.createQueuedPack(region: region(upstream.url))
+        packID = try harness.createQueuedPack(region: region(upstream.url), limits: limits)
         let (harness, packID) = (harness, packID)
         try harness.onLoop { harness.scheduler.packQueued(packID) }
     }
@@ -175,6 +176,25 @@ final class ArchiveRun: PackRun {
         #expect(run.finish() == ["active", "failed"])
         let error = try #require(run.harness.publishedError(run.packID))
         #expect(error.contains(#""code":"source_unavailable""#) && error.contains("416"), "\(error)")
+    }
+
+    /// A pack's bandwidth cap holds for range requests as for tiles: each range is one transfer
+    /// the budget lets start, its bytes charged as they arrive.
+    @Test func theBandwidthCapHoldsForRangeRequests() throws {
+        let archive = ArchiveFixture(maxZoom: 6)
+        var settings = JobsHarness.fastRetries
+        settings.archive.maxSpan = 32 << 10
+        let cap: Int64 = 200_000
+        let started = ContinuousClock.now
+        let run = try ArchiveRun(archive: archive, region: { ArchiveDownloadTests.region($0) }, settings: settings,
+                                 limits: PackLimits(maxTiles: nil, maxBytesPerSecond: cap))
+        defer { run.close() }
+        #expect(run.finish() == ["active", "complete"], "\(run.harness.publishedError(run.packID) ?? "")")
+        let elapsed = (ContinuousClock.now - started).seconds
+        let bytes = Double(run.upstream.bytesServed)
+        // At most the cap over the run, plus its half-second burst and one range.
+        #expect(bytes > 3 * Double(cap), "enough bytes for the cap to matter")
+        #expect(bytes <= Double(cap) * elapsed + Double(cap) / 2 + Double(settings.archive.maxSpan) * 2, "\(bytes) bytes in \(elapsed) s")
     }
 
     @Test func aStylesPMTilesSourceIsStoredByKeyWithItsTileJSONAndTiles() throws {
