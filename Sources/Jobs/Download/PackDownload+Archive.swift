@@ -58,10 +58,11 @@ extension PackDownload {
         case .tile(let slot, let tile, let bytes, let headers):
             busy += 1
             let resource = pyramids[slot].resource(for: tile)
-            store(resource, FetchResponse(status: 200, headers: ResponseHeaders(headers), body: bytes, url: resource.url))
+            store(resource, FetchResponse(status: 200, headers: ResponseHeaders(), body: bytes, url: resource.url),
+                  cache: archiveCache(headers))
         case .missing(let slot, let tile, let headers):
             // Not in the archive: no content, as a tile server's 404 (MapLibre's PMTiles sources do the same).
-            writes.storeNoContent(pyramids[slot].resource(for: tile), cache: ResponseHeaders(headers).cacheHeaders(now: clock.now))
+            writes.storeNoContent(pyramids[slot].resource(for: tile), cache: archiveCache(headers))
             listener?.resourceDownloaded()
         case .failed(let slot, let tiles, let status, let message):
             for tile in tiles where !ended {
@@ -116,6 +117,14 @@ extension PackDownload {
             restarting = false
             run()
         }
+    }
+
+    /// The cache columns of an archive answer's tiles, parsed once for all the tiles it brought.
+    private func archiveCache(_ headers: [String: String]) -> HTTPCacheHeaders {
+        if let last = lastArchiveCache, last.headers == headers { return last.cache }
+        let cache = ResponseHeaders(headers).cacheHeaders(now: clock.now)
+        lastArchiveCache = (headers, cache)
+        return cache
     }
 
     /// Adds the archive requests and bytes counted so far to the pack's, in the writer's open batch.

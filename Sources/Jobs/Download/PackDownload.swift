@@ -67,6 +67,8 @@ public final class PackDownload {
     var archiveFetch: ArchiveTileFetch?
     /// Archive range requests and bytes not yet added to the pack's counts.
     var archiveTraffic = (requests: Int64(0), bytes: Int64(0))
+    /// The last archive answer's headers and the cache columns parsed from them.
+    var lastArchiveCache: (headers: [String: String], cache: HTTPCacheHeaders)?
     /// Restarts from a replaced archive's header so far, and whether one is under way.
     var restarts = 0
     var restarting = false
@@ -289,8 +291,8 @@ public final class PackDownload {
         }
     }
 
-    func store(_ resource: PlannedResource, _ response: FetchResponse) {
-        writes.store(resource, response) { [weak self] encoded in
+    func store(_ resource: PlannedResource, _ response: FetchResponse, cache: HTTPCacheHeaders? = nil) {
+        writes.store(resource, response, cache: cache) { [weak self] encoded in
             guard let self, !ended else { return }
             if encoded {
                 listener?.resourceDownloaded()

@@ -13,6 +13,9 @@ final class WriteQueue {
     private struct PendingEncode: @unchecked Sendable {
         let resource: PlannedResource
         let response: FetchResponse
+        /// The cache columns when the caller has them (every tile of an archive's range shares
+        /// them), else parsed from the response's headers on the pool.
+        let cache: HTTPCacheHeaders?
         /// What the write counts against `maxUncommittedBytes`.
         let cost: Int
         /// Called on the loop thread only (the pool job reads the other fields).
@@ -67,13 +70,14 @@ final class WriteQueue {
 
     /// Encodes `response`'s body on the pool and submits it; `stored` hears whether it could be
     /// encoded (a corrupt gzip body cannot).
-    func store(_ resource: PlannedResource, _ response: FetchResponse, stored: @escaping (Bool) -> Void) {
+    func store(_ resource: PlannedResource, _ response: FetchResponse, cache: HTTPCacheHeaders? = nil,
+               stored: @escaping (Bool) -> Void) {
         // Counted against the bound from now (the body is held from here until committed), but
         // marked for release only once the writer has it.
         let cost = response.body.count + Self.overheadBytes
         uncommittedBytes += cost
         encoding += 1
-        queue.append(PendingEncode(resource: resource, response: response, cost: cost, stored: stored))
+        queue.append(PendingEncode(resource: resource, response: response, cache: cache, cost: cost, stored: stored))
         startJob()
     }
 
@@ -103,7 +107,7 @@ final class WriteQueue {
                     ? StoredStyleBody.body(item.response.body, url: item.resource.url) : item.response.body
                 guard let stored = try? StoredBody.encoding(body) else { return false }
                 writes.append(ResourceWrite(key: Self.key(of: item.resource), content: .body(stored),
-                                            cache: item.response.headers.cacheHeaders(now: now), packID: packID))
+                                            cache: item.cache ?? item.response.headers.cacheHeaders(now: now), packID: packID))
                 return true
             }
             sink.submit(writes)
