@@ -24,6 +24,7 @@ struct PackdBench: ParsableCommand {
             APIBenchmark.self,
             PostgresClientBenchmark.self,
             ClusterBenchmark.self,
+            WebhookBenchmark.self,
         ]
     )
 }

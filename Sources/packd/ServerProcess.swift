@@ -87,6 +87,7 @@ struct ServerProcess {
         // The scheduler and the API know each other through two protocols: the API tells it of
         // state changes (`PackScheduling`), it tells the API what it committed (`PackActivityListener`).
         let runner = PackRunner.make(configuration, store: store, api: api, loop: loop, fetcher: fetcher, logger: logger)
+        let webhooks = WebhookSettings.dispatcher(configuration, store: store, fetcher: fetcher, api: api, loop: loop)
         let listening = ListeningAddress()
         ClusterRoutes(source: runner.statusSource(fetcher: fetcher, listen: { listening.text }, clock: api.clock), logger: Logger(label: "packd.api"))
             .register(in: &router, using: api.routes)
@@ -106,6 +107,7 @@ struct ServerProcess {
         }
         listening.text = "\(bound)"
         runner.start(listeningOn: listening.text)
+        webhooks.start()
         logger.notice("listening on \(bound)", metadata: ["database": "\(databaseName)"])
         if let portFile = configuration.portFile {
             try Data("\(bound.port)\n".utf8).write(to: URL(fileURLWithPath: portFile), options: .atomic)
@@ -121,6 +123,7 @@ struct ServerProcess {
                 // Downloads stop with their packs still `active`/`queued` in the database, so the
                 // next start continues them; then nothing is left to call the fetcher.
                 runner.shutdown()
+                webhooks.shutdown()
                 fetcher.shutdown()
                 for watcher in watchers { watcher.close() }
                 loop.stop()
