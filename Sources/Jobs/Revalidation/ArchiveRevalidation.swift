@@ -229,8 +229,8 @@ final class ArchiveRevalidation {
         }
     }
 
-    /// The new bytes against the stored copy, on a reading thread; stored either way (the new
-    /// validators are the archive's).
+    /// The new bytes against the stored copy, on a reading thread; the new validators (the
+    /// archive's) are stored either way, the bytes only when they changed.
     private func compare(_ row: StoredValidators, with bytes: [UInt8], cache: HTTPCacheHeaders) {
         comparing += 1
         let key = row.key
@@ -240,7 +240,8 @@ final class ArchiveRevalidation {
             guard !stopped else { return }
             let packID = packID
             switch comparison {
-            case .success(.same(let body)): finish(row, .unchanged(ResourceWrite(key: key, content: .body(body), cache: cache, packID: packID)))
+            // The same bytes refresh the validators only: no change, so no new version.
+            case .success(.same): finish(row, .unchanged(ResourceWrite(key: key, content: .unchangedBody, cache: cache, packID: packID)))
             case .success(.changed(let body)): finish(row, .updated(ResourceWrite(key: key, content: .body(body), cache: cache, packID: packID)))
             case .success(.undecodable): finish(row, .failed(url: Self.url(of: row), status: nil, message: "the tile could not be decoded"))
             case .failure(let error):
