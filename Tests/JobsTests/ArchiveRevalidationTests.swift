@@ -44,6 +44,9 @@ import TileFormats
         #expect(counts.unchanged == total && counts.updated == 0 && counts.removed == 0, "\(counts) of \(total)")
         let asked = upstream.rangesAsked.dropFirst(before)
         #expect(asked.count == 1 && asked.first?.ifNoneMatch == "\"v1\"")
+        let reader = try StoreReader(path: database.path)
+        #expect(try reader.pack(packID)?.version == 1 && reader.versions(of: packID).map(\.version) == [1],
+                "an unchanged archive makes no version")
     }
 
     @Test func aChangedArchiveIsComparedTileByTileAndOnlyWhatChangedIsStored() throws {
@@ -83,6 +86,17 @@ import TileFormats
             #expect(try stored.body?.decoded() == expected, "\(path)")
             #expect(stored.cache.etag == "\"v2\"", "\(path) keeps the old archive's validators")
         }
+        // The changed archive is the pack's next version, like any refresh that changed content:
+        // the tiles whose bytes differ, the one now absent; the same bytes under a new ETag are no
+        // change. Its delta from version 1 holds exactly those tiles.
+        let two = try #require(try reader.version(2, of: packID))
+        #expect(two.changedResources == Int64(changedInRegion) && two.removedResources == 1, "\(two)")
+        let delta = try reader.export(PackExportRequest(pack: packID, version: 2, since: 1),
+                                      to: database.directory.path + "/delta.db")
+        #expect(delta.tiles == Int64(changedInRegion) + 1 && delta.resources == 0, "\(delta)")
+        // Asked again, the archive is unchanged: no version.
+        _ = try Self.invalidate(database, packID)
+        #expect(try reader.pack(packID)?.version == 2 && reader.versions(of: packID).map(\.version) == [2, 1])
     }
 
     @Test func checkUpdateAsksTheArchiveWithItsValidator() throws {
