@@ -103,6 +103,8 @@ let package = Package(
                 "CSQLite",
                 "CZlib",
                 "Geo",
+                "Plan",
+                "Jobs",
                 "Fetch",
                 "Postgres",
                 "PostgresTestSupport",
@@ -146,7 +148,8 @@ let package = Package(
         // libFuzzer targets (`make fuzz`); a plain build makes `packd-fuzz TARGET FILE…`, a replay tool.
         .executableTarget(
             name: "packd-fuzz",
-            dependencies: ["Server", "Loop", "Packs", "Plan", "Geo", "Store", "Fetch", "TileFormats", .product(name: "Logging", package: "swift-log")]
+            dependencies: ["Server", "Loop", "Packs", "Plan", "Geo", "Store", "Fetch", "TileFormats", "Jobs",
+                           .product(name: "Logging", package: "swift-log")]
         ),
 
         .testTarget(name: "PacksTests", dependencies: ["Packs", "CZlib", "PackdTestSupport"]),
@@ -173,8 +176,8 @@ let package = Package(
         .testTarget(name: "StoreTests", dependencies: ["Store", "Packs", "PackdTestSupport", "packd-store-crash-writer"]),
         .testTarget(name: "StoreIOTests", dependencies: ["Store", "Packs", "CZlib", "PackdTestSupport", "TileFormats"]),
         .testTarget(name: "GeoTests", dependencies: ["Geo"]),
+        .testTarget(name: "TileFormatsTests", dependencies: ["TileFormats", "PackdTestSupport"]),
         .testTarget(name: "PlanTests", dependencies: ["Plan", "Packs", "Geo", "TileFormats"]),
-        .testTarget(name: "TileFormatsTests", dependencies: ["TileFormats"]),
         // The in-process upstream and fetch harness shared by the network tests.
         .target(name: "PackdTestSupport", dependencies: ["Packs", "Fetch", "Loop", "CZlib", "Store", "TileFormats"], path: "Tests/PackdTestSupport"),
         .testTarget(name: "FetchTests", dependencies: ["Fetch", "Packs", "Loop", "CZlib", "PackdTestSupport"]),

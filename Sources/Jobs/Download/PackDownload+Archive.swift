@@ -134,4 +134,18 @@ extension PackDownload {
         archiveTraffic = (0, 0)
         store.inBatch({ database in try database.addArchiveTraffic(packID: packID, requests: requests, bytes: bytes) }, then: nil)
     }
+
+    /// Tiles to fetch: an archive's to its `ArchiveTileFetch`, the others to fetch one URL each.
+    func queue(_ tiles: [PendingResources.Entry]) {
+        guard let archiveFetch else { return pending.append(contentsOf: tiles) }
+        var archived: [Int: [TileID]] = [:]
+        for entry in tiles {
+            if case .tile(let pyramid, let tile, _) = entry, archiveFetch.hasArchive(slot: pyramid) {
+                archived[pyramid, default: []].append(tile)
+            } else {
+                pending.append(entry)
+            }
+        }
+        for (slot, tiles) in archived { archiveFetch.add(tiles, slot: slot) }
+    }
 }

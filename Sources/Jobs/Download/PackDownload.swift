@@ -21,7 +21,7 @@ import WorkSharing
 /// `PackDownload+Archive`): through the same resolver, fetcher, bandwidth gate and writer, each
 /// request one unit of `busy`. An archive replaced while it is read restarts the download from its
 /// new header; tiles stored from the old one are fetched again (`TileVersion`).
-public final class PackDownload {
+public final class PackDownload: GlyphChoosingJob {
     /// What a download covers.
     public enum Scope: Sendable {
         /// The whole pack: documents, the plan's counts, every resource and tile.
@@ -51,6 +51,12 @@ public final class PackDownload {
     private let bandwidth: BandwidthGate?
     /// The pack's own `max_tiles`: checked against the exact count before any tile is fetched.
     public let maxTiles: Int64?
+    /// Where to download first (a whole pack's download only); the watch of its tiles, unless
+    /// it was recorded whole before (a resume keeps the order, the event is not repeated).
+    private let startArea: StartArea?
+    private var startAreaWatch: StartAreaWatch?
+    /// The start area's record is being committed: tiles beyond it wait.
+    private var startAreaRecording = false
     private let watchdog: LoopTimer
     var documentPhase: DocumentPhase?
     /// Style and TileJSON answers, stored with the fixed resources instead of being fetched again.
@@ -77,13 +83,19 @@ public final class PackDownload {
     /// Known with the plan (its budget depends on the expected count).
     var failures: FailureLedger?
     var downloading = false
+    /// With `"glyphs": "region"`: the glyph ranges to choose once every tile is stored.
+    private var glyphSubset: GlyphSubset?
+    /// Choosing them: the tiles are committed and being read.
+    var glyphSelection: GlyphSelection?
+    private var choosingGlyphs = false
     /// Everything resolved; waiting for the writer to commit before reporting.
     private var finishing = false
     var ended = false
 
     public init(packID: Int64, region: RegionDefinition, limits: PackLimits, loop: EventLoop, fetcher: Fetcher,
                 store: any PackStore, settings: DownloadSettings, clock: WallClock, owner: any JobOwner,
-                listener: (any PackActivityListener)?, scope: Scope = .pack, transferOwner: UInt64? = nil) {
+                listener: (any PackActivityListener)?, scope: Scope = .pack, transferOwner: UInt64? = nil,
+                startArea: StartArea? = nil, startAreaRecorded: Bool = false) {
         self.packID = packID
         self.scope = scope
         self.transferOwner = transferOwner ?? UInt64(bitPattern: packID)
@@ -96,6 +108,8 @@ public final class PackDownload {
         self.owner = owner
         self.listener = listener
         maxTiles = limits.maxTiles
+        if case .pack = scope { self.startArea = startArea } else { self.startArea = nil }
+        if self.startArea != nil, !startAreaRecorded { startAreaWatch = StartAreaWatch() }
         resolver = UpstreamResolver(loop: loop, fetcher: fetcher, settings: settings, policy: .download(settings),
                                     packID: packID, clock: clock, listener: listener)
         writes = WriteQueue(packID: packID, loop: loop, sink: store, settings: settings, clock: clock)
@@ -152,6 +166,8 @@ public final class PackDownload {
         // they hold, alive for good.
         documentPhase?.stop()
         documentPhase = nil
+        glyphSelection?.stop()
+        glyphSelection = nil
         resolver.stop()
         lookup?.stop()
         archiveFetch?.stop()
@@ -164,7 +180,12 @@ public final class PackDownload {
 
     // MARK: Resources
 
-    private func beginResources(_ plan: ResourcePlan, archives: [String: OpenedArchive], ranges: ResolverRanges) {
+    private func beginResources(_ documentsPlan: ResourcePlan, archives: [String: OpenedArchive], ranges: ResolverRanges) {
+        // Only a whole pack's download sees every tile stored before its glyphs: a cluster's
+        // units cannot choose, and download every range as `"glyphs": "all"` does.
+        let plan: ResourcePlan
+        if case .pack = scope { plan = documentsPlan } else { plan = documentsPlan.withEveryGlyphRange }
+        glyphSubset = plan.glyphSubset
         let counts = ExpectedCounts(resources: Int64(clamping: plan.expectedResources), tiles: Int64(clamping: plan.expectedTiles),
                                     precise: plan.isPrecise)
         expected = counts
@@ -191,8 +212,15 @@ public final class PackDownload {
         } catch {
             return end(.fail(error.packError))
         }
+        // An archive's tiles are read in the archive's order, many to a range: no start area
+        // orders them (nor waits for tiles the coalesced reads would not report to it).
+        if !versions.isEmpty { startAreaWatch = nil }
+        let order = startAreaWatch.flatMap { _ in startArea.map { TileOrder(pyramids: plan.pyramids, startArea: $0) } }
+            ?? TileOrder(pyramids: plan.pyramids, scope: unit)
         let lookup = StoredLookup(packID: packID, store: store, clock: clock, pyramids: plan.pyramids,
-                                  bandTiles: settings.lookupBatchTiles, scope: unit, versions: versions)
+                                  bandTiles: settings.lookupBatchTiles, order: order, versions: versions)
+        startAreaWatch?.onWhole = { [weak self] in self?.startAreaWhole() }
+        startAreaWatch?.onSettled = { [weak self] in self?.pump() }
         lookup.onLinked = { [weak self] progress in
             guard let self, !ended else { return }
             owner?.jobLinked(packID, progress)
@@ -216,6 +244,9 @@ public final class PackDownload {
         while busy - writes.encoding < settings.maxInFlight, !writes.isFull {
             let archiveReady = archiveFetch?.canStart == true
             guard archiveReady || !pending.isEmpty else { break }
+            // Nothing beyond the start area starts before it is settled (its tiles commit first).
+            if let watch = startAreaWatch, !watch.isSettled || startAreaRecording,
+               pending.first?.isTileOutsideStartArea == true { break }
             guard bandwidth?.allowsStart(ready: { [weak self] in self?.pump() }) ?? true else { break }
             // An archive's request first: a range holds many tiles, a leaf holds up whole bands.
             if archiveReady, archiveFetch?.startNext() == true {
@@ -224,41 +255,61 @@ public final class PackDownload {
             }
             switch pending.popFirst() {
             case .fixed(let resource): download(resource)
-            case .tile(let pyramid, let tile): download(pyramids[pyramid].resource(for: tile))
+            case .tile(let pyramid, let tile, let inStartArea):
+                download(pyramids[pyramid].resource(for: tile), inStartArea: inStartArea && startAreaWatch != nil)
             case nil: break
             }
         }
         // Look the next band up while half a band is still pending, so transfers do not wait for it.
         let queued = pending.count + (archiveFetch?.pendingTiles ?? 0)
         if queued < max(settings.maxInFlight, settings.lookupBatchTiles / 2), !lookup.lookingUp, !lookup.exhausted {
-            lookup.nextBand(deliver: { [weak self] tiles in
+            let started = lookup.nextBand(deliver: { [weak self] tiles in
                 guard let self, !ended else { return }
+                if let watch = startAreaWatch { watch.tilesQueued(tiles.filter(\.inStartArea).count) }
                 queue(tiles)
                 pump()
-            }, done: { [weak self] in
+            }, done: { [weak self, inStartArea = lookup.lookingUpStartArea] in
+                if inStartArea { self?.startAreaWatch?.bandSettled() }
                 self?.pump()
             })
+            if started { startAreaWatch?.bandStarted(inStartArea: lookup.lookingUpStartArea) } else { startAreaWatch?.walkEnded() }
         }
         if busy == 0, pending.isEmpty, lookup.exhausted, !lookup.lookingUp, archiveFetch?.isIdle ?? true {
+            if let subset = glyphSubset {
+                glyphSubset = nil
+                return chooseGlyphs(subset)
+            }
             finish()
         }
     }
 
-    /// Tiles to fetch: an archive's to its `ArchiveTileFetch`, the others to fetch one URL each.
-    private func queue(_ tiles: [PendingResources.Entry]) {
-        guard let archiveFetch else { return pending.append(contentsOf: tiles) }
-        var archived: [Int: [TileID]] = [:]
-        for entry in tiles {
-            if case .tile(let pyramid, let tile) = entry, archiveFetch.hasArchive(slot: pyramid) {
-                archived[pyramid, default: []].append(tile)
-            } else {
-                pending.append(entry)
-            }
-        }
-        for (slot, tiles) in archived { archiveFetch.add(tiles, slot: slot) }
+    /// Every tile is resolved: once the writer committed them, the stored tiles and GeoJSON say
+    /// which glyph ranges the labels need; the counts become exact, the choice is recorded, and
+    /// the needed ranges are fetched (or linked) like any fixed resource.
+    private func chooseGlyphs(_ subset: GlyphSubset) {
+        downloading = false
+        choosingGlyphs = true
+        chooseGlyphs(subset, packID: packID, store: store)
     }
 
-    private func download(_ resource: PlannedResource) {
+    func glyphsChosen(_ outcome: GlyphSelection.Outcome) {
+        guard let lookup, let before = expected else { return }
+        let counts = ExpectedCounts(resources: before.resources + Int64(outcome.needed.count), tiles: before.tiles,
+                                    precise: true)
+        expected = counts
+        guard owner?.jobPlanKnown(packID, counts) == true else { return stop() }
+        let (packID, skipped, now) = (packID, outcome.skipped, clock.now)
+        store.inBatch({ database in try database.recordSkippedGlyphRanges(packID, skipped, now: now) }, then: nil)
+        lookup.fixed(outcome.needed, refetch: []) { [weak self] toFetch in
+            guard let self, !ended else { return }
+            choosingGlyphs = false
+            pending.append(contentsOf: toFetch.map(PendingResources.Entry.fixed))
+            downloading = true
+            pump()
+        }
+    }
+
+    private func download(_ resource: PlannedResource, inStartArea: Bool = false) {
         busy += 1
         if let document = documents.removeValue(forKey: resource.url) {
             return store(resource, document)
@@ -267,11 +318,12 @@ public final class PackDownload {
             guard let self, !ended else { return }
             switch resolution {
             case .body(let response):
-                store(resource, response)
+                store(resource, response, inStartArea: inStartArea)
                 pump() // the transfer slot is free while the body is encoded
             case .noContent where resource.kind == .tile:
                 writes.storeNoContent(resource)
                 listener?.resourceDownloaded()
+                if inStartArea { startAreaWatch?.tileResolved(stored: true) }
                 resolved()
             case .noContent(let status):
                 recordFailure(resource, status: status, message: "the upstream has no content here", attempts: 1)
@@ -284,6 +336,7 @@ public final class PackDownload {
             case .rangeRefused(let error):
                 recordFailure(resource, status: nil, message: error.description, attempts: 1)
             case .failed(let status, let message, let attempts):
+                if inStartArea { startAreaWatch?.tileResolved(stored: false) }
                 recordFailure(resource, status: status, message: message, attempts: attempts)
             case .stopped:
                 break
@@ -291,9 +344,10 @@ public final class PackDownload {
         }
     }
 
-    func store(_ resource: PlannedResource, _ response: FetchResponse, cache: HTTPCacheHeaders? = nil) {
+    func store(_ resource: PlannedResource, _ response: FetchResponse, cache: HTTPCacheHeaders? = nil, inStartArea: Bool = false) {
         writes.store(resource, response, cache: cache) { [weak self] encoded in
             guard let self, !ended else { return }
+            if inStartArea { startAreaWatch?.tileResolved(stored: encoded) }
             if encoded {
                 listener?.resourceDownloaded()
                 resolved()
@@ -318,6 +372,22 @@ public final class PackDownload {
         pump()
     }
 
+    /// Every tile of the start area is resolved and handed to the writer: the open batch is
+    /// committed at once with the record that the area is whole (once: a resumed download whose
+    /// start area was recorded has no watch), then the event, then the tiles beyond it may start —
+    /// so the pack is usable around its start as soon as its own tiles are, not a batch later.
+    private func startAreaWhole() {
+        guard let startArea else { return }
+        let (packID, now) = (packID, clock.now)
+        startAreaRecording = true
+        store.write({ database in try database.recordStartAreaReady(packID, at: now) }) { [weak self] result in
+            guard let self, !ended else { return }
+            startAreaRecording = false
+            if case .success(true) = result { listener?.startAreaReady(packID, startArea, at: now) }
+            pump()
+        }
+    }
+
     /// Everything is resolved: waits for the writer to commit it, then reports.
     private func finish() {
         downloading = false
@@ -340,7 +410,7 @@ public final class PackDownload {
         guard !ended else { return }
         let accounted = fetcher.transferCount(owner: transferOwner) + resolver.retriesWaiting + writes.encoding
         let waiting = documentPhase != nil || lookup?.lookingUp == true || finishing || bandwidth?.isWaiting == true
-            || writes.isFull || restarting || (archiveFetch?.poolJobs ?? 0) > 0
+            || writes.isFull || restarting || (archiveFetch?.poolJobs ?? 0) > 0 || choosingGlyphs || startAreaRecording
         if busy > accounted || (busy == 0 && !waiting) {
             end(.fail(PackError(.internalError, "the download stalled with \(busy) resources under way, "
                                 + "\(accounted) accounted for; resume continues it")))
@@ -356,53 +426,5 @@ public final class PackDownload {
     func request(for resource: PlannedResource) -> FetchRequest {
         FetchRequest(url: resource.url, maxBodyBytes: settings.maxBodyBytes, timeouts: settings.timeouts,
                      owner: transferOwner)
-    }
-
-    /// A document phase that cannot produce a plan fails the pack with what went wrong.
-    static func packError(_ failure: DocumentFailure) -> PackError {
-        switch failure {
-        case .unavailable(let url, let status, let detail): PackError(.styleUnavailable, detail, url: url, status: status)
-        case .unauthorized(let url, let status): PackError(.upstreamUnauthorized, "the upstream refused the request", url: url, status: status)
-        case .hostNotAllowed(let url): addressRefused(url)
-        case .tooLarge(let url, let detail): PackError(.invalidDocument, detail, url: url)
-        case .invalid(let error): PackError(.invalidDocument, error.description, url: error.url)
-        case .archive(let failure): failure.packError
-        }
-    }
-
-    /// The address policy refused the connection: a configuration matter (allow the host), not
-    /// something retries fix, so the pack fails at once and says which setting is involved.
-    static func addressRefused(_ url: String) -> PackError {
-        PackError(.hostNotAllowed, "the upstream's address (or a redirect's) is loopback, private or otherwise not "
-                  + "global and no allow rule permits it (address policy: --allow-upstream-hosts)", url: url)
-    }
-}
-
-/// A download's documents come from the upstream with its retries; each answer is kept, to be
-/// stored with the fixed resources instead of fetched again.
-extension PackDownload: DocumentSource {
-    public func document(_ resource: PlannedResource, then: @escaping (Result<[UInt8], DocumentFailure>) -> Void) {
-        resolver.fetch(request(for: resource)) { [weak self] resolution in
-            switch resolution {
-            case .body(let response):
-                self?.documents[resource.url] = response
-                then(.success(response.body))
-            case .noContent(let status):
-                then(.failure(.unavailable(url: resource.url, status: status == 204 ? 404 : status,
-                                           detail: "the upstream has no content here")))
-            case .notModified(let response):
-                then(.failure(.unavailable(url: resource.url, status: response.status, detail: "HTTP \(response.status)")))
-            case .unauthorized(let status):
-                then(.failure(.unauthorized(url: resource.url, status: status)))
-            case .refused:
-                then(.failure(.hostNotAllowed(url: resource.url)))
-            case .rangeRefused(let error):
-                then(.failure(.unavailable(url: resource.url, status: nil, detail: error.description)))
-            case .failed(let status, let message, _):
-                then(.failure(.unavailable(url: resource.url, status: status, detail: message)))
-            case .stopped:
-                then(.failure(.unavailable(url: resource.url, status: nil, detail: "stopped")))
-            }
-        }
     }
 }

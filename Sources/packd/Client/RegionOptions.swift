@@ -43,6 +43,10 @@ struct RegionOptions: ParsableArguments {
     @Option(help: ArgumentHelp("Pixel ratio of a style's raster tiles and sprites (default 1).", valueName: "ratio"))
     var pixelRatio: Double?
 
+    @Option(help: ArgumentHelp("all: every glyph range of every font stack (default); region: only those the region's labels need.",
+                               valueName: "all|region"))
+    var glyphs: String?
+
     func validate() throws {
         let given = [style != nil, !tiles.isEmpty, pmtiles != nil].filter { $0 }.count
         guard given > 0 else { throw ValidationError("give --style URL, --tiles TEMPLATE or --pmtiles URL") }
@@ -74,6 +78,7 @@ struct RegionOptions: ParsableArguments {
         }
         if let geojson { region.geometry = try Self.geometry(geojson) }
         region.pixelRatio = pixelRatio
+        region.glyphs = glyphs
         return region
     }
 
