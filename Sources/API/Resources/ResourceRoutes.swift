@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import Packs
 import Server
+import TimeFormats
 
 /// `/v1/resources?url=`: preloading a resource into the ambient cache (MapLibre's
 /// `preloadData`) and reading what is stored for a URL.
