@@ -32,7 +32,7 @@ final class ScriptedUpstream: UpstreamClient, @unchecked Sendable {
             asked.append(url)
             return answers[url] ?? .success(UpstreamResponse(status: 404, body: []))
         }
-        let callback = LoopBound(completion)
+        let callback = LoopBound(completion, loop: loop)
         loop.execute { callback.value(result) }
     }
 }

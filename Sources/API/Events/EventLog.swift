@@ -50,7 +50,7 @@ public final class EventLog {
     public var backlogCount: Int { backlog.count }
 
     func append(_ event: StoredEvent) {
-        let log = LoopBound(self)
+        let log = LoopBound(self, loop: loop)
         let loop = loop
         store.logEvent(event) { error in
             loop.execute { log.value.refused(event, error) }
@@ -93,7 +93,7 @@ public final class EventLog {
         backlog.removeAll()
         retrying = true
         for event in events { append(event) }
-        let log = LoopBound(self)
+        let log = LoopBound(self, loop: loop)
         let loop = loop
         store.whenCommitted {
             loop.execute {

@@ -154,7 +154,7 @@ public final class PackDownload {
         pyramids = plan.pyramids
         failures = FailureLedger(packID: packID, store: store,
                                  budget: settings.failureBudget(expectedResources: Int(clamping: counts.resources)))
-        let lookup = StoredLookup(packID: packID, store: store, clock: clock, pyramids: plan.pyramids,
+        let lookup = StoredLookup(loop: loop, packID: packID, store: store, clock: clock, pyramids: plan.pyramids,
                                   bandTiles: settings.lookupBatchTiles, scope: unit)
         lookup.onLinked = { [weak self] progress in
             guard let self, !ended else { return }
@@ -261,7 +261,7 @@ public final class PackDownload {
     private func finish() {
         downloading = false
         finishing = true
-        let owned = LoopBound(self)
+        let owned = LoopBound(self, loop: loop)
         store.flush {
             let download = owned.value
             guard !download.ended else { return }

@@ -274,8 +274,8 @@ public final class PackRevalidation {
         let completedAt = completed ? clock.now : nil
         // Two carriers, not one of a tuple: a closure inside a tuple inside a generic value lost a
         // retain on its way through a `@Sendable` completion (Swift 6.3), freeing what it held.
-        let owned = LoopBound(self)
-        let completion = LoopBound(then)
+        let owned = LoopBound(self, loop: loop)
+        let completion = LoopBound(then, loop: loop)
         store.inBatch({ database in
             try database.recordInvalidation(packID, unchanged: unchanged, updated: updated, removed: removed,
                                             completedAt: completedAt)
