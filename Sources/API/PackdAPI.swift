@@ -70,6 +70,7 @@ public final class PackdAPI {
             .register(in: &router, using: routes)
         EstimateRoutes(store: store, loop: loop, upstream: upstreamAccess, logger: logger).register(in: &router, using: routes)
         EventRoutes(store: store, events: events, logger: logger).register(in: &router, using: routes)
+        VersionRoutes(store: store, logger: logger).register(in: &router, using: routes)
         let artifacts = ArtifactCache(directory: ArtifactDirectory(path: sharing.resolvedArtifactsDirectory()), loop: loop,
                                       configuration: ArtifactCache.Configuration(maximumBytes: sharing.artifactsMaximumBytes,
                                                                                  concurrentBuilds: sharing.concurrentTransfers))

@@ -87,6 +87,12 @@ struct ServerProcess {
         // The scheduler and the API know each other through two protocols: the API tells it of
         // state changes (`PackScheduling`), it tells the API what it committed (`PackActivityListener`).
         let runner = PackRunner.make(configuration, store: store, api: api, loop: loop, fetcher: fetcher, logger: logger)
+        // Scheduled refreshes are claimed through the store (once cluster-wide) and run by the runner.
+        let refresher = PackRefresher(loop: loop, store: store, clock: api.clock)
+        refresher.listener = api
+        refresher.scheduling = api.packs.scheduling
+        refresher.onError = { error in logger.warning("claiming due refreshes failed (retried)", metadata: ["error": "\(error)"]) }
+        api.packs.refreshes = refresher
         let webhooks = WebhookSettings.dispatcher(configuration, store: store, fetcher: fetcher, api: api, loop: loop)
         let listening = ListeningAddress()
         ClusterRoutes(source: runner.statusSource(fetcher: fetcher, listen: { listening.text }, clock: api.clock), logger: Logger(label: "packd.api"))
@@ -107,6 +113,7 @@ struct ServerProcess {
         }
         listening.text = "\(bound)"
         runner.start(listeningOn: listening.text)
+        refresher.start()
         webhooks.start()
         logger.notice("listening on \(bound)", metadata: ["database": "\(databaseName)"])
         if let portFile = configuration.portFile {
@@ -122,6 +129,7 @@ struct ServerProcess {
             server.shutdown {
                 // Downloads stop with their packs still `active`/`queued` in the database, so the
                 // next start continues them; then nothing is left to call the fetcher.
+                refresher.shutdown()
                 runner.shutdown()
                 webhooks.shutdown()
                 fetcher.shutdown()
