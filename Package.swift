@@ -44,7 +44,7 @@ let package = Package(
         .target(name: "TileFormats", dependencies: ["CZlib"]),
         .target(name: "Store", dependencies: ["Packs", "Loop", "CSQLite", "CZlib", "TileFormats"]),
         // Immutable export files: keys, build-once, the directory, eviction, digests.
-        .target(name: "Artifacts", dependencies: ["Loop", "CCrypto"]),
+        .target(name: "Artifacts", dependencies: ["Packs", "Loop", "CCrypto"]),
         // The child process StoreTests SIGKILLs mid-stream to prove crash safety.
         .executableTarget(name: "packd-store-crash-writer", dependencies: ["Store", "Packs"]),
 
