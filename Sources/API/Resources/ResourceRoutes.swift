@@ -148,7 +148,7 @@ public struct ResourceRoutes {
                 problem = (Problem(.upstreamFailed, detail: "fetching \(shown) failed: \(failure.code)"), ["url": shown])
             }
             if let stale, problem.0.status != 422 {
-                logger.notice("serving an expired copy: \(problem.0.detail)")
+                logger.notice("serving an expired copy", metadata: ["reason": "\(problem.0.detail)"])
                 return serve(url, cache: stale.resource.cache, body: stale.body, request, responder)
             }
             responder.respond(problem.0, extra: problem.1)
@@ -171,7 +171,7 @@ public struct ResourceRoutes {
             case .success(let encoded):
                 storeInAmbientCache(url, encoded.stored, cache: cache) { outcome in
                     switch outcome {
-                    case .failure(let error): logger.warning("caching a fetched resource failed: \(error)")
+                    case .failure(let error): logger.warning("caching a fetched resource failed", metadata: ["error": "\(error)"])
                     case .success(true): metrics?.downloadedResources.increment()
                     case .success(false): break
                     }
