@@ -59,12 +59,12 @@ let package = Package(
             ]
         ),
         .target(name: "Geo"),
-        .target(name: "Plan", dependencies: ["Packs", "Geo"]),
+        .target(name: "Plan", dependencies: ["Packs", "Geo", "CCurl"]),
         .target(name: "Fetch", dependencies: ["Packs", "Loop", "CCurl", "CUV", "TimeFormats"]),
         // Webhooks: Standard Webhooks signing, the retry schedule, the dispatcher sending the outbox.
         .target(
             name: "Webhooks",
-            dependencies: ["Packs", "Fetch", "Loop", "CCrypto", .product(name: "Logging", package: "swift-log")]
+            dependencies: ["Packs", "Fetch", "Loop", "CCrypto", "CCurl", .product(name: "Logging", package: "swift-log")]
         ),
         .testTarget(name: "WebhooksTests", dependencies: ["Webhooks", "Packs", "Fetch", "Loop", "Store", "PackdTestSupport"]),
         // Real `packd serve` processes sending webhooks: kill -9 at random moments, and two

@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import Packs
+import Plan
 import Server
 import TimeFormats
 
@@ -89,6 +90,11 @@ public struct ResourceRoutes {
         }
         if fetch, case .failure(let problem) = authenticator.authenticate(request, requires: .write) {
             return responder.respond(APIKeyAuthenticator.response(for: problem))
+        }
+        // A URL libcurl would refuse is not fetched (and not looked up: nothing could be stored under it).
+        if fetch, let refusal = CurlURLCheck.refusal(url) {
+            return responder.respond(Problem(.validationFailed, detail: "query parameter url: \(refusal)",
+                                             errors: [.init(parameter: "url", detail: refusal)]))
         }
         store.read({ reader -> (resource: StoredResource, body: [UInt8]?)? in
             guard let resource = try reader.resource(.resource(url: url, kind: ResourceMediaType.kind(of: url)), linkedTo: nil) else { return nil }
