@@ -59,7 +59,7 @@ let package = Package(
             ]
         ),
         .target(name: "Geo"),
-        .target(name: "Plan", dependencies: ["Packs", "Geo", "CCurl"]),
+        .target(name: "Plan", dependencies: ["Packs", "Geo", "TileFormats", "CCurl"]),
         .target(name: "Fetch", dependencies: ["Packs", "Loop", "CCurl", "CUV", "TimeFormats"]),
         // Webhooks: Standard Webhooks signing, the retry schedule, the dispatcher sending the outbox.
         .target(
@@ -74,7 +74,7 @@ let package = Package(
             dependencies: ["Postgres", "PostgresTestSupport", "PackdTestSupport", "packd"]
         ),
         // The download engine: one pack's state machine and the scheduler of packs.
-        .target(name: "Jobs", dependencies: ["Packs", "Loop", "Fetch", "Plan", "Geo", "WorkSharing", "TileFormats"]),
+        .target(name: "Jobs", dependencies: ["Packs", "Loop", "Fetch", "Plan", "Geo", "WorkSharing", "TimeFormats", "TileFormats"]),
 
         .executableTarget(
             name: "packd",
@@ -116,6 +116,7 @@ let package = Package(
                 // download-wan and cluster: the delaying tile server; download-wan: the test CA it makes.
                 "Server",
                 "PackdTestSupport",
+                "TileFormats",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -180,10 +181,10 @@ let package = Package(
         .testTarget(name: "StoreIOTests", dependencies: ["Store", "Packs", "CZlib", "PackdTestSupport", "TileFormats"]),
         .testTarget(name: "GeoTests", dependencies: ["Geo"]),
         .testTarget(name: "TileFormatsTests", dependencies: ["TileFormats", "PackdTestSupport"]),
-        .testTarget(name: "PlanTests", dependencies: ["Plan", "Packs", "Geo"]),
+        .testTarget(name: "PlanTests", dependencies: ["Plan", "Packs", "Geo", "TileFormats"]),
         // The in-process upstream and fetch harness shared by the network tests.
-        .target(name: "PackdTestSupport", dependencies: ["Packs", "Fetch", "Loop", "CZlib", "Store"], path: "Tests/PackdTestSupport"),
-        .testTarget(name: "FetchTests", dependencies: ["Fetch", "PackdTestSupport"]),
+        .target(name: "PackdTestSupport", dependencies: ["Packs", "Fetch", "Loop", "CZlib", "Store", "TileFormats", "TimeFormats"], path: "Tests/PackdTestSupport"),
+        .testTarget(name: "FetchTests", dependencies: ["Fetch", "Packs", "Loop", "CZlib", "PackdTestSupport"]),
         // Depends on `packd` so the end-to-end test finds the built server next to the test bundle.
         // The client subcommands as real processes against a real `packd serve`.
         .testTarget(name: "CLITests", dependencies: ["Packs", "API", "PackdTestSupport", "packd"]),
