@@ -92,7 +92,7 @@ public final class PackdAPI {
             // The packs gauge is counted at scrape time: one grouped query, never stale.
             store.read({ reader in try reader.packCountsByState() }) { result in
                 switch result {
-                case .failure(let error): logger.warning("counting packs for /metrics failed: \(error)")
+                case .failure(let error): logger.warning("counting packs for /metrics failed", metadata: ["error": "\(error)"])
                 case .success(let counts):
                     for state in PackState.allCases { metrics.setPacks(state: state, count: counts[state] ?? 0) }
                 }

@@ -452,7 +452,7 @@ public final class ClusterScheduler: PackScheduling {
     /// Applies `event` in the writer's open batch and, once committed, tells the listener.
     private func transition(_ packID: Int64, _ event: PackLifecycle.Event) {
         let now = clock.now
-        let owned = LoopBound(self)
+        let owned = LoopBound(self, loop: loop)
         store.inBatch({ database in try database.transition(packID, event, now: now) }) { result in
             guard case .success(.applied(let transition)) = result, transition.changesState else { return }
             owned.value.listener?.packTransitioned(packID, transition)

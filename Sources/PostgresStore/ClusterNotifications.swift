@@ -60,13 +60,13 @@ public final class ClusterNotifications {
     private func connect() {
         guard !connecting, !closed else { return }
         connecting = true
-        let url = store.url
+        let (url, loop) = (store.url, loop)
         loop.runOnThreadPool({ () -> Result<LoopBound<PostgresConnection>, any Error> in
             Result {
                 let connection = try PostgresConnection(url: url, applicationName: "packd-listen")
                 try connection.listen(EventChannel.name)
                 try connection.listen(CommitChannel.name)
-                return LoopBound(connection)
+                return LoopBound(connection, loop: loop)
             }
         }, then: { [weak self] result in
             guard let self else { return }

@@ -97,7 +97,7 @@ public final class PostgresStore: PackStore, WriterSink, @unchecked Sendable {
     public func write<T: Sendable>(_ operation: @escaping @Sendable (any StoreWriting) throws -> T,
                                    then: @escaping (Result<T, any Error>) -> Void) {
         let loop = loop
-        let completion = LoopBound(then)
+        let completion = LoopBound(then, loop: loop)
         writer.perform({ connection in try operation(connection) }) { result in
             loop.execute { completion.value(result) }
         }
@@ -107,7 +107,7 @@ public final class PostgresStore: PackStore, WriterSink, @unchecked Sendable {
     public func writeCluster<T: Sendable>(_ operation: @escaping @Sendable (PostgresStoreConnection) throws -> T,
                                           then: @escaping (Result<T, any Error>) -> Void) {
         let loop = loop
-        let completion = LoopBound(then)
+        let completion = LoopBound(then, loop: loop)
         writer.perform({ connection in try operation(connection) }) { result in
             loop.execute { completion.value(result) }
         }

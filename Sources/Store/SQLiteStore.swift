@@ -51,7 +51,7 @@ public final class SQLiteStore: PackStore, WriterSink, @unchecked Sendable {
     public func write<T: Sendable>(_ operation: @escaping @Sendable (any StoreWriting) throws -> T,
                                    then: @escaping (Result<T, any Error>) -> Void) {
         let loop = loop
-        let completion = LoopBound(then)
+        let completion = LoopBound(then, loop: loop)
         // No transaction around the whole operation: each store method is one (an import must
         // ATTACH its upload outside any).
         writer.perform({ database in try operation(database) }) { result in

@@ -44,8 +44,8 @@ enum PackRunner {
                 download: downloads.settings, transfersPerHost: downloads.clusterTransfersPerHost,
                 requestsPerSecondPerHost: downloads.fetch.requestsPerSecondPerHost))
             scheduler.listener = api
-            scheduler.onError = { what, error in logger.warning("cluster: \(what) failed (retried): \(error)") }
-            scheduler.onNotice = { logger.warning("cluster: \($0)") }
+            scheduler.onError = { what, error in logger.warning("cluster: an operation failed (retried)", metadata: ["operation": "\(what)", "error": "\(error)"]) }
+            scheduler.onNotice = { logger.warning("cluster notice", metadata: ["notice": "\($0)"]) }
             api.packs.scheduling = scheduler
             store.onCommit = { [unowned scheduler] in scheduler.committed($0) }
             let notifications = ClusterNotifications(store: store, loop: loop, lastEventID: api.events.lastEventID)
@@ -64,7 +64,7 @@ enum PackRunner {
         api.packs.scheduling = scheduler
         store.onCommit = { [unowned scheduler] in scheduler.committed($0) }
         scheduler.onResumeListingFailed = { error, attempt in
-            logger.error("listing the packs to continue failed (attempt \(attempt), retrying): \(error)")
+            logger.error("listing the packs to continue failed (retrying)", metadata: ["attempt": "\(attempt)", "error": "\(error)"])
         }
         return .single(scheduler)
     }

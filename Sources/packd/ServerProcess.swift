@@ -45,7 +45,7 @@ struct ServerProcess {
             // mode joins the cluster's node table).
             store = try PackRunner.openStore(configuration, loop: loop, onCommitOnWriter: { downloadMetrics.committed($0) })
         } catch {
-            logger.critical("cannot open the database \(databaseName): \(error)")
+            logger.critical("cannot open the database", metadata: ["database": "\(databaseName)", "error": "\(error)"])
             // The loop never ran, but its inbox handle (and whatever the store registered before
             // failing) is open: an unclosed uv loop and its handles keep each other alive.
             loop.close()
@@ -74,8 +74,8 @@ struct ServerProcess {
         }
         let abandoned = api.sharing.removeAbandonedScratchFiles()
         if !abandoned.isEmpty {
-            logger.notice("removed \(abandoned.count) scratch files of packd processes that are gone",
-                          metadata: ["directory": "\(api.sharing.scratchDirectory)"])
+            logger.notice("removed scratch files of packd processes that are gone",
+                          metadata: ["count": "\(abandoned.count)", "directory": "\(api.sharing.scratchDirectory)"])
         }
         api.register(in: &router)
         if let assets = configuration.dashboard?.load(logger: logger) {
@@ -108,7 +108,7 @@ struct ServerProcess {
         do {
             bound = try server.start(listeningOn: configuration.listen)
         } catch {
-            logger.critical("cannot listen on \(configuration.listen): \(error)")
+            logger.critical("cannot listen", metadata: ["listen": "\(configuration.listen)", "error": "\(error)"])
             throw ExitCode(1)
         }
         listening.text = "\(bound)"
@@ -123,7 +123,7 @@ struct ServerProcess {
         var watchers: [SignalWatcher] = []
         let stop: (Int32) -> Void = { signal in
             guard !server.isShuttingDown else { return }
-            logger.notice("signal \(signal): shutting down")
+            logger.notice("shutting down", metadata: ["signal": "\(signal)"])
             // Event streams never end by themselves; end them so shutdown need not wait them out.
             api.close()
             server.shutdown {

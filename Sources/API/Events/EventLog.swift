@@ -50,7 +50,7 @@ public final class EventLog {
     public var backlogCount: Int { backlog.count }
 
     func append(_ event: StoredEvent) {
-        let log = LoopBound(self)
+        let log = LoopBound(self, loop: loop)
         let loop = loop
         store.logEvent(event) { error in
             loop.execute { log.value.refused(event, error) }
@@ -59,16 +59,18 @@ public final class EventLog {
 
     private func refused(_ event: StoredEvent, _ error: any Error) {
         guard !closed else {
-            return logger.error("event \(event.id) was not logged (shutting down): \(error)")
+            return logger.error("an event was not logged (shutting down)", metadata: ["event_id": "\(event.id)", "error": "\(error)"])
         }
         let index = backlog.firstIndex { $0.id > event.id } ?? backlog.endIndex
         backlog.insert(event, at: index)
         if backlog.count > Self.maximumBacklog {
             let dropped = backlog.removeFirst()
-            logger.error("event \(dropped.id) was not logged: \(Self.maximumBacklog) events wait for the store already")
+            logger.error("an event was not logged: the backlog waiting for the store is full", metadata: [
+                "event_id": "\(dropped.id)", "backlog": "\(Self.maximumBacklog)",
+            ])
         }
         if backlog.count == 1 {
-            logger.warning("event \(event.id) was not logged, retrying until it is: \(error)")
+            logger.warning("an event was not logged, retrying until it is", metadata: ["event_id": "\(event.id)", "error": "\(error)"])
         }
         scheduleRetry()
     }
@@ -93,7 +95,7 @@ public final class EventLog {
         backlog.removeAll()
         retrying = true
         for event in events { append(event) }
-        let log = LoopBound(self)
+        let log = LoopBound(self, loop: loop)
         let loop = loop
         store.whenCommitted {
             loop.execute {
@@ -113,7 +115,7 @@ public final class EventLog {
         closed = true
         retryTimer?.close()
         retryTimer = nil
-        for event in backlog { logger.error("event \(event.id) was not logged before shutdown") }
+        for event in backlog { logger.error("an event was not logged before shutdown", metadata: ["event_id": "\(event.id)"]) }
         backlog.removeAll()
     }
 

@@ -200,7 +200,7 @@ public final class PackRoutes {
         }) { [self] result in
             switch result {
             case .failure(let error):
-                logger.error("creating a pack failed: \(error)")
+                logger.error("creating a pack failed", metadata: ["error": "\(error)"])
                 finish(.problem(Problem(.internalError, detail: "creating the pack failed; the server log has the details")))
             case .success(let document):
                 finish(HTTPResponse(status: .created, headers: [
@@ -513,7 +513,7 @@ public final class PackRoutes {
         }) { [self] result in
             switch result {
             case .failure(let error):
-                logger.warning("reading the tile limit for pack \(packID)'s event failed: \(error)")
+                logger.warning("reading the tile limit for a pack's event failed", metadata: ["pack_id": "\(packID)", "error": "\(error)"])
             case .success(nil):
                 break
             case .success(let numbers?):

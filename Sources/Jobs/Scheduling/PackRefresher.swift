@@ -75,7 +75,7 @@ public final class PackRefresher: RefreshScheduling {
             let schedule = try? RefreshSchedule(every: refresh.every)
             return (refresh, schedule, schedule?.next(after: now, random: &random) ?? now + 86_400)
         }
-        let owned = LoopBound(self)
+        let owned = LoopBound(self, loop: loop)
         store.write({ database -> [(Int64, TransitionOutcome?)] in
             try claims.map { refresh, schedule, next in
                 guard schedule != nil else {

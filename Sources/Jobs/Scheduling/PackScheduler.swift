@@ -237,7 +237,7 @@ public final class PackScheduler: PackScheduling, JobOwner {
     /// dropped, the pack would stay `active` with nothing downloading it.
     private func transition(_ packID: Int64, _ event: PackLifecycle.Event, attempt: Int = 1) {
         let now = clock.now
-        let owned = LoopBound(self)
+        let owned = LoopBound(self, loop: loop)
         store.inBatch({ database in try database.transition(packID, event, now: now) }) { result in
             let scheduler = owned.value
             switch result {
