@@ -33,8 +33,8 @@ public final class PostgresStore: PackStore, @unchecked Sendable {
     private let writer: PostgresWriterThread
     private let readers: PostgresReaderPool
     private let remoteChanges = RemoteChanges()
-    /// Loop thread only.
-    public var onCommit: ((BatchOutcome) -> Void)?
+    /// The download engine (`PackStore.commitListener`). Loop thread only.
+    public weak var commitListener: (any CommittedBatchListener)?
 
     /// Connects (blocking: call before the loop runs), migrates the schema, joins the cluster
     /// (registers this process in the node table, as `nodeName`; see `ClusterNodes`) and starts
@@ -60,7 +60,7 @@ public final class PostgresStore: PackStore, @unchecked Sendable {
                                  maximumBatchDelay: configuration.maximumBatchDelay),
             clock: clock) { outcome in
             onCommitOnWriter?(outcome)
-            loop.execute { relay.store?.onCommit?(outcome) }
+            loop.execute { relay.store?.commitListener?.committed(outcome) }
         }
         let touch = TouchRelay()
         readers = PostgresReaderPool {

@@ -42,9 +42,9 @@ import Testing
         func write<T: Sendable>(_ operation: @escaping @Sendable (any StoreWriting) throws -> T,
                                 then: @escaping (Result<T, any Error>) -> Void) { store.write(operation, then: then) }
         func readNow<T>(_ query: (any StoreReading) throws -> T) throws -> T { try store.readNow(query) }
-        var onCommit: ((BatchOutcome) -> Void)? {
-            get { store.onCommit }
-            set { store.onCommit = newValue }
+        var commitListener: (any CommittedBatchListener)? {
+            get { store.commitListener }
+            set { store.commitListener = newValue }
         }
         var committedChanges: UInt64 { store.committedChanges }
         func checkUpload(path: String, limits: UploadLimits, scratchDirectory: String) -> Result<any CheckedUpload, ImportError> {
@@ -69,8 +69,8 @@ import Testing
             let logger = Logger(label: "event-log-test") { _ in SwiftLogNoOpLogHandler() }
             let store = RefusingStore(try! SQLiteStore(path: path, loop: loop, configuration: .init(maximumBatchDelay: .milliseconds(5))),
                                       refusals: 5)
-            let broadcaster = EventBroadcaster(loop: loop)
-            made = (store, broadcaster, EventLog.attach(broadcaster, to: store, loop: loop, clock: .fixed(1_800_000_000), logger: logger))
+            let log = EventLog(store: store, loop: loop, clock: .fixed(1_800_000_000), logger: logger)
+            made = (store, EventBroadcaster(loop: loop, delivery: LocalEventDelivery(log: log)), log)
         }
         let (store, broadcaster, log) = try #require(made)
         defer {
