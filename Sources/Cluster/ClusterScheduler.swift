@@ -350,8 +350,7 @@ public final class ClusterScheduler: PackScheduling, CommittedBatchListener, Clu
                 stopPack(id)
             case .success(let record?):
                 do {
-                    let json = try JSONSerialization.jsonObject(with: Data(record.definition.utf8))
-                    pack.region = try RegionDefinition(mapLibreJSON: json)
+                    pack.region = try RegionDefinition(stored: record.definition)
                 } catch {
                     return fail(id, PackError(.invalidDocument, "the stored region definition is unreadable: \(error)"))
                 }

@@ -178,8 +178,7 @@ public final class PackScheduler: PackScheduling, JobOwner, CommittedBatchListen
         }
         let region: RegionDefinition
         do {
-            let json = try JSONSerialization.jsonObject(with: Data(record.definition.utf8))
-            region = try RegionDefinition(mapLibreJSON: json)
+            region = try RegionDefinition(stored: record.definition)
         } catch {
             return jobEnded(packID, .fail(PackError(.invalidDocument, "the stored region definition is unreadable: \(error)")))
         }
