@@ -58,8 +58,12 @@ public final class EventLog {
         guard !closed else {
             return logger.error("event \(event.id) was not logged (shutting down): \(error)")
         }
-        let index = backlog.firstIndex { $0.id > event.id } ?? backlog.endIndex
-        backlog.insert(event, at: index)
+        // Refusals come back in id order, so nearly all belong at the end: no scan of 10,000.
+        if let last = backlog.last, last.id > event.id {
+            backlog.insert(event, at: backlog.firstIndex { $0.id > event.id } ?? backlog.endIndex)
+        } else {
+            backlog.append(event)
+        }
         if backlog.count > Self.maximumBacklog {
             let dropped = backlog.removeFirst()
             logger.error("event \(dropped.id) was not logged: \(Self.maximumBacklog) events wait for the store already")
