@@ -137,6 +137,8 @@ let package = Package(
             name: "APITests",
             dependencies: [
                 "API", "Jobs", "Packs", "Server", "Loop", "Store", "CZlib", "PackdTestSupport",
+                // Store-numbered (cluster mode) event streams on a real PostgreSQL.
+                "Postgres", "PostgresStore", "PostgresTestSupport",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),

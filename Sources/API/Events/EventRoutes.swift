@@ -80,17 +80,19 @@ public struct EventRoutes {
     private static func readStart(_ reader: any StoreReading & PackExporting, packID: Int64?, lastEventID: Int64?, fromRing: Bool,
                                   delivered: Int64) throws -> EventBroadcaster.StreamStart? {
         if let packID, try reader.pack(packID) == nil { return nil }
-        if let lastEventID, fromRing { return .resume(after: lastEventID, stored: []) }
         // Read before the packs: the snapshot below is at least as new as this id. In cluster
-        // mode the store's log is ahead of what this node delivered so far.
-        let newest = max(delivered, try reader.lastEventID())
+        // mode the store's log may be ahead of what this node delivered so far (its `NOTIFY`s
+        // behind): the ring then does not hold all there is, the log does.
+        let stored = try reader.lastEventID()
+        if let lastEventID, fromRing, stored <= delivered { return .resume(after: lastEventID, stored: []) }
+        let newest = max(delivered, stored)
         // An id above any this server handed out (another database's, or a log lost with its
         // database) says nothing about what the client missed: it gets a snapshot, not a replay
         // of nothing followed by ids lower than the one it holds.
         if let lastEventID, lastEventID <= newest, let oldest = try reader.oldestEventID(), oldest <= lastEventID + 1 {
-            let stored = try reader.events(after: lastEventID, packID: packID, limit: maximumStoredReplay)
-            if stored.count < maximumStoredReplay {
-                return .resume(after: max(lastEventID, stored.last?.id ?? lastEventID), stored: EventLog.packEvents(stored))
+            let missed = try reader.events(after: lastEventID, packID: packID, limit: maximumStoredReplay)
+            if missed.count < maximumStoredReplay {
+                return .resume(after: max(lastEventID, missed.last?.id ?? lastEventID), stored: EventLog.packEvents(missed))
             }
         }
         // The all-packs stream without Last-Event-ID starts at the next event; the others start
