@@ -36,7 +36,12 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
-        .target(name: "Store", dependencies: ["Packs", "Loop", "CSQLite", "CZlib"]),
+        // Tile formats as bytes, pure: PMTiles v3 (header, directories, Hilbert ids), protobuf and
+        // Mapbox Vector Tile decoding, gzip. Read by exports, archive sources and glyph subsetting.
+        .target(name: "TileFormats", dependencies: ["CZlib"]),
+        .target(name: "Store", dependencies: ["Packs", "Loop", "CSQLite", "CZlib", "TileFormats"]),
+        // Immutable export files: keys, build-once, the directory, eviction, digests.
+        .target(name: "Artifacts", dependencies: ["Packs", "Loop", "CCrypto"]),
         // The child process StoreTests SIGKILLs mid-stream to prove crash safety.
         .executableTarget(name: "packd-store-crash-writer", dependencies: ["Store", "Packs"]),
 
@@ -44,7 +49,7 @@ let package = Package(
         .target(
             name: "API",
             dependencies: [
-                "Packs", "Jobs", "Server", "Loop", "Plan", "Geo", "CCrypto",
+                "Packs", "Jobs", "Server", "Loop", "Plan", "Geo", "CCrypto", "Artifacts",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
@@ -63,6 +68,7 @@ let package = Package(
                 "Loop",
                 "Server",
                 "API",
+                "Artifacts",
                 "Store",
                 "Fetch",
                 "Jobs",
@@ -120,23 +126,24 @@ let package = Package(
         // Real `packd serve` processes in cluster mode on a real PostgreSQL.
         .testTarget(
             name: "ClusterTests",
-            dependencies: ["Packs", "Store", "Postgres", "PostgresTestSupport", "PackdTestSupport", "packd"]
+            dependencies: ["Packs", "Store", "Artifacts", "Postgres", "PostgresTestSupport", "PackdTestSupport", "packd"]
         ),
 
         // libFuzzer targets (`make fuzz`); a plain build makes `packd-fuzz TARGET FILE…`, a replay tool.
         .executableTarget(
             name: "packd-fuzz",
-            dependencies: ["Server", "Loop", "Packs", "Plan", "Geo", "Store", "Fetch", .product(name: "Logging", package: "swift-log")]
+            dependencies: ["Server", "Loop", "Packs", "Plan", "Geo", "Store", "Fetch", "TileFormats", .product(name: "Logging", package: "swift-log")]
         ),
 
         .testTarget(name: "PacksTests", dependencies: ["Packs", "CZlib", "PackdTestSupport"]),
         // One suite of store tests, run against every store implementation (`StoreFactory.all`).
         .testTarget(name: "StoreContractTests", dependencies: ["Packs", "Store", "Loop", "Postgres", "PostgresStore", "PostgresTestSupport"]),
         .testTarget(name: "LoopTests", dependencies: ["Loop"]),
+        .testTarget(name: "ArtifactsTests", dependencies: ["Artifacts", "Loop", "PackdTestSupport"]),
         .testTarget(
             name: "APITests",
             dependencies: [
-                "API", "Jobs", "Packs", "Server", "Loop", "Store", "CZlib", "PackdTestSupport",
+                "API", "Artifacts", "Jobs", "Packs", "Server", "Loop", "Store", "CZlib", "PackdTestSupport",
                 // Store-numbered (cluster mode) event streams on a real PostgreSQL.
                 "Postgres", "PostgresStore", "PostgresTestSupport",
                 .product(name: "Logging", package: "swift-log"),
@@ -152,7 +159,7 @@ let package = Package(
             ]
         ),
         .testTarget(name: "StoreTests", dependencies: ["Store", "Packs", "PackdTestSupport", "packd-store-crash-writer"]),
-        .testTarget(name: "StoreIOTests", dependencies: ["Store", "Packs", "CZlib", "PackdTestSupport"]),
+        .testTarget(name: "StoreIOTests", dependencies: ["Store", "Packs", "CZlib", "PackdTestSupport", "TileFormats"]),
         .testTarget(name: "GeoTests", dependencies: ["Geo"]),
         .testTarget(name: "PlanTests", dependencies: ["Plan", "Packs", "Geo"]),
         // The in-process upstream and fetch harness shared by the network tests.

@@ -30,8 +30,12 @@ public final class PackEventPublisher: PackActivityListener, StoredEventListener
     /// (`transfers_in_flight`, `throttled`). nil: every pack is idle (no downloads here).
     let transferStatuses: (() -> [Int64: PackTransferStatus])?
     private var transferWatch: LoopTimer?
-    /// Told of every removed pack, this node's or (cluster mode) another's: offline serving's caches.
+    /// Told of every removed pack, this node's or (cluster mode) another's: offline serving's
+    /// caches, the artifacts.
     var removalObservers: [(Int64) -> Void] = []
+    /// Told when a pack's stored content may change under it, here or on another node: it left
+    /// `complete` (a refresh or a resumed download), or an import merged into it (the artifacts).
+    var contentChangeObservers: [(Int64) -> Void] = []
 
     /// Rolling rates of committed progress, for `bytes_per_second` and `eta_seconds`.
     private var rates = ProgressRates()
@@ -126,6 +130,7 @@ public final class PackEventPublisher: PackActivityListener, StoredEventListener
     func publishState(_ packID: Int64, state: PackState, previous: PackState?, error: PackError? = nil) {
         // A rate describes one stretch of downloading; the next starts afresh.
         if state != .active { rates.forget(packID: packID) }
+        if previous == .complete, state != .complete { contentMayChange(packID) }
         published[packID, default: PublishedPack()].state = state
         documents.invalidate(packID)
         streams.publish(.state(StateEvent(packID: packID, state: state, previousState: previous, error: error)))
@@ -142,6 +147,10 @@ public final class PackEventPublisher: PackActivityListener, StoredEventListener
         streams.publish(.packRemoved(PackRemovedEvent(packID: packID)))
     }
 
+    private func contentMayChange(_ packID: Int64) {
+        for observer in contentChangeObservers { observer(packID) }
+    }
+
     private func forget(_ packID: Int64) {
         rates.forget(packID: packID)
         published[packID] = PublishedPack(removed: true)
@@ -156,6 +165,7 @@ public final class PackEventPublisher: PackActivityListener, StoredEventListener
             if pack.added {
                 publishState(pack.record.id, state: pack.record.state, previous: nil)
             } else {
+                contentMayChange(pack.record.id)
                 // The event carries the state the pack has, not what this server last published.
                 published[pack.record.id, default: PublishedPack()].state = pack.record.state
             }
@@ -224,6 +234,7 @@ public final class PackEventPublisher: PackActivityListener, StoredEventListener
                 guard let state = try? JSONDecoder().decode(StateEvent.self, from: Data(event.payload)),
                       published[event.packID]?.removed != true else { continue }
                 if state.state != .active { rates.forget(packID: event.packID) }
+                if state.previousState == .complete, state.state != .complete { contentMayChange(event.packID) }
                 published[event.packID, default: PublishedPack()].state = state.state
             case .packRemoved:
                 guard published[event.packID]?.removed != true else { continue }
