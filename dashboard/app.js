@@ -10,10 +10,17 @@ import { PackList } from "./packs.js";
 import { regionBounds } from "./regions.js";
 import { State } from "./states.js";
 import { StorageFigures } from "./storage.js";
+import { WebhookPanel } from "./webhooks.js";
 
 const $ = (selector) => document.querySelector(selector);
 
 const storage = new StorageFigures($("#storage"));
+const webhooks = new WebhookPanel($("#webhooks"), $("#webhooks-note"));
+// Webhooks need an admin key: read only when asked for, so a read key's page makes no 403.
+$("#webhooks-show").addEventListener("click", (event) => {
+  event.target.hidden = true;
+  webhooks.start();
+});
 const keys = new KeyDialog($("#key-dialog"), $("#forget-key"));
 let maplibregl = null;
 let regionMap = null;

@@ -3,6 +3,7 @@ import Logging
 import Loop
 import Packs
 import Server
+import Webhooks
 
 /// The Store-backed API as one unit: the pack, storage, resource and event routes behind the
 /// route wrappers, the event publisher whose events are logged durably, and `/metrics`. `packd
@@ -20,6 +21,9 @@ public final class PackdAPI {
     public let events: PackEventPublisher
     public let packs: PackRoutes
     public let maintenance: PackMaintenanceRoutes
+    /// `/v1/webhooks…`; `packd` gives it the upstream address policy and its dispatcher's wake-up.
+    public let webhooks: WebhookRoutes
+    public let webhookMetrics: WebhookMetrics
     public let routes: APIRouteBuilder
     /// Scratch directory, upload limit and concurrency of the export and import endpoints.
     public var sharing = SharingSettings()
@@ -47,6 +51,15 @@ public final class PackdAPI {
         self.events = events
         packs = PackRoutes(store: store, events: events, scheduling: scheduling, clock: clock, logger: logger)
         maintenance = PackMaintenanceRoutes(store: store, packs: packs, logger: logger)
+        let webhooks = WebhookRoutes(store: store, urlPolicy: WebhookURLPolicy(), logger: logger)
+        self.webhooks = webhooks
+        webhookMetrics = WebhookMetrics(registry: routes.metrics.registry)
+        // Webhook deliveries commit with the transition or removal that causes them: the
+        // dispatcher goes at once rather than at its next poll.
+        events.engineTransitionObservers.append { [weak webhooks] transition in
+            if !WebhookTrigger.types(of: transition).isEmpty { webhooks?.wake?() }
+        }
+        events.removalObservers.append { [weak webhooks] _ in webhooks?.wake?() }
     }
 
     /// An API that makes its own publisher, numbering events on this node: for tests of the
@@ -65,6 +78,7 @@ public final class PackdAPI {
     public func register(in router: inout Router) {
         packs.register(in: &router, using: routes)
         maintenance.register(in: &router, using: routes)
+        webhooks.register(in: &router, using: routes)
         StorageRoutes(store: store, packs: packs, logger: logger).register(in: &router, using: routes)
         ResourceRoutes(store: store, authenticator: routes.authenticator, upstream: upstreamAccess, metrics: routes.metrics,
                        clock: clock, logger: logger)

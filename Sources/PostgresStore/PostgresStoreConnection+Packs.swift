@@ -224,9 +224,19 @@ extension PostgresStoreConnection {
         }
     }
 
+    /// An update newly found available is announced to webhooks in the same transaction.
     public func setUpdateAvailable(_ packID: Int64, _ available: Bool, now: Int64) throws {
-        try query("UPDATE packd_packs SET update_available = $2, update_checked_at = $3, updated_at = $3 WHERE region_id = $1",
-                  [.int8(packID), .bool(available), .int8(now)])
+        try transaction {
+            guard let before = try query("""
+                SELECT CASE WHEN update_checked_at IS NULL THEN NULL ELSE update_available END FROM packd_packs
+                WHERE region_id = $1 FOR UPDATE
+                """, [.int8(packID)]).map({ try $0.boolOrNil(0) }).first else { return }
+            try query("UPDATE packd_packs SET update_available = $2, update_checked_at = $3, updated_at = $3 WHERE region_id = $1",
+                      [.int8(packID), .bool(available), .int8(now)])
+            if WebhookTrigger.updateBecameAvailable(before: before, after: available) {
+                try enqueueWebhookMessages([.packUpdateAvailable], packID: packID)
+            }
+        }
     }
 
     public func recordFailure(packID: Int64, url: String, status: Int64?, message: String, attempts: Int64, now: Int64) throws {
@@ -283,6 +293,7 @@ extension PostgresStoreConnection {
                 try query("INSERT INTO packd_events (id, pack_id, type, data, created_at) VALUES ($1, $2, $3, $4, $5)",
                           [.int8(id), PostgresValue(packID), .text(type), .text(json), .int8(now)])
                 try query("SELECT pg_notify($1, $2)", [.text(EventChannel.name), .text(String(id))])
+                try enqueueWebhooks(forAppended: [StoredEvent(id: id, packID: packID, type: type, json: json, createdAt: now)])
                 stored = id
             } else {
                 stored = try appendEvents([StoredEvent(id: 0, packID: packID, type: type, json: json, createdAt: now)]).last ?? 0
@@ -310,6 +321,7 @@ extension PostgresStoreConnection {
             .int8(events.map(\.createdAt).max() ?? 0),
         ])
         let ids = try rows.map { try $0.int64(0) }
+        try enqueueWebhooks(forAppended: events)
         if let last = ids.last {
             try query("DELETE FROM packd_events WHERE id <= $1", [.int8(last - Self.maximumEvents)])
         }
@@ -358,6 +370,10 @@ extension PostgresStoreConnection {
     /// Every pack, every stored row, events and idempotency keys gone; settings (and nodes) stay.
     public func reset() throws {
         try transaction {
+            // Every pack's removal is announced to webhooks (the outbox and endpoints stay).
+            for packID in try query("SELECT region_id FROM packd_packs ORDER BY region_id").map({ try $0.int64(0) }) {
+                try enqueueWebhookMessages([.packRemoved], packID: packID)
+            }
             try connection.execute("""
                 DELETE FROM region_tiles; DELETE FROM region_resources; DELETE FROM regions;
                 DELETE FROM tiles; DELETE FROM resources; DELETE FROM packd_events; DELETE FROM packd_idempotency;
@@ -407,5 +423,8 @@ private struct TransitionRowsSQL: TransitionRows {
     func removeRows(_ packID: Int64) throws { _ = try connection.removePack(packID) }
     func setPackState(_ packID: Int64, state: PackState, error: PackError?, now: Int64) throws {
         try connection.setPackState(packID, state: state, error: error, now: now)
+    }
+    func enqueueWebhooks(_ types: [WebhookEventType], packID: Int64) throws {
+        try connection.enqueueWebhookMessages(types, packID: packID)
     }
 }

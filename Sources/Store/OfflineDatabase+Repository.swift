@@ -21,7 +21,8 @@ extension OfflineDatabase: SQLiteConnection, MutablePackRepository, MutableResou
         if case .delete = event {
             guard let state = try packState(packID) else { return .noSuchPack }
             guard case .success(let transition) = PackLifecycle.transition(from: state, on: event),
-                  try removePack(packID) else { return .noSuchPack }
+                  try removePack(packID, before: { try enqueueWebhookMessages(WebhookTrigger.types(of: transition), packID: packID) })
+            else { return .noSuchPack }
             return .applied(transition)
         }
         return try database.transaction {
@@ -70,6 +71,9 @@ extension OfflineDatabase {
         func removeRows(_ packID: Int64) throws { _ = try database.removePack(packID) }
         func setPackState(_ packID: Int64, state: PackState, error: PackError?, now: Int64) throws {
             try database.setPackState(packID, state: state, error: error, now: now)
+        }
+        func enqueueWebhooks(_ types: [WebhookEventType], packID: Int64) throws {
+            try database.enqueueWebhookMessages(types, packID: packID)
         }
     }
 }

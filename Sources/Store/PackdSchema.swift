@@ -100,6 +100,74 @@ public enum PackdSchema {
           completed_at INTEGER                 -- NULL while revalidating
         );
         """,
+        // Webhooks (issue 26): endpoints, the outbox of deliveries (one per message and
+        // endpoint, written in the transaction of the change they announce) and their attempts.
+        // Times are Unix milliseconds.
+        """
+        CREATE TABLE packd_webhook_endpoints (
+          id INTEGER NOT NULL PRIMARY KEY AUTOINCREMENT,
+          url TEXT NOT NULL,
+          description TEXT NOT NULL DEFAULT '',
+          events TEXT NOT NULL,                -- JSON array of event types, or ["*"]
+          pack_ids TEXT,                       -- JSON array; NULL: every pack
+          secret TEXT NOT NULL,                -- whsec_...: signs every attempt
+          previous_secret TEXT,                -- signs beside it until previous_secret_expires_at
+          previous_secret_expires_at INTEGER,
+          enabled INTEGER NOT NULL DEFAULT 1,
+          disabled_reason TEXT,
+          failing_since INTEGER,               -- first failed attempt of an unbroken run
+          created_at INTEGER NOT NULL,
+          updated_at INTEGER NOT NULL
+        );
+
+        -- One per event: what every endpoint it goes to is sent. No FK to the pack: a
+        -- pack.removed message outlives its pack.
+        CREATE TABLE packd_webhook_messages (
+          id INTEGER NOT NULL PRIMARY KEY AUTOINCREMENT,
+          message_id TEXT NOT NULL UNIQUE,     -- the webhook-id header
+          type TEXT NOT NULL,
+          pack_id INTEGER,
+          data TEXT NOT NULL,
+          created_at INTEGER NOT NULL
+        );
+
+        CREATE TABLE packd_webhook_deliveries (
+          id INTEGER NOT NULL PRIMARY KEY AUTOINCREMENT,
+          endpoint_id INTEGER NOT NULL REFERENCES packd_webhook_endpoints(id) ON DELETE CASCADE,
+          message_id INTEGER NOT NULL REFERENCES packd_webhook_messages(id) ON DELETE CASCADE,
+          state TEXT NOT NULL,                 -- pending, delivered, failed
+          attempts INTEGER NOT NULL DEFAULT 0,
+          next_attempt_at INTEGER,
+          retry_until INTEGER,                 -- a manual retry's deadline, beyond the maximum age
+          last_attempt_at INTEGER,
+          last_status INTEGER,
+          last_error TEXT,
+          delivered_at INTEGER,
+          lease_owner TEXT,                    -- the process attempting it, until lease_until
+          lease_until INTEGER,
+          created_at INTEGER NOT NULL
+        );
+
+        CREATE INDEX packd_webhook_deliveries_due ON packd_webhook_deliveries (endpoint_id, next_attempt_at, id)
+          WHERE state = 'pending';
+        CREATE INDEX packd_webhook_deliveries_pending ON packd_webhook_deliveries (created_at) WHERE state = 'pending';
+        CREATE INDEX packd_webhook_deliveries_leased ON packd_webhook_deliveries (endpoint_id) WHERE lease_until IS NOT NULL;
+        CREATE INDEX packd_webhook_deliveries_endpoint ON packd_webhook_deliveries (endpoint_id, id);
+        CREATE INDEX packd_webhook_deliveries_message ON packd_webhook_deliveries (message_id);
+        CREATE INDEX packd_webhook_deliveries_finished ON packd_webhook_deliveries (created_at) WHERE state != 'pending';
+
+        CREATE TABLE packd_webhook_attempts (
+          id INTEGER NOT NULL PRIMARY KEY AUTOINCREMENT,
+          delivery_id INTEGER NOT NULL REFERENCES packd_webhook_deliveries(id) ON DELETE CASCADE,
+          at INTEGER NOT NULL,
+          duration_ms INTEGER NOT NULL,
+          status INTEGER,
+          error TEXT,
+          response TEXT                        -- the first KiB of the answer
+        );
+
+        CREATE INDEX packd_webhook_attempts_delivery ON packd_webhook_attempts (delivery_id, id);
+        """,
     ]
 
     /// The version a fully migrated database has.

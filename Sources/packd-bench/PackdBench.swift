@@ -23,6 +23,7 @@ struct PackdBench: ParsableCommand {
             APIBenchmark.self,
             PostgresClientBenchmark.self,
             ClusterBenchmark.self,
+            WebhookBenchmark.self,
         ]
     )
 }

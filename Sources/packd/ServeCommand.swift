@@ -102,6 +102,8 @@ struct ServeCommand: ParsableCommand {
         var dashboardDir: String?
         @Option(help: "Directory holding maplibre-gl.js and maplibre-gl.css for the dashboard's maps (PACKD_MAP_LIBRARY_DIR; default: maplibre-gl/ found as the dashboard is, filled by `make dashboard-assets`; without it the dashboard has no maps).")
         var mapLibraryDir: String?
+        @Option(help: "How long a webhook delivery is retried before it fails, e.g. 3d or 12h (PACKD_WEBHOOK_MAX_AGE; default 3d).")
+        var webhookMaxAge: String?
         @Flag(help: .hidden)
         var debugRoutes = false
     }

@@ -92,6 +92,7 @@ struct ServerProcess {
         }
         api.upstream = FetcherUpstream(fetcher: fetcher)
         api.maintenance.updateChecker = PackUpdateChecker(loop: loop, fetcher: fetcher, store: store)
+        let webhooks = WebhookSettings.dispatcher(configuration, store: store, fetcher: fetcher, api: api, loop: loop)
         let listening = ListeningAddress()
         ClusterRoutes(source: runner.statusSource(fetcher: fetcher, listen: { listening.text }, clock: api.clock), logger: Logger(label: "packd.api"))
             .register(in: &router, using: api.routes)
@@ -110,6 +111,7 @@ struct ServerProcess {
         }
         listening.text = "\(bound)"
         runner.start(listeningOn: listening.text)
+        webhooks.start()
         logger.notice("listening on \(bound)", metadata: ["database": "\(databaseName)"])
         if let portFile = configuration.portFile {
             try Data("\(bound.port)\n".utf8).write(to: URL(fileURLWithPath: portFile), options: .atomic)
@@ -125,6 +127,7 @@ struct ServerProcess {
                 // Downloads stop with their packs still `active`/`queued` in the database, so the
                 // next start continues them; then nothing is left to call the fetcher.
                 runner.shutdown()
+                webhooks.shutdown()
                 fetcher.shutdown()
                 for watcher in watchers { watcher.close() }
                 loop.stop()

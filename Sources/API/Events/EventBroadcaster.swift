@@ -127,12 +127,12 @@ public final class EventBroadcaster: @unchecked Sendable {
         emit(kind, packID: packID, payload: payload)
     }
 
-    /// `publish` from any thread; the event is emitted on the loop thread soon after.
     /// Publishes a wire event (encoded once, here, with sorted keys). Loop thread only.
     public func publish(_ event: PackEvent) {
         publish(event.kind, packID: event.packID, payload: JSONBody.encode(event.payload))
     }
 
+    /// `publish` from any thread; the event is emitted on the loop thread soon after.
     public func publishFromAnyThread(_ kind: PackEvent.Kind, packID: Int64, payload: [UInt8]) {
         loop.execute { [self] in publish(kind, packID: packID, payload: payload) }
     }

@@ -33,6 +33,9 @@ public final class PackEventPublisher: PackActivityListener, StoredEventListener
     /// Told of every removed pack, this node's or (cluster mode) another's: offline serving's
     /// caches, the artifacts.
     var removalObservers: [(Int64) -> Void] = []
+    /// Told of each transition the download engine committed, after its events (webhook
+    /// deliveries committed with it wake their dispatcher).
+    var engineTransitionObservers: [(PackLifecycle.Transition) -> Void] = []
     /// Told when a pack's stored content may change under it, here or on another node: it left
     /// `complete` (a refresh or a resumed download), or an import merged into it (the artifacts).
     var contentChangeObservers: [(Int64) -> Void] = []
@@ -177,6 +180,7 @@ public final class PackEventPublisher: PackActivityListener, StoredEventListener
 
     public func packTransitioned(_ packID: Int64, _ transition: PackLifecycle.Transition) {
         publish(transition, packID: packID)
+        for observer in engineTransitionObservers { observer(transition) }
     }
 
     /// Publishes committed progress in the same `progress` shape `GET /v1/packs/{id}` returns, so

@@ -1,6 +1,6 @@
 /// A pack as a store keeps it: MapLibre's region (definition + description) plus packd's own
 /// columns (state, name, error, limits, expected counts, update check, last revalidation).
-public struct PackRecord: Sendable, Equatable {
+public struct PackRecord: Sendable, Equatable, Codable {
     public var id: Int64
     public var name: String
     public var state: PackState

@@ -28,6 +28,6 @@ public protocol ResourceSink: AnyObject, Sendable {
 }
 
 /// The reads of a store: packs and stored resources.
-public typealias StoreReading = PackRepository & ResourceIndex
+public typealias StoreReading = PackRepository & ResourceIndex & WebhookRepository
 /// The writes of a store's one writer (which may read in the same transaction).
-public typealias StoreWriting = MutablePackRepository & MutableResourceIndex & PackImporting
+public typealias StoreWriting = MutablePackRepository & MutableResourceIndex & PackImporting & MutableWebhookRepository

@@ -7,11 +7,17 @@ public protocol TransitionRows {
     func storeExpected(_ packID: Int64, _ counts: ExpectedCounts, now: Int64) throws
     func removeRows(_ packID: Int64) throws
     func setPackState(_ packID: Int64, state: PackState, error: PackError?, now: Int64) throws
+    /// Writes the webhook outbox rows of `types` about the pack as it is now (`WebhookTrigger`).
+    func enqueueWebhooks(_ types: [WebhookEventType], packID: Int64) throws
 }
 
 extension PackLifecycle.Transition {
-    /// Performs the storage actions, then stores the new state and error when they change.
+    /// Performs the storage actions, then stores the new state and error when they change. The
+    /// webhook messages the transition causes are written in the same transaction: after the
+    /// new state (their `data` shows it), or before the rows go for a deletion.
     public func record(_ packID: Int64, in rows: some TransitionRows, now: Int64) throws {
+        let webhooks = WebhookTrigger.types(of: self)
+        if WebhookTrigger.precedesStorageActions(self) { try rows.enqueueWebhooks(webhooks, packID: packID) }
         for action in storageActions {
             switch action {
             case .clearFailures: try rows.clearFailures(packID: packID)
@@ -24,5 +30,6 @@ extension PackLifecycle.Transition {
         if let to, changesState {
             try rows.setPackState(packID, state: to, error: error, now: now)
         }
+        if !WebhookTrigger.precedesStorageActions(self) { try rows.enqueueWebhooks(webhooks, packID: packID) }
     }
 }
