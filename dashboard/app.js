@@ -122,6 +122,7 @@ function listen() {
     storage.refreshSoon();
   });
   on("resource_error", (data) => packs.resourceFailed(data));
+  on("version_created", (data) => { if (!packs.versionCreated(data)) refreshPack(data.pack_id); });
 }
 
 async function loadPacks() {

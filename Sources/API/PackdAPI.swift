@@ -40,16 +40,18 @@ public final class PackdAPI {
     }
 
     /// `events` is the publisher made for `store` (and given to the engine); `scheduling` the
-    /// engine that runs the downloads, nil for an API that only keeps state. Loop thread only.
+    /// engine that runs the downloads, nil for an API that only keeps state; `refreshes` what
+    /// runs scheduled refreshes (nil: none run). Loop thread only.
     public init(store: any PackStore, loop: EventLoop, clock: WallClock = .system, events: PackEventPublisher,
-                scheduling: (any PackScheduling)?, routes: APIRouteBuilder, logger: Logger = Logger(label: "packd.api")) {
+                scheduling: (any PackScheduling)?, refreshes: (any RefreshScheduling)? = nil, routes: APIRouteBuilder,
+                logger: Logger = Logger(label: "packd.api")) {
         self.store = store
         self.loop = loop
         self.clock = clock
         self.routes = routes
         self.logger = logger
         self.events = events
-        packs = PackRoutes(store: store, events: events, scheduling: scheduling, clock: clock, logger: logger)
+        packs = PackRoutes(store: store, events: events, scheduling: scheduling, refreshes: refreshes, clock: clock, logger: logger)
         maintenance = PackMaintenanceRoutes(store: store, packs: packs, logger: logger)
         let webhooks = WebhookRoutes(store: store, urlPolicy: WebhookURLPolicy(), logger: logger)
         self.webhooks = webhooks
@@ -85,6 +87,7 @@ public final class PackdAPI {
             .register(in: &router, using: routes)
         EstimateRoutes(store: store, loop: loop, upstream: upstreamAccess, logger: logger).register(in: &router, using: routes)
         EventRoutes(store: store, events: events.streams, logger: logger).register(in: &router, using: routes)
+        VersionRoutes(store: store, logger: logger).register(in: &router, using: routes)
         let artifacts = ArtifactCache(directory: ArtifactDirectory(path: sharing.resolvedArtifactsDirectory()), loop: loop,
                                       configuration: ArtifactCache.Configuration(maximumBytes: sharing.artifactsMaximumBytes,
                                                                                  concurrentBuilds: sharing.concurrentTransfers))

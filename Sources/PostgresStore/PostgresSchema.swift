@@ -1,3 +1,5 @@
+import Packs
+
 /// The cluster-mode database: what a packd SQLite file holds — MapLibre schema 6's facts
 /// (resources, tiles, regions and their links) and packd's tables — plus the tables that let
 /// several nodes share the work (nodes, work units), all in the PostgreSQL schema `packd`, so
@@ -312,6 +314,57 @@ public enum PostgresSchema {
 
         CREATE INDEX packd_webhook_attempts_delivery ON packd_webhook_attempts (delivery_id, id);
         """,
+        // 2 → 3: pack versions, as `PackdSchema`'s 3 → 4. Changes are numbered from a sequence; a
+        // batch numbering changes holds the `changes` advisory lock shared, a cut holds it alone,
+        // so every change numbered below a cut's boundary has committed when the cut reads them.
+        """
+        ALTER TABLE packd_packs ADD COLUMN version bigint NOT NULL DEFAULT 0;
+
+        CREATE TABLE packd_versions (
+          pack_id bigint NOT NULL REFERENCES packd_packs (region_id) ON DELETE CASCADE,
+          version bigint NOT NULL,
+          created_at bigint NOT NULL,
+          change_boundary bigint NOT NULL,
+          resources bigint NOT NULL,
+          tiles bigint NOT NULL,
+          bytes bigint NOT NULL,
+          changed_resources bigint NOT NULL,
+          changed_bytes bigint NOT NULL,
+          removed_resources bigint NOT NULL,
+          name text NOT NULL,
+          description bytea,
+          PRIMARY KEY (pack_id, version)
+        );
+
+        CREATE SEQUENCE packd_changes AS bigint;
+        CREATE TABLE packd_resource_changes (
+          resource_id bigint PRIMARY KEY REFERENCES resources (id) ON DELETE CASCADE,
+          change bigint NOT NULL
+        );
+        CREATE INDEX packd_resource_changes_change ON packd_resource_changes (change);
+        CREATE TABLE packd_tile_changes (
+          tile_id bigint PRIMARY KEY REFERENCES tiles (id) ON DELETE CASCADE,
+          change bigint NOT NULL
+        );
+        CREATE INDEX packd_tile_changes_change ON packd_tile_changes (change);
+
+        INSERT INTO packd_meta (key, value) VALUES ('versions_cut_through', '1');
+        SELECT nextval('packd_changes');
+
+        INSERT INTO packd_versions (pack_id, version, created_at, change_boundary, resources, tiles, bytes,
+                                    changed_resources, changed_bytes, removed_resources, name, description)
+        SELECT p.region_id, 1, coalesce(p.completed_at, p.updated_at), 1, g.completed_resources, g.completed_tiles,
+               g.completed_bytes, g.completed_resources, g.completed_bytes, 0, p.name, r.description
+        FROM packd_packs p JOIN packd_progress g ON g.pack_id = p.region_id JOIN regions r ON r.id = p.region_id
+        WHERE p.state = '\(PackState.complete.rawValue)';
+        UPDATE packd_packs SET version = 1 WHERE state = '\(PackState.complete.rawValue)';
+        """,
+        // 3 → 4: scheduled refresh, as `PackdSchema`'s 4 → 5.
+        """
+        ALTER TABLE packd_packs ADD COLUMN refresh_every text;
+        ALTER TABLE packd_packs ADD COLUMN next_refresh_at bigint;
+        CREATE INDEX packd_packs_next_refresh ON packd_packs (next_refresh_at) WHERE next_refresh_at IS NOT NULL;
+        """,
     ]
 
     /// The version a fully migrated database has.
@@ -343,4 +396,8 @@ enum AdvisoryLock: Int32 {
     /// Transaction lock while a batch may add distinct tiles under a global tile limit, so the
     /// limit holds exactly across nodes.
     case tileLimit = 4
+    /// Held shared by a transaction numbering changes of stored rows, alone by one cutting
+    /// versions: a cut's boundary is above every change that committed before it, below every
+    /// change that commits after.
+    case changes = 5
 }

@@ -17,10 +17,13 @@ public final class PostgresStore: PackStore, @unchecked Sendable {
     public struct Configuration: Sendable {
         public var maximumBatchCount: Int
         public var maximumBatchDelay: Duration
+        /// Versions kept per pack (`--keep-versions`) when this node cuts one.
+        public var keepVersions: Int
 
-        public init(maximumBatchCount: Int = 256, maximumBatchDelay: Duration = .milliseconds(50)) {
+        public init(maximumBatchCount: Int = 256, maximumBatchDelay: Duration = .milliseconds(50), keepVersions: Int = 3) {
             self.maximumBatchCount = maximumBatchCount
             self.maximumBatchDelay = maximumBatchDelay
+            self.keepVersions = max(1, keepVersions)
         }
     }
 
@@ -50,8 +53,12 @@ public final class PostgresStore: PackStore, @unchecked Sendable {
         self.node = node
         let units = units
         let relay = CommitRelay()
+        let keepVersions = configuration.keepVersions
         let connectWriter: @Sendable () throws -> PostgresStoreConnection = {
-            try PostgresStoreConnection(url: url, node: node, applicationName: "packd-writer", units: units)
+            let connection = try PostgresStoreConnection(url: url, node: node, applicationName: "packd-writer", units: units)
+            connection.keepVersions = keepVersions
+            connection.clock = clock
+            return connection
         }
         let first = try connectWriter()
         writer = PostgresWriterThread(

@@ -9,7 +9,8 @@ extension PostgresStoreConnection {
         SELECT p.region_id, p.name, p.state, p.error, p.context, r.definition, p.created_at, p.updated_at,
                p.completed_at, p.limits, p.expected_resources, p.expected_tiles, p.expected_is_precise,
                p.update_available, p.update_checked_at,
-               i.unchanged, i.updated, i.removed, i.started_at, i.completed_at
+               i.unchanged, i.updated, i.removed, i.started_at, i.completed_at, p.version,
+               p.refresh_every, p.next_refresh_at
         FROM packd_packs p JOIN regions r ON r.id = p.region_id
         LEFT JOIN packd_invalidations i ON i.pack_id = p.region_id
         """
@@ -31,7 +32,8 @@ extension PostgresStoreConnection {
                           limits: try row.stringOrNil(9).flatMap(PackRecord.decodeLimits) ?? PackLimits(),
                           expectedResources: try row.int64(10), expectedTiles: try row.int64(11),
                           expectedIsPrecise: try row.bool(12), updateAvailable: try row.bool(13),
-                          updateCheckedAt: try row.int64OrNil(14), invalidation: invalidation)
+                          updateCheckedAt: try row.int64OrNil(14), invalidation: invalidation, version: try row.int64(20),
+                          refreshEvery: try row.stringOrNil(21), nextRefreshAt: try row.int64OrNil(22))
     }
 
     // MARK: PackRepository
@@ -153,12 +155,14 @@ extension PostgresStoreConnection {
             }
             try query("""
                 INSERT INTO packd_packs (region_id, name, state, error, context, created_at, updated_at, completed_at,
-                  limits, expected_resources, expected_tiles, expected_is_precise, update_available)
-                VALUES ($1, $2, $3, $4, $5, $6, $6, NULL, $7, $8, $9, $10, $11)
+                  limits, expected_resources, expected_tiles, expected_is_precise, update_available, refresh_every,
+                  next_refresh_at)
+                VALUES ($1, $2, $3, $4, $5, $6, $6, NULL, $7, $8, $9, $10, $11, $12, $13)
                 """, [.int8(id), .text(record.name), .text(record.state.rawValue),
                       PostgresValue(record.error.flatMap(PackRecord.encodeJSON)), PostgresValue(record.context), .int8(now),
                       PostgresValue(PackRecord.encodeJSON(record.limits)), .int8(record.expectedResources),
-                      .int8(record.expectedTiles), .bool(record.expectedIsPrecise), .bool(record.updateAvailable)])
+                      .int8(record.expectedTiles), .bool(record.expectedIsPrecise), .bool(record.updateAvailable),
+                      PostgresValue(record.refreshEvery), PostgresValue(record.nextRefreshAt)])
             try query("INSERT INTO packd_progress (pack_id) VALUES ($1)", [.int8(id)])
             return id
         }
@@ -182,11 +186,11 @@ extension PostgresStoreConnection {
             case .failure(let refusal):
                 return .refused(refusal)
             case .success(let transition):
-                try transition.record(packID, in: TransitionRowsSQL(connection: self), now: now)
+                let recorded = try transition.record(packID, in: TransitionRowsSQL(connection: self), now: now)
                 // Work units belong to one stretch of being active: a pack that continues later
                 // is planned and cut anew (its units skip what is stored).
                 if let next = transition.to, transition.changesState, next != .active { try forgetWorkUnits(packID) }
-                return .applied(transition)
+                return .applied(recorded)
             }
         }
     }
@@ -423,6 +427,9 @@ private struct TransitionRowsSQL: TransitionRows {
     func removeRows(_ packID: Int64) throws { _ = try connection.removePack(packID) }
     func setPackState(_ packID: Int64, state: PackState, error: PackError?, now: Int64) throws {
         try connection.setPackState(packID, state: state, error: error, now: now)
+    }
+    func recordVersion(_ packID: Int64, now: Int64) throws -> [PackVersion] {
+        try connection.cutVersions(completing: packID, now: now)
     }
     func enqueueWebhooks(_ types: [WebhookEventType], packID: Int64) throws {
         try connection.enqueueWebhookMessages(types, packID: packID)

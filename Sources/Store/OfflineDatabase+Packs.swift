@@ -16,12 +16,13 @@ extension OfflineDatabase {
             let id = database.lastInsertedRowID
             try database.execute("""
                 INSERT INTO packd_packs (region_id, name, state, error, context, created_at, updated_at, completed_at,
-                  limits, expected_resources, expected_tiles, expected_is_precise, update_available)
-                VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6, NULL, ?7, ?8, ?9, ?10, ?11)
+                  limits, expected_resources, expected_tiles, expected_is_precise, update_available, refresh_every, next_refresh_at)
+                VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6, NULL, ?7, ?8, ?9, ?10, ?11, ?12, ?13)
                 """, [.integer(id), .text(pack.name), .text(pack.state.rawValue), DatabaseValue(pack.error.flatMap(PackRecord.encodeJSON)),
                       DatabaseValue(pack.context), .integer(now), DatabaseValue(PackRecord.encodeJSON(pack.limits)),
                       .integer(pack.expectedResources), .integer(pack.expectedTiles),
-                      DatabaseValue(pack.expectedIsPrecise), DatabaseValue(pack.updateAvailable)])
+                      DatabaseValue(pack.expectedIsPrecise), DatabaseValue(pack.updateAvailable),
+                      DatabaseValue(pack.refreshEvery), DatabaseValue(pack.nextRefreshAt)])
             try database.execute("INSERT INTO packd_progress (pack_id) VALUES (?1)", [.integer(id)])
             return id
         }

@@ -168,6 +168,59 @@ public enum PackdSchema {
 
         CREATE INDEX packd_webhook_attempts_delivery ON packd_webhook_attempts (delivery_id, id);
         """,
+        // 3 → 4: pack versions (`PackVersion`). The change sequence numbers every change of a
+        // stored row's content and every row linked to a pack that has a version; a row's last
+        // number is kept beside MapLibre's tables (whose schema stays 6), and goes with the row.
+        // Packs complete before this migration start at version 1, cut now.
+        """
+        ALTER TABLE packd_packs ADD COLUMN version INTEGER NOT NULL DEFAULT 0;
+
+        CREATE TABLE packd_versions (
+          pack_id INTEGER NOT NULL REFERENCES packd_packs(region_id) ON DELETE CASCADE,
+          version INTEGER NOT NULL,
+          created_at INTEGER NOT NULL,         -- Unix seconds, increasing along a pack's versions
+          change_boundary INTEGER NOT NULL,    -- the change sequence when it was cut
+          resources INTEGER NOT NULL,
+          tiles INTEGER NOT NULL,
+          bytes INTEGER NOT NULL,
+          changed_resources INTEGER NOT NULL,
+          changed_bytes INTEGER NOT NULL,
+          removed_resources INTEGER NOT NULL,
+          name TEXT NOT NULL,
+          description BLOB,                    -- the region description exports carry
+          PRIMARY KEY (pack_id, version)
+        );
+
+        CREATE TABLE packd_resource_changes (
+          resource_id INTEGER NOT NULL PRIMARY KEY REFERENCES resources(id) ON DELETE CASCADE,
+          change INTEGER NOT NULL
+        );
+        CREATE INDEX packd_resource_changes_change ON packd_resource_changes (change);
+
+        CREATE TABLE packd_tile_changes (
+          tile_id INTEGER NOT NULL PRIMARY KEY REFERENCES tiles(id) ON DELETE CASCADE,
+          change INTEGER NOT NULL
+        );
+        CREATE INDEX packd_tile_changes_change ON packd_tile_changes (change);
+
+        -- The sequence's last value, and how far every complete pack's versions account for it.
+        INSERT INTO packd_meta (key, value) VALUES ('change_sequence', 1), ('versions_cut_through', 1);
+
+        INSERT INTO packd_versions (pack_id, version, created_at, change_boundary, resources, tiles, bytes,
+                                    changed_resources, changed_bytes, removed_resources, name, description)
+        SELECT p.region_id, 1, coalesce(p.completed_at, p.updated_at), 1, g.completed_resources, g.completed_tiles,
+               g.completed_bytes, g.completed_resources, g.completed_bytes, 0, p.name, r.description
+        FROM packd_packs p JOIN packd_progress g ON g.pack_id = p.region_id JOIN regions r ON r.id = p.region_id
+        WHERE p.state = '\(PackState.complete.rawValue)';
+        UPDATE packd_packs SET version = 1 WHERE state = '\(PackState.complete.rawValue)';
+        """,
+        // 4 → 5: scheduled refresh (`"refresh": {"every": "P7D"}`): the interval as posted and
+        // when it is next due, found through a partial index of the packs that have one.
+        """
+        ALTER TABLE packd_packs ADD COLUMN refresh_every TEXT;
+        ALTER TABLE packd_packs ADD COLUMN next_refresh_at INTEGER;
+        CREATE INDEX packd_packs_next_refresh ON packd_packs (next_refresh_at) WHERE next_refresh_at IS NOT NULL;
+        """,
     ]
 
     /// The version a fully migrated database has.

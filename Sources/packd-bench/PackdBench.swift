@@ -15,6 +15,7 @@ struct PackdBench: ParsableCommand {
             JSONBenchmark.self,
             ExportBenchmark.self,
             ArtifactsBenchmark.self,
+            DeltaBenchmark.self,
             GeoBenchmark.self,
             FetchBenchmark.self,
             DownloadBenchmark.self,

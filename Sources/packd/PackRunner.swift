@@ -23,11 +23,13 @@ enum PackRunner {
                           onCommitOnWriter: @escaping @Sendable (BatchOutcome) -> Void) throws -> any PackStore {
         if let cluster = configuration.cluster {
             return try PostgresStore(url: cluster.url, loop: loop, nodeName: "\(ProcessInfo.processInfo.hostName)/\(getpid())",
-                                     version: BuildInfo.version, onCommitOnWriter: onCommitOnWriter)
+                                     version: BuildInfo.version, configuration: .init(keepVersions: configuration.keepVersions),
+                                     onCommitOnWriter: onCommitOnWriter)
         }
         // Room held back for the state changes and events of a full disk (`StorageReserve`).
-        let writer = WriterThread.Configuration(pageSize: configuration.databasePageSize,
+        var writer = WriterThread.Configuration(pageSize: configuration.databasePageSize,
                                                 storageReserveBytes: WriterThread.Configuration.defaultStorageReserveBytes)
+        writer.keepVersions = configuration.keepVersions
         return try SQLiteStore(path: configuration.databasePath, loop: loop, configuration: writer,
                                onCommitOnWriter: onCommitOnWriter)
     }

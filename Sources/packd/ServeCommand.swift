@@ -20,6 +20,8 @@ struct ServeCommand: ParsableCommand {
         var database: String?
         @Option(help: "SQLite page size in bytes of a database packd creates, a power of two from 512 to 65536; an existing file keeps its own (PACKD_DATABASE_PAGE_SIZE; default 16384).")
         var databasePageSize: String?
+        @Option(help: "Versions kept per pack; older ones are no longer retained, their exports gone (PACKD_KEEP_VERSIONS; default 3).")
+        var keepVersions: String?
         @Option(help: "Directory of the immutable export artifacts of pack versions (PACKD_ARTIFACTS_DIR; default: beside the SQLite database, <name>-artifacts; in cluster mode ./packd-artifacts, one per node).")
         var artifactsDir: String?
         @Option(help: "Byte budget of the artifacts directory; least recently used artifacts are removed beyond it (PACKD_ARTIFACTS_MAX_BYTES; default unlimited).")

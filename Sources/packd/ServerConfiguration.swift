@@ -28,6 +28,8 @@ struct ServerConfiguration {
     var databasePath: String
     /// The page size of a database packd creates.
     var databasePageSize = WriterThread.Configuration.defaultPageSize
+    /// Versions kept per pack (`--keep-versions`).
+    var keepVersions = 3
     /// Where artifacts are kept, and their byte budget (nil: unlimited).
     var artifactsDirectory: String
     var artifactsMaximumBytes: Int?
@@ -87,6 +89,7 @@ struct ServerConfiguration {
             }
             databasePageSize = size
         }
+        keepVersions = try source.count(options.keepVersions, "KEEP_VERSIONS", 1...1_000) ?? keepVersions
         if let database, PostgresURL.looksLikeURL(database.text) {
             cluster = try ClusterConfiguration(url: database, options: options, source: source)
             databasePath = ""

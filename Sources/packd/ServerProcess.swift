@@ -68,8 +68,13 @@ struct ServerProcess {
             configuration: configuration.events, metrics: metrics,
             transfers: { [unowned fetcher] in PackTransferStatuses.of(fetcher) }, logger: apiLogger)
         let runner = PackRunner.make(configuration, store: store, events: events, loop: loop, fetcher: fetcher, logger: logger)
+        // Scheduled refreshes are claimed through the store (once cluster-wide), published like
+        // the engine's transitions and run by the runner's scheduler.
+        let refresher = PackRefresher(
+            loop: loop, store: store, listener: events, scheduling: runner.scheduling,
+            onError: { error in logger.warning("claiming due refreshes failed (retried)", metadata: ["error": "\(error)"]) })
         let api = PackdAPI(
-            store: store, loop: loop, events: events, scheduling: runner.scheduling,
+            store: store, loop: loop, events: events, scheduling: runner.scheduling, refreshes: refresher,
             routes: APIRouteBuilder(authenticator: configuration.authenticator, cors: configuration.cors, metrics: metrics),
             logger: apiLogger)
         api.offlinePublicURL = configuration.publicURL
@@ -111,6 +116,7 @@ struct ServerProcess {
         }
         listening.text = "\(bound)"
         runner.start(listeningOn: listening.text)
+        refresher.start()
         webhooks.start()
         logger.notice("listening on \(bound)", metadata: ["database": "\(databaseName)"])
         if let portFile = configuration.portFile {
@@ -126,6 +132,7 @@ struct ServerProcess {
             server.shutdown {
                 // Downloads stop with their packs still `active`/`queued` in the database, so the
                 // next start continues them; then nothing is left to call the fetcher.
+                refresher.shutdown()
                 runner.shutdown()
                 webhooks.shutdown()
                 fetcher.shutdown()

@@ -36,9 +36,6 @@ public final class PackEventPublisher: PackActivityListener, StoredEventListener
     /// Told of each transition the download engine committed, after its events (webhook
     /// deliveries committed with it wake their dispatcher).
     var engineTransitionObservers: [(PackLifecycle.Transition) -> Void] = []
-    /// Told when a pack's stored content may change under it, here or on another node: it left
-    /// `complete` (a refresh or a resumed download), or an import merged into it (the artifacts).
-    var contentChangeObservers: [(Int64) -> Void] = []
 
     /// Rolling rates of committed progress, for `bytes_per_second` and `eta_seconds`.
     private var rates = ProgressRates()
@@ -126,6 +123,19 @@ public final class PackEventPublisher: PackActivityListener, StoredEventListener
             default: break
             }
         }
+        // The versions its completion cut: this pack's, and those of packs sharing rows it changed.
+        publishVersions(transition.createdVersions)
+    }
+
+    /// A `version_created` event (and a log line) per version cut, by a completion or an import.
+    func publishVersions(_ versions: [PackVersion]) {
+        for version in versions {
+            documents.invalidate(version.packID)
+            streams.publish(.versionCreated(VersionCreatedEvent(packID: version.packID, version: PackVersionSummary(version))))
+            logger.info("pack version created", metadata: ["pack_id": "\(version.packID)", "version": "\(version.version)",
+                                                           "changed_resources": "\(version.changedResources)",
+                                                           "removed_resources": "\(version.removedResources)"])
+        }
     }
 
     /// A `state` event: never coalesced; the delivery makes it durable. `previous` is nil for a
@@ -133,7 +143,6 @@ public final class PackEventPublisher: PackActivityListener, StoredEventListener
     func publishState(_ packID: Int64, state: PackState, previous: PackState?, error: PackError? = nil) {
         // A rate describes one stretch of downloading; the next starts afresh.
         if state != .active { rates.forget(packID: packID) }
-        if previous == .complete, state != .complete { contentMayChange(packID) }
         published[packID, default: PublishedPack()].state = state
         documents.invalidate(packID)
         streams.publish(.state(StateEvent(packID: packID, state: state, previousState: previous, error: error)))
@@ -150,10 +159,6 @@ public final class PackEventPublisher: PackActivityListener, StoredEventListener
         streams.publish(.packRemoved(PackRemovedEvent(packID: packID)))
     }
 
-    private func contentMayChange(_ packID: Int64) {
-        for observer in contentChangeObservers { observer(packID) }
-    }
-
     private func forget(_ packID: Int64) {
         rates.forget(packID: packID)
         published[packID] = PublishedPack(removed: true)
@@ -168,7 +173,6 @@ public final class PackEventPublisher: PackActivityListener, StoredEventListener
             if pack.added {
                 publishState(pack.record.id, state: pack.record.state, previous: nil)
             } else {
-                contentMayChange(pack.record.id)
                 // The event carries the state the pack has, not what this server last published.
                 published[pack.record.id, default: PublishedPack()].state = pack.record.state
             }
@@ -238,7 +242,6 @@ public final class PackEventPublisher: PackActivityListener, StoredEventListener
                 guard let state = try? JSONDecoder().decode(StateEvent.self, from: Data(event.payload)),
                       published[event.packID]?.removed != true else { continue }
                 if state.state != .active { rates.forget(packID: event.packID) }
-                if state.previousState == .complete, state.state != .complete { contentMayChange(event.packID) }
                 published[event.packID, default: PublishedPack()].state = state.state
             case .packRemoved:
                 guard published[event.packID]?.removed != true else { continue }

@@ -18,6 +18,9 @@ public final class PackRoutes {
     /// What runs downloads (Jobs' or the cluster's scheduler): told when a pack becomes `queued`,
     /// leaves `queued`/`active`, or is removed. nil: the API alone only keeps state. Weak.
     public private(set) weak var scheduling: (any PackScheduling)?
+    /// Runs scheduled refreshes (Jobs' `PackRefresher`): told when a pack's schedule was set so
+    /// it can wake earlier. nil: schedules are stored, and nothing here runs them. Weak.
+    public private(set) weak var refreshes: (any RefreshScheduling)?
     /// Rendered packs `GET /v1/packs/{id}` answers from without a read (see its tags).
     var documents: PackDocumentCache { events.documents }
     /// The read under way for a pack, which polls under the same tag join.
@@ -32,12 +35,13 @@ public final class PackRoutes {
     /// Stored times (creation, state changes, idempotency keys); tests inject their own.
     public let clock: WallClock
 
-    public init(store: any PackStore, events: PackEventPublisher, scheduling: (any PackScheduling)?, clock: WallClock = .system,
-                logger: Logger = Logger(label: "packd.api")) {
+    public init(store: any PackStore, events: PackEventPublisher, scheduling: (any PackScheduling)?,
+                refreshes: (any RefreshScheduling)? = nil, clock: WallClock = .system, logger: Logger = Logger(label: "packd.api")) {
         self.store = store
         self.clock = clock
         self.events = events
         self.scheduling = scheduling
+        self.refreshes = refreshes
         self.logger = logger
     }
 
@@ -153,11 +157,15 @@ public final class PackRoutes {
         let template = PackRecord(
             name: body.name ?? "", state: body.start ? .queued : .inactive, context: body.context,
             definition: body.region.mapLibreJSON, limits: body.limits,
-            expectedResources: Int64(tileCount ?? 0), expectedTiles: Int64(tileCount ?? 0), expectedIsPrecise: tileCount != nil)
+            expectedResources: Int64(tileCount ?? 0), expectedTiles: Int64(tileCount ?? 0), expectedIsPrecise: tileCount != nil,
+            refreshEvery: body.refresh?.every)
+        let refresh = body.refresh
         let clock = clock
         store.write({ database in
             let now = clock.now
             var record = template
+            var random = SystemRandomNumberGenerator()
+            record.nextRefreshAt = refresh?.next(after: now, random: &random)
             record.id = try database.createPack(record, now: now)
             record.createdAt = now
             record.updatedAt = now
@@ -179,6 +187,7 @@ public final class PackRoutes {
                 // A subscriber to `/v1/events` learns of the new pack as of any other state change.
                 events.publishState(document.packID, state: document.state, previous: nil)
                 if document.state == .queued { scheduling?.packQueued(document.packID) }
+                if refresh != nil { refreshes?.rescheduled() }
             }
         }
     }
@@ -316,15 +325,22 @@ public final class PackRoutes {
         }
         let name = change.name.map { $0 ?? "" }
         let context = change.context
+        let refresh = change.refresh
         let clock = clock
         store.write({ database in
-            try database.updatePack(packID, name: name, context: context, now: clock.now)
+            let now = clock.now
+            if name != nil || context != nil { try database.updatePack(packID, name: name, context: context, now: now) }
+            if let refresh {
+                var random = SystemRandomNumberGenerator()
+                try database.setRefresh(packID, every: refresh?.every, next: refresh?.next(after: now, random: &random), now: now)
+            }
         }) { [self] result in
             if case .failure(let error) = result {
                 return responder.respondInternalError(error, logger: logger, "updating the pack")
             }
             // An unknown id changed nothing; the read answers 404 for it.
             respondWithPack(packID, request: request, status: .ok, responder)
+            if refresh != nil { refreshes?.rescheduled() }
         }
     }
 

@@ -92,6 +92,7 @@ final class ImportRoutes {
                         case .success(let result):
                             responder.respond(.json(bytes: result.body))
                             context.packs.events.packsImported(result.changed)
+                            context.packs.events.publishVersions(merged.createdVersions)
                         }
                     }
                 }
