@@ -139,4 +139,5 @@ private final class UnheardActivity: PackActivityListener, @unchecked Sendable {
     func progressCommitted(_ packID: Int64, _ progress: StoredProgress, expected: ExpectedCounts?) {}
     func revalidationCommitted(_ packID: Int64, _ counts: PackInvalidation, progress: StoredProgress, expected: ExpectedCounts) {}
     func resourceFailed(_ failure: ResourceErrorEvent) {}
+    func startAreaReady(_ packID: Int64, _ startArea: StartArea, at time: Int64) {}
 }

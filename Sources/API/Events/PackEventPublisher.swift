@@ -221,6 +221,13 @@ public final class PackEventPublisher: PackActivityListener, StoredEventListener
         streams.publish(.resourceError(failure))
     }
 
+    /// A `start_area_ready` event: the pack's start area is stored (recorded once). Dropped once
+    /// the pack is removed.
+    public func startAreaReady(_ packID: Int64, _ startArea: StartArea, at time: Int64) {
+        guard published[packID]?.removed != true else { return }
+        streams.publish(.startAreaReady(StartAreaReadyEvent(packID: packID, startArea: startArea, readyAt: Timestamp(time))))
+    }
+
     public func resourceDownloaded() {
         metrics.downloadedResources.increment()
     }

@@ -158,7 +158,7 @@ public final class PackRoutes {
             name: body.name ?? "", state: body.start ? .queued : .inactive, context: body.context,
             definition: body.region.mapLibreJSON, limits: body.limits,
             expectedResources: Int64(tileCount ?? 0), expectedTiles: Int64(tileCount ?? 0), expectedIsPrecise: tileCount != nil,
-            refreshEvery: body.refresh?.every)
+            refreshEvery: body.refresh?.every, startArea: body.startArea)
         let refresh = body.refresh
         let clock = clock
         store.write({ database in
