@@ -168,6 +168,8 @@ let package = Package(
             name: "APITests",
             dependencies: [
                 "API", "Artifacts", "Jobs", "Packs", "Server", "Loop", "Store", "CZlib", "PackdTestSupport",
+                // Store-numbered (cluster mode) event streams on a real PostgreSQL.
+                "Postgres", "PostgresStore", "PostgresTestSupport",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
             ]
@@ -185,7 +187,9 @@ let package = Package(
         .testTarget(name: "TileFormatsTests", dependencies: ["TileFormats", "PackdTestSupport"]),
         .testTarget(name: "PlanTests", dependencies: ["Plan", "Packs", "Geo", "TileFormats"]),
         // The in-process upstream and fetch harness shared by the network tests.
-        .target(name: "PackdTestSupport", dependencies: ["Packs", "Fetch", "Loop", "CZlib", "Store", "TileFormats", "TimeFormats"], path: "Tests/PackdTestSupport"),
+        .target(name: "PackdTestSupport", dependencies: ["Packs", "Fetch", "Loop", "CZlib", "Store", "TileFormats", "TimeFormats",
+                                                         .product(name: "Logging", package: "swift-log")],
+                path: "Tests/PackdTestSupport"),
         .testTarget(name: "FetchTests", dependencies: ["Fetch", "Packs", "Loop", "CZlib", "PackdTestSupport"]),
         // Depends on `packd` so the end-to-end test finds the built server next to the test bundle.
         // The client subcommands as real processes against a real `packd serve`.

@@ -40,8 +40,8 @@ public final class PostgresStore: PackStore, WriterSink, @unchecked Sendable {
     private let readers: PostgresReaderPool
     /// Commits of other nodes heard of.
     private let remoteChanges = LockedValue(PackChangeMarks(capacity: BatchingWriter<PostgresWriterBackend>.maximumPackMarks))
-    /// Loop thread only.
-    public var onCommit: ((BatchOutcome) -> Void)?
+    /// The download engine (`PackStore.commitListener`). Loop thread only.
+    public weak var commitListener: (any CommittedBatchListener)?
 
     /// Connects (blocking: call before the loop runs), migrates the schema, joins the cluster
     /// (registers this process in the node table, as `nodeName`; see `ClusterNodes`) and starts
@@ -71,7 +71,7 @@ public final class PostgresStore: PackStore, WriterSink, @unchecked Sendable {
                                 maximumBatchDelay: configuration.maximumBatchDelay),
             threadName: "packd-pg-writer") { outcome in
             onCommitOnWriter?(outcome)
-            loop.execute { relay.owner?.onCommit?(outcome) }
+            loop.execute { relay.owner?.commitListener?.committed(outcome) }
         }
         let touch = TouchRelay()
         readers = PostgresReaderPool {

@@ -93,8 +93,8 @@ final class ImportRoutes {
                         case .failure(let error): responder.respondInternalError(error, logger: logger, "reading the imported packs")
                         case .success(let result):
                             responder.respond(.json(bytes: result.body))
-                            context.packs.packsImported(result.changed)
-                            context.packs.publishVersions(merged.createdVersions)
+                            context.packs.events.packsImported(result.changed)
+                            context.packs.events.publishVersions(merged.createdVersions)
                         }
                     }
                 }
