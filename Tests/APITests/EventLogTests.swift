@@ -94,9 +94,12 @@ import Testing
         #expect(bound == 10_000)
         let published = bound + 5
         rig.publish(1...published)
-        let dropped = { captured.entries.filter { $0.level == .error && $0.message.contains("events wait for the store already") }.map(\.message) }
+        let dropped = {
+            captured.entries.filter { $0.level == .error && $0.message.contains("the backlog waiting for the store is full") }
+                .map { "\($0.metadata["event_id"] ?? "?")" }
+        }
         #expect(eventually(within: 60) { dropped().count == 5 })
-        #expect(dropped().map { $0.split(separator: " ")[1] } == ["1", "2", "3", "4", "5"], "the oldest go, each logged")
+        #expect(dropped() == ["1", "2", "3", "4", "5"], "the oldest go, each logged with its id")
         #expect(fixture.onLoop { log.backlogCount } <= bound)
 
         store.stopRefusing()
