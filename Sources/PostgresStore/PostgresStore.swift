@@ -119,6 +119,8 @@ public final class PostgresStore: PackStore, WriterSink, @unchecked Sendable {
 
     /// This node's batches and operations, plus the commits other nodes announced.
     public var committedChanges: UInt64 { writer.committedChanges &+ remoteChanges.withLock { $0.count } }
+    /// PostgreSQL's disk is the server's: packd holds no room on it.
+    public var reservedStorageBytes: Int64 { 0 }
 
     /// Per pack: what this node's writer changed (PostgreSQL's triggers name the packs, see
     /// `PostgresWriterBackend`), plus what other nodes announced for it. A sum of two counts

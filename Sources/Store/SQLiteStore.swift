@@ -70,6 +70,7 @@ public final class SQLiteStore: PackStore, WriterSink, @unchecked Sendable {
     }
 
     public var committedChanges: UInt64 { writer.committedChanges }
+    public var reservedStorageBytes: Int64 { writer.backend.reservedStorageBytes }
 
     /// Per pack, from the rows SQLite reports each batch changed (`PackRowChanges`).
     public func documentChanges(of packID: Int64) -> UInt64 { writer.documentChanges(of: packID) }

@@ -50,6 +50,7 @@ import Testing
             set { store.commitListener = newValue }
         }
         var committedChanges: UInt64 { store.committedChanges }
+        var reservedStorageBytes: Int64 { store.reservedStorageBytes }
         func checkUpload(path: String, limits: UploadLimits, scratchDirectory: String) -> Result<any CheckedUpload, ImportError> {
             store.checkUpload(path: path, limits: limits, scratchDirectory: scratchDirectory)
         }

@@ -29,6 +29,10 @@ public protocol PackStore: ResourceSink {
     /// not invalidate the cached documents of packs it does not write. Moving more often than
     /// needed is always allowed; the default is `committedChanges`. Any thread.
     func documentChanges(of packID: Int64) -> UInt64
+    /// Bytes the store holds back on its own file system for the writes that must land when it
+    /// is full (SQLite's reserve file while it is allocated: 0 once a full disk released it);
+    /// 0 where the store has no such room (PostgreSQL: the disk is the server's). Any thread.
+    var reservedStorageBytes: Int64 { get }
     /// Checks an uploaded offline database (arbitrary bytes at `path`) before an import:
     /// precise `ImportError`s, nothing written but a scratch copy in `scratchDirectory`.
     func checkUpload(path: String, limits: UploadLimits, scratchDirectory: String) -> Result<any CheckedUpload, ImportError>
