@@ -36,6 +36,13 @@ public final class EventLoop: @unchecked Sendable {
         return pthread_equal(thread, pthread_self()) != 0
     }
 
+    /// Debug builds: stops when called off the loop thread — from the thread running the loop,
+    /// or from any one thread before the loop first runs (setting up). Loop objects call it at
+    /// their entry points instead of saying "loop thread only" in a comment.
+    public func assertInLoopThread(file: StaticString = #fileID, line: UInt = #line) {
+        assert(thread == nil || inLoopThread, "a loop object was used off the loop thread", file: file, line: line)
+    }
+
     /// Runs the loop on the calling thread until `stop()` or until no referenced handle is left.
     public func run() {
         thread = pthread_self()

@@ -4,7 +4,8 @@ import Packs
 import Postgres
 
 /// What one node hears of the others: a `LISTEN` connection on the loop (`PostgresLoopConnection`:
-/// notifications are small and arrive unasked) for `EventChannel` and `CommitChannel`. A commit
+/// notifications are small and arrive unasked) for `EventChannel`, `CommitChannel` and
+/// `ShareChannel`. A commit
 /// anywhere moves the store's `committedChanges`; an event anywhere makes the node read the
 /// events after the last it delivered, in id order — so every node's streams carry every node's
 /// events, within a notification's latency. A poll every `pollInterval` covers a notification
@@ -15,6 +16,9 @@ public final class ClusterNotifications {
     public var onEvents: (([StoredEvent]) -> Void)?
     /// Any node committed or published something (the scheduler looks for work).
     public var onActivity: (() -> Void)?
+    /// A node joined, left, or released part of the per-host allowances (the scheduler looks at
+    /// this node's part again).
+    public var onShares: (() -> Void)?
 
     private let store: PostgresStore
     private let loop: EventLoop
@@ -65,6 +69,7 @@ public final class ClusterNotifications {
                 let connection = try PostgresConnection(url: url, applicationName: "packd-listen")
                 try connection.listen(EventChannel.name)
                 try connection.listen(CommitChannel.name)
+                try connection.listen(ShareChannel.name)
                 return LoopBound(connection)
             }
         }, then: { [weak self] result in
@@ -78,10 +83,15 @@ public final class ClusterNotifications {
             // What was committed while nobody listened.
             readEvents()
             onActivity?()
+            onShares?()
         })
     }
 
     private func heard(_ notification: PostgresNotification) {
+        if notification.channel == ShareChannel.name {
+            onShares?()
+            return
+        }
         store.noteRemoteCommit()
         if notification.channel == EventChannel.name, let id = Int64(notification.payload), id <= lastDelivered {
             return

@@ -246,6 +246,13 @@ public enum PostgresSchema {
         END;
         $$;
         """,
+        // Cluster sharing (issue 30): each node publishes the part of the per-host allowances it
+        // holds (`ClusterShare`), so a newcomer grows into what the others released instead of
+        // waiting; what a node holds of the units is read from the units, not reported.
+        """
+        ALTER TABLE packd_nodes ADD COLUMN transfer_share integer NOT NULL DEFAULT 0 CHECK (transfer_share >= 0);
+        ALTER TABLE packd_nodes DROP COLUMN units_held;
+        """,
     ]
 
     /// The version a fully migrated database has.
@@ -263,6 +270,12 @@ public enum CommitChannel {
     public static let name = "packd_commits"
 }
 
+/// The channel a node notifies when it joins, leaves, or publishes a smaller part of the
+/// per-host allowances (payload: the node id): the others look at their parts again at once.
+public enum ShareChannel {
+    public static let name = "packd_shares"
+}
+
 /// packd's advisory locks: `pg_advisory_lock(namespace, key)`, the namespace keeping them apart
 /// from other applications' on a shared database.
 enum AdvisoryLock: Int32 {
@@ -277,4 +290,7 @@ enum AdvisoryLock: Int32 {
     /// Transaction lock while a batch may add distinct tiles under a global tile limit, so the
     /// limit holds exactly across nodes.
     case tileLimit = 4
+    /// Transaction lock while a node grows its part of the per-host allowances, so two nodes
+    /// growing at once cannot both take the same free room (`ClusterShare`).
+    case shares = 5
 }

@@ -54,6 +54,7 @@ enum PackRunner {
                 events.deliverStored(delivered)
             }
             notifications.onActivity = { [unowned scheduler] in scheduler.otherNodeActed() }
+            notifications.onShares = { [unowned scheduler] in scheduler.sharesChanged() }
             return .cluster(scheduler, notifications)
         }
         let scheduler = PackScheduler(loop: loop, fetcher: fetcher, store: store, maxActive: downloads.maxActivePacks,

@@ -24,7 +24,8 @@ public final class PackDownload {
         /// owner (`jobPlanned`); nothing is downloaded.
         case plan
         /// One work unit of a pack whose plan and counts are stored: the documents are read
-        /// again for the plan, then only the unit's fixed resources or tiles are downloaded.
+        /// again for the plan (unless the owner has it: `plan`), then only the unit's fixed
+        /// resources or tiles are downloaded.
         case unit(WorkUnit.Scope)
     }
 
@@ -54,6 +55,8 @@ public final class PackDownload {
     /// The plan's pyramids, which pending tiles point into.
     private var pyramids: [TilePyramid] = []
     private var region: RegionDefinition
+    /// A unit's plan as the owner already knows it (the document phase is then skipped).
+    private let knownPlan: ResourcePlan?
     /// Resources started and not yet resolved (in a transfer, waiting for a retry, or encoding).
     private var busy = 0
     /// Known once the documents are in (before any fixed resource or tile is fetched).
@@ -67,9 +70,11 @@ public final class PackDownload {
 
     public init(packID: Int64, region: RegionDefinition, limits: PackLimits, loop: EventLoop, fetcher: Fetcher,
                 store: any PackStore, settings: DownloadSettings, clock: WallClock, owner: any JobOwner,
-                listener: (any PackActivityListener)?, scope: Scope = .pack, transferOwner: UInt64? = nil) {
+                listener: (any PackActivityListener)?, scope: Scope = .pack, transferOwner: UInt64? = nil,
+                plan: ResourcePlan? = nil) {
         self.packID = packID
         self.scope = scope
+        if case .unit = scope { knownPlan = plan } else { knownPlan = nil }
         self.transferOwner = transferOwner ?? UInt64(bitPattern: packID)
         self.region = region
         self.loop = loop
@@ -100,6 +105,7 @@ public final class PackDownload {
             let packID = packID
             store.inBatch({ database in try database.clearFailures(packID: packID) }, then: nil)
         }
+        if let knownPlan { return beginResources(knownPlan) }
         let phase = DocumentPhase(region: region, loop: loop, source: self, limits: .init(
             maxDocumentBytes: settings.maxBodyBytes, maxTotalBytes: PlanLimits().maxDocumentBytes * 8,
             concurrency: settings.maxInFlight))
