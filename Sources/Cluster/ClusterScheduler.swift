@@ -82,10 +82,13 @@ public final class ClusterScheduler: PackScheduling {
         self.loop = loop
         self.store = store
         self.settings = settings
-        let url = store.url
+        let (url, lease) = (store.url, settings.timing.lease)
         coordination = PostgresConnectionThread(loop: loop, name: "packd-cluster") {
             let connection = try PostgresConnection(url: url, applicationName: "packd-cluster")
             try PostgresSchemaMigrator.use(connection)
+            // Frozen mid-claim or mid-renewal, this node's locked units go back once a lease would
+            // have run out, rather than stay hidden from every other claimer.
+            try connection.endIdleTransactions(after: .milliseconds(Int(lease * 1000)))
             return connection
         }
         nodes = ClusterNodes(timing: settings.timing)

@@ -17,10 +17,16 @@ public final class PostgresStore: PackStore, @unchecked Sendable {
     public struct Configuration: Sendable {
         public var maximumBatchCount: Int
         public var maximumBatchDelay: Duration
+        /// The server ends the writer's session after this long idle inside a transaction (a node
+        /// frozen mid-batch would otherwise hold the rows it wrote, which other nodes' batches
+        /// wait for): `PostgresConnection.endIdleTransactions`. nil: never.
+        public var idleTransactionTimeout: Duration?
 
-        public init(maximumBatchCount: Int = 256, maximumBatchDelay: Duration = .milliseconds(50)) {
+        public init(maximumBatchCount: Int = 256, maximumBatchDelay: Duration = .milliseconds(50),
+                    idleTransactionTimeout: Duration? = nil) {
             self.maximumBatchCount = maximumBatchCount
             self.maximumBatchDelay = maximumBatchDelay
+            self.idleTransactionTimeout = idleTransactionTimeout
         }
     }
 
@@ -50,8 +56,11 @@ public final class PostgresStore: PackStore, @unchecked Sendable {
         self.node = node
         let units = units
         let relay = CommitRelay()
+        let idleTimeout = configuration.idleTransactionTimeout
         let connectWriter: @Sendable () throws -> PostgresStoreConnection = {
-            try PostgresStoreConnection(url: url, node: node, applicationName: "packd-writer", units: units)
+            let writer = try PostgresStoreConnection(url: url, node: node, applicationName: "packd-writer", units: units)
+            if let idleTimeout { try writer.connection.endIdleTransactions(after: idleTimeout) }
+            return writer
         }
         let first = try connectWriter()
         writer = PostgresWriterThread(

@@ -9,18 +9,24 @@ import Store
 /// each batch ONE transaction with the operations riding it — and reports each outcome through
 /// `onCommit`. A batch that loses a deadlock or a serialization conflict to another node, or
 /// whose connection broke, is applied again from the start (on a new connection) before it is
-/// reported as failed: a database restart or a failover costs a pause, not failed packs.
+/// reported as failed — while the database is unreachable, for `outageTolerance`: a database
+/// restart or a failover costs a pause, not failed packs.
 final class PostgresWriterThread: @unchecked Sendable {
     struct Configuration: Sendable {
         var maximumBatchCount: Int
         var maximumBatchDelay: Duration
         /// Attempts of one batch when the connection breaks or a conflict aborts it.
         var maximumAttempts: Int
+        /// How long a batch keeps being tried while the database cannot be reached (a restart
+        /// replays its log for seconds after a crash), whatever `maximumAttempts` says.
+        var outageTolerance: Duration
 
-        init(maximumBatchCount: Int = 256, maximumBatchDelay: Duration = .milliseconds(50), maximumAttempts: Int = 6) {
+        init(maximumBatchCount: Int = 256, maximumBatchDelay: Duration = .milliseconds(50), maximumAttempts: Int = 6,
+             outageTolerance: Duration = .seconds(30)) {
             self.maximumBatchCount = max(1, maximumBatchCount)
             self.maximumBatchDelay = maximumBatchDelay
             self.maximumAttempts = max(1, maximumAttempts)
+            self.outageTolerance = outageTolerance
         }
     }
 
@@ -300,6 +306,7 @@ final class PostgresWriterThread: @unchecked Sendable {
     private func apply(_ batch: [ResourceWrite], operations: [BatchOperation], touches: AccessTouches,
                        changesPacks: Bool) -> BatchOutcome {
         var attempt = 0
+        let started = ContinuousClock.now
         while true {
             attempt += 1
             do {
@@ -307,9 +314,10 @@ final class PostgresWriterThread: @unchecked Sendable {
                                                          touches: touches, changesPacks: changesPacks)
             } catch {
                 let postgres = error as? PostgresError
-                let retryable = postgres.map { $0.isTransactionConflict || $0.isConnectionLost } ?? false
-                    || connection?.connection.isUsable != true
-                guard retryable, attempt < configuration.maximumAttempts else {
+                let unreachable = postgres?.isConnectionLost == true || connection?.connection.isUsable != true
+                let retryable = unreachable || postgres?.isTransactionConflict == true
+                let outageLeft = unreachable && started.duration(to: .now) < configuration.outageTolerance
+                guard retryable, attempt < configuration.maximumAttempts || outageLeft else {
                     return PostgresStoreConnection.failedBatch(batch, error)
                 }
                 Thread.sleep(forTimeInterval: min(2.0, 0.05 * Double(1 << min(attempt, 6))))

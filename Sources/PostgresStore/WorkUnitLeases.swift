@@ -98,9 +98,9 @@ public struct WorkUnitLeases: Sendable {
     /// ordinal first, for `timing.lease` seconds, one transaction each. With `cut`, a unit larger
     /// than the claim's part (`ClaimSizing.part` of the pack's unclaimed tiles) is split: the
     /// head is leased under a new ordinal, the rest stays claimable in the unit's place (what
-    /// does not fit in one unit, under more new ordinals). Rows another claimer has locked are skipped,
-    /// not waited for; claims of one pack take turns on the pack's row (`FOR NO KEY UPDATE`: the
-    /// writer's batches, which hold it `FOR KEY SHARE`, never wait for them).
+    /// does not fit in one unit, under more new ordinals; new ordinals come from a sequence).
+    /// Rows another claimer has locked are skipped, never waited for: a claimer waits for no
+    /// other node, not even one frozen in the middle of its own claim.
     public func claim(pack: Int64, limit: Int, cut: ClaimCut? = nil, on connection: PostgresConnection) throws -> [Claimed] {
         var claimed: [Claimed] = []
         while claimed.count < limit,
@@ -111,8 +111,6 @@ public struct WorkUnitLeases: Sendable {
     }
 
     private func claimOne(pack: Int64, cut: ClaimCut?, on connection: PostgresConnection) throws -> Claimed? {
-        guard try connection.query("SELECT 1 FROM packd_packs WHERE region_id = $1 FOR NO KEY UPDATE", [.int8(pack)]).first != nil
-        else { return nil }
         let claimable = """
             pack_id = $1 AND state <> '\(WorkUnitState.done.rawValue)'
               AND (state = '\(WorkUnitState.pending.rawValue)' OR lease_expires_at < now())
@@ -130,8 +128,8 @@ public struct WorkUnitLeases: Sendable {
             let part = cut.sizing.part(remaining: Int(clamping: remaining), slots: cut.slots)
             if cut.sizing.splits(unit.tiles, part: part),
                let parts = WorkUnitSplit.split(unit.scope, part: part, pyramids: cut.pyramids) {
-                let next = Int(try connection.scalarInt("SELECT max(ordinal)::int8 + 1 FROM packd_work_units WHERE pack_id = $1",
-                                                        [.int8(pack)]) ?? 0)
+                let ordinals = try connection.query("SELECT nextval('packd_work_unit_parts')::int8 FROM generate_series(1, $1)",
+                                                    [.int8(Int64(parts.count - 1))]).map { Int(try $0.int64(0)) }
                 var columns = UnitColumns()
                 columns.append(parts[1].scope, tiles: parts[1].tiles, ordinal: unit.ordinal)
                 try connection.query("""
@@ -145,19 +143,19 @@ public struct WorkUnitLeases: Sendable {
                     WHERE u.pack_id = $1 AND u.ordinal = c.ordinal
                     """, [.int8(pack)] + columns.parameters)
                 var rest = UnitColumns()
-                for (offset, piece) in parts.dropFirst(2).enumerated() {
-                    rest.append(piece.scope, tiles: piece.tiles, ordinal: next + 1 + offset)
+                for (ordinal, piece) in zip(ordinals.dropFirst(), parts.dropFirst(2)) {
+                    rest.append(piece.scope, tiles: piece.tiles, ordinal: ordinal)
                 }
                 if !rest.isEmpty { try Self.insert(rest, pack: pack, on: connection) }
                 var head = UnitColumns()
-                head.append(parts[0].scope, tiles: parts[0].tiles, ordinal: next)
+                head.append(parts[0].scope, tiles: parts[0].tiles, ordinal: ordinals[0])
                 try Self.insert(head, pack: pack, on: connection)
                 try connection.query("""
                     UPDATE packd_work_units SET state = '\(WorkUnitState.leased.rawValue)', lease_owner = $3,
                       lease_expires_at = now() + make_interval(secs => $4), claims = $5
                     WHERE pack_id = $1 AND ordinal = $2
-                    """, [.int8(pack), .int8(Int64(next))] + lease + [.int8(Int64(claims))])
-                return Claimed(pack: pack, unit: WorkUnit(ordinal: next, scope: parts[0].scope, tiles: parts[0].tiles),
+                    """, [.int8(pack), .int8(Int64(ordinals[0]))] + lease + [.int8(Int64(claims))])
+                return Claimed(pack: pack, unit: WorkUnit(ordinal: ordinals[0], scope: parts[0].scope, tiles: parts[0].tiles),
                                claims: claims, storedTiles: 0)
             }
         }
