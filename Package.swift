@@ -36,7 +36,10 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
-        .target(name: "Store", dependencies: ["Packs", "Loop", "CSQLite", "CZlib"]),
+        // Tile formats as bytes, pure: PMTiles v3 (header, directories, Hilbert ids), protobuf and
+        // Mapbox Vector Tile decoding, gzip. Read by exports, archive sources and glyph subsetting.
+        .target(name: "TileFormats", dependencies: ["CZlib"]),
+        .target(name: "Store", dependencies: ["Packs", "Loop", "CSQLite", "CZlib", "TileFormats"]),
         // The child process StoreTests SIGKILLs mid-stream to prove crash safety.
         .executableTarget(name: "packd-store-crash-writer", dependencies: ["Store", "Packs"]),
 
@@ -126,7 +129,7 @@ let package = Package(
         // libFuzzer targets (`make fuzz`); a plain build makes `packd-fuzz TARGET FILE…`, a replay tool.
         .executableTarget(
             name: "packd-fuzz",
-            dependencies: ["Server", "Loop", "Packs", "Plan", "Geo", "Store", "Fetch", .product(name: "Logging", package: "swift-log")]
+            dependencies: ["Server", "Loop", "Packs", "Plan", "Geo", "Store", "Fetch", "TileFormats", .product(name: "Logging", package: "swift-log")]
         ),
 
         .testTarget(name: "PacksTests", dependencies: ["Packs", "CZlib", "PackdTestSupport"]),
@@ -150,7 +153,7 @@ let package = Package(
             ]
         ),
         .testTarget(name: "StoreTests", dependencies: ["Store", "Packs", "PackdTestSupport", "packd-store-crash-writer"]),
-        .testTarget(name: "StoreIOTests", dependencies: ["Store", "Packs", "CZlib", "PackdTestSupport"]),
+        .testTarget(name: "StoreIOTests", dependencies: ["Store", "Packs", "CZlib", "PackdTestSupport", "TileFormats"]),
         .testTarget(name: "GeoTests", dependencies: ["Geo"]),
         .testTarget(name: "PlanTests", dependencies: ["Plan", "Packs", "Geo"]),
         // The in-process upstream and fetch harness shared by the network tests.

@@ -1,6 +1,7 @@
 import Foundation
 import Packs
 @_spi(Fuzzing) import Store
+import TileFormats
 
 /// What packd reads from tile bytes it did not make: a PMTiles header, stored tile rows turned
 /// into archive tiles (zlib rows, gzip members, vector tile layers), and bodies re-encoded for

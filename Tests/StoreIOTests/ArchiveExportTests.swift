@@ -2,6 +2,7 @@ import Foundation
 import Packs
 import Testing
 @testable import Store
+@testable import TileFormats
 
 @Suite struct ArchiveExportTests {
     @Test func aPackWithSeveralTileSourcesNeedsAChoice() throws {

@@ -1,5 +1,6 @@
 import Foundation
 @testable import Store
+@testable import TileFormats
 
 /// Reads a whole PMTiles v3 archive back (tests only): header, root and leaf directories, and
 /// every addressed tile, expanding run lengths, so an export can be compared tile by tile.

@@ -1,5 +1,6 @@
 import Testing
 @testable import Store
+@testable import TileFormats
 
 @Suite struct PMTilesEncodingTests {
     @Test func hilbertIDsMatchTheSpecification() {

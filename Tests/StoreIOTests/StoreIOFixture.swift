@@ -1,6 +1,7 @@
 import CZlib
 import Foundation
 @testable import Store
+@testable import TileFormats
 
 /// A temp directory with packd databases filled the way the writer fills them (schema by
 /// `SchemaMigrator`, zlib `data` with `compressed = 1`), plus helpers to build vector tiles.

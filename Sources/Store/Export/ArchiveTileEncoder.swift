@@ -1,4 +1,5 @@
 import Packs
+import TileFormats
 
 /// Turns stored tile rows (MapLibre's `data` + `compressed`) into the bytes an archive stores:
 /// vector tiles as gzip members, images as they are. A zlib row becomes gzip by re-wrapping its

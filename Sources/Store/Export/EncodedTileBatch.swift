@@ -1,3 +1,5 @@
+import TileFormats
+
 /// Archive-ready tiles handed from the encoding thread to the writing thread in one piece: one
 /// hand-off (a lock round trip) per few dozen tiles instead of per tile, and one reusable byte
 /// buffer instead of an array per tile.

@@ -1,5 +1,6 @@
 import Foundation
 import Packs
+import TileFormats
 
 /// Writes one tileset of a pack as MBTiles 1.3: `tiles` in TMS row order (y flipped), vector
 /// tiles gzip-compressed, and `metadata` with name, format, bounds, center, zooms and — for

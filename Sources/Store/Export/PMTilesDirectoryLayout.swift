@@ -1,3 +1,5 @@
+import TileFormats
+
 /// Splits directory entries into a root directory that fits the first 16 KiB with the header and,
 /// when needed, leaf directories of `leafSize` entries each (doubling from 4,096 until the root
 /// fits), as the reference writer's `optimize_directories` does.

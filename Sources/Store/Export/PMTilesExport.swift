@@ -1,5 +1,6 @@
 import Foundation
 import Packs
+import TileFormats
 
 /// Writes one tileset of a pack as a PMTiles v3 archive. PMTiles wants tiles in Hilbert order,
 /// which no index gives, so the export reads coordinates first (16 bytes a tile), sorts them, then

@@ -1,5 +1,6 @@
 import CZlib
 import Packs
+import TileFormats
 
 /// Writes a PMTiles v3 archive from tiles given in ascending Hilbert id order, with flat memory:
 /// tile bodies go straight to their final place in the file and only the directory entries (24

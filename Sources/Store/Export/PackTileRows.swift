@@ -1,4 +1,5 @@
 import Packs
+import TileFormats
 
 /// The queries that read one tileset of a pack, shared by the archive exports. Rows without
 /// content (`data IS NULL`: the upstream answered 204/404) are not tiles an archive can hold.

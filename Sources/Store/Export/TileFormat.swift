@@ -1,3 +1,5 @@
+import TileFormats
+
 /// What a tileset's tiles are, recognised from the first tile's bytes (MapLibre stores no media
 /// type for tiles). Decides the archive's tile type and whether tiles are stored gzip-compressed
 /// (vector tiles, as MBTiles and PMTiles readers expect) or as they are (images).

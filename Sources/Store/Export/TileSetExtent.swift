@@ -1,5 +1,6 @@
 import Foundation
 import Packs
+import TileFormats
 
 /// The zoom range and geographic bounds of a stored tileset, from one grouped query: archive
 /// headers and MBTiles metadata need them before (PMTiles) or beside (MBTiles) the tiles. Bounds

@@ -1,6 +1,6 @@
 /// Unsigned LEB128 varints, as protobuf and PMTiles directories use them.
-enum Varint {
-    static func append(_ value: UInt64, to bytes: inout [UInt8]) {
+public enum Varint {
+    public static func append(_ value: UInt64, to bytes: inout [UInt8]) {
         var value = value
         while value >= 0x80 {
             bytes.append(UInt8(truncatingIfNeeded: value) | 0x80)
@@ -11,8 +11,8 @@ enum Varint {
 
     /// The varint starting at `position`, which moves past it; nil when the bytes end first or the
     /// varint runs past 64 bits (the position is then meaningless).
-    @inline(__always)
-    static func decode<Bytes: RandomAccessCollection>(_ bytes: Bytes, at position: inout Int) -> UInt64?
+    @inlinable
+    public static func decode<Bytes: RandomAccessCollection>(_ bytes: Bytes, at position: inout Int) -> UInt64?
     where Bytes.Element == UInt8, Bytes.Index == Int {
         var result: UInt64 = 0
         var shift: UInt64 = 0
@@ -27,13 +27,13 @@ enum Varint {
     }
 
     /// Reads varints from bytes; `next()` is nil at the end or on a malformed (over-long) varint.
-    struct Reader {
+    public struct Reader {
         private let bytes: [UInt8]
         private var position = 0
 
-        init(_ bytes: [UInt8]) { self.bytes = bytes }
+        public init(_ bytes: [UInt8]) { self.bytes = bytes }
 
-        mutating func next() -> UInt64? {
+        public mutating func next() -> UInt64? {
             Varint.decode(bytes, at: &position)
         }
     }

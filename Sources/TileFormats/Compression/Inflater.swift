@@ -4,8 +4,8 @@ import CZlib
 /// MapLibre's zlib rows into gzip members, or into raw images), so one `z_stream` is reset per
 /// tile instead of allocated, and the output buffer is reused. zlib keeps a pointer back to the
 /// stream, hence the allocated, never-moving `z_stream`.
-final class Inflater {
-    enum Failure: Error, Equatable {
+public final class Inflater {
+    public enum Failure: Error, Equatable {
         /// Not a zlib/gzip stream, a bad checksum, or a stream that ends early.
         case corrupt(String)
         /// The inflated bytes would exceed the cap: a zip bomb, or simply not a tile.
@@ -15,7 +15,7 @@ final class Inflater {
     }
 
     /// What the input is wrapped in; the window bits zlib needs for it.
-    enum Wrapping {
+    public enum Wrapping {
         /// `raw` is a bare deflate stream (a zlib stream without its 2-byte header and Adler-32).
         case zlib, gzip, raw
         var windowBits: Int32 {
@@ -30,10 +30,10 @@ final class Inflater {
     private let stream: UnsafeMutablePointer<z_stream>
     private let wrapping: Wrapping
     /// The inflated bytes of the last `inflate` call (only the first `count` are valid).
-    private(set) var output: [UInt8]
-    private(set) var count = 0
+    public private(set) var output: [UInt8]
+    public private(set) var count = 0
 
-    init(_ wrapping: Wrapping) {
+    public init(_ wrapping: Wrapping) {
         self.wrapping = wrapping
         stream = .allocate(capacity: 1)
         stream.initialize(to: z_stream())
@@ -50,7 +50,7 @@ final class Inflater {
 
     /// Inflates one complete stream; afterwards `output[0..<count]` holds the result. zlib checks
     /// the Adler-32 / CRC-32 trailer itself, so a damaged row is an error here, not a bad tile.
-    func inflate(_ input: UnsafeRawBufferPointer, limit: Int) throws(Failure) {
+    public func inflate(_ input: UnsafeRawBufferPointer, limit: Int) throws(Failure) {
         guard inflateReset(stream) == Z_OK else { throw .corrupt("inflateReset failed") }
         count = 0
         guard let base = input.baseAddress, input.count > 0 else { throw .corrupt("empty stream") }
@@ -88,7 +88,7 @@ final class Inflater {
     }
 
     /// Inflates and copies the result out (for callers that keep it).
-    func inflated(_ input: [UInt8], limit: Int) throws(Failure) -> [UInt8] {
+    public func inflated(_ input: [UInt8], limit: Int) throws(Failure) -> [UInt8] {
         var failure: Failure?
         input.withUnsafeBytes { raw in
             do throws(Failure) { try inflate(raw, limit: limit) } catch { failure = error }

@@ -3,30 +3,30 @@
 /// it). A minimal protobuf walk: names, keys, value kinds and feature tags only; geometry is
 /// skipped by length. Untrusted input: malformed tiles are reported, never trapped on, and the
 /// number of layers and fields kept is bounded.
-struct VectorTileLayers {
-    enum FieldType: String, Sendable {
+public struct VectorTileLayers: Sendable {
+    public enum FieldType: String, Sendable {
         case string = "String", number = "Number", boolean = "Boolean", mixed = "Mixed"
 
-        func merged(with other: FieldType) -> FieldType { self == other ? self : .mixed }
+        public func merged(with other: FieldType) -> FieldType { self == other ? self : .mixed }
     }
 
-    struct Layer: Equatable {
-        var fields: [String: FieldType] = [:]
-        var minZoom: Int
-        var maxZoom: Int
+    public struct Layer: Equatable, Sendable {
+        public var fields: [String: FieldType] = [:]
+        public var minZoom: Int
+        public var maxZoom: Int
     }
 
-    enum Failure: Error, Equatable {
-        case malformed(String)
-    }
+    public typealias Failure = ProtobufFailure
 
-    static let maximumLayers = 1_000
-    static let maximumFieldsPerLayer = 1_000
+    public static let maximumLayers = 1_000
+    public static let maximumFieldsPerLayer = 1_000
 
-    private(set) var layers: [String: Layer] = [:]
+    public private(set) var layers: [String: Layer] = [:]
+
+    public init() {}
 
     /// Adds the layers of one decoded (uncompressed) tile at zoom `z`.
-    mutating func add(tile bytes: UnsafeRawBufferPointer, zoom z: Int) throws(Failure) {
+    public mutating func add(tile bytes: UnsafeRawBufferPointer, zoom z: Int) throws(Failure) {
         var reader = ProtobufReader(bytes)
         while let field = try reader.nextField() {
             if field.number == 3, case .bytes(let layer) = field.value {
@@ -99,7 +99,7 @@ struct VectorTileLayers {
     }
 
     /// The `vector_layers` array of TileJSON / MBTiles metadata, sorted by layer id.
-    var tileJSONVectorLayers: [[String: Any]] {
+    public var tileJSONVectorLayers: [[String: Any]] {
         layers.sorted { $0.key < $1.key }.map { name, layer in
             ["id": name, "fields": layer.fields.mapValues(\.rawValue), "minzoom": layer.minZoom,
                     "maxzoom": layer.maxZoom, "description": ""]

@@ -41,7 +41,7 @@ public enum HilbertTileID {
     }
 
     /// How many tiles all zooms below `z` hold: (4^z - 1) / 3.
-    static func firstID(ofZoom z: Int) -> UInt64 {
+    public static func firstID(ofZoom z: Int) -> UInt64 {
         ((UInt64(1) << UInt64(2 * z)) - 1) / 3
     }
 

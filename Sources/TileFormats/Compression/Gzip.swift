@@ -1,21 +1,20 @@
 import CZlib
-import Packs
 
 /// gzip (RFC 1952) as tile archives want it: PMTiles directories and metadata, MBTiles vector
 /// tiles. Headers carry no name and mtime 0, so equal inputs give equal bytes and identical
 /// tiles deduplicate.
-enum Gzip {
+public enum Gzip {
     /// A fixed 10-byte member header: magic, deflate, no flags, mtime 0, no extra flags, OS unknown.
-    static let header: [UInt8] = [0x1F, 0x8B, 8, 0, 0, 0, 0, 0, 0, 0xFF]
+    public static let header: [UInt8] = [0x1F, 0x8B, 8, 0, 0, 0, 0, 0, 0, 0xFF]
 
     /// A zlib header MapLibre's `compress` writes: deflate, 32 KiB window, no preset dictionary,
     /// valid check bits — and room for the Adler-32 trailer.
-    static func hasPlainZlibHeader(_ zlib: UnsafeRawBufferPointer) -> Bool {
+    public static func hasPlainZlibHeader(_ zlib: UnsafeRawBufferPointer) -> Bool {
         zlib.count >= 6 && zlib[0] == 0x78 && zlib[1] & 0x20 == 0 && (UInt16(zlib[0]) << 8 | UInt16(zlib[1])) % 31 == 0
     }
 
     /// Deflates `input` into one gzip member.
-    static func compress(_ input: UnsafeRawBufferPointer, level: Int32 = Z_DEFAULT_COMPRESSION) -> [UInt8] {
+    public static func compress(_ input: UnsafeRawBufferPointer, level: Int32 = Z_DEFAULT_COMPRESSION) -> [UInt8] {
         let stream = UnsafeMutablePointer<z_stream>.allocate(capacity: 1)
         stream.initialize(to: z_stream())
         defer {
@@ -39,7 +38,7 @@ enum Gzip {
         return output
     }
 
-    static func compress(_ input: [UInt8]) -> [UInt8] {
+    public static func compress(_ input: [UInt8]) -> [UInt8] {
         input.withUnsafeBytes { compress($0) }
     }
 
@@ -47,7 +46,7 @@ enum Gzip {
     /// form is `inflated` (needed for the CRC-32 and length of the gzip trailer). No deflate runs:
     /// MapLibre's rows are zlib, MBTiles and PMTiles want gzip, and the compressed payload is the
     /// same.
-    static func rewrap(zlib: UnsafeRawBufferPointer, inflated: UnsafeRawBufferPointer) -> [UInt8]? {
+    public static func rewrap(zlib: UnsafeRawBufferPointer, inflated: UnsafeRawBufferPointer) -> [UInt8]? {
         var member = [UInt8]()
         return rewrap(zlib: zlib, inflated: inflated, into: &member) ? member : nil
     }
@@ -55,12 +54,12 @@ enum Gzip {
     /// `rewrap` into `member` (replacing its contents, keeping its capacity): an export rewraps
     /// every tile, and one reused buffer spares an allocation per tile. False if `zlib` cannot
     /// be rewrapped.
-    static func rewrap(zlib: UnsafeRawBufferPointer, inflated: UnsafeRawBufferPointer, into member: inout [UInt8]) -> Bool {
+    public static func rewrap(zlib: UnsafeRawBufferPointer, inflated: UnsafeRawBufferPointer, into member: inout [UInt8]) -> Bool {
         // A zlib stream is CMF FLG, deflate data, Adler-32. A preset dictionary (FDICT) cannot be
         // expressed in gzip.
         guard hasPlainZlibHeader(zlib) else { return false }
         let payload = UnsafeRawBufferPointer(rebasing: zlib[2..<(zlib.count - 4)])
-        let crc = ZlibCodec.crc32Of(inflated)
+        let crc = UInt32(crc32_z(crc32(0, nil, 0), inflated.baseAddress?.assumingMemoryBound(to: Bytef.self), z_size_t(inflated.count)))
         let size = UInt32(truncatingIfNeeded: inflated.count)
         member.removeAll(keepingCapacity: true)
         member.reserveCapacity(header.count + payload.count + 8)
@@ -73,7 +72,7 @@ enum Gzip {
 
     /// The CRC-32 of the uncompressed data a gzip member's trailer records (nil if `member` is
     /// too short to be one). Unverified: callers use it as a hash, never as proof.
-    static func trailerCRC(_ member: UnsafeRawBufferPointer) -> UInt32? {
+    public static func trailerCRC(_ member: UnsafeRawBufferPointer) -> UInt32? {
         guard member.count >= header.count + 8 else { return nil }
         let at = member.count - 8
         return UInt32(member[at]) | UInt32(member[at + 1]) << 8 | UInt32(member[at + 2]) << 16 | UInt32(member[at + 3]) << 24

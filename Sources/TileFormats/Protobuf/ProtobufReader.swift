@@ -1,6 +1,11 @@
+/// Protobuf bytes that do not parse: a bad varint, a length past the buffer, an unknown wire type.
+public enum ProtobufFailure: Error, Equatable, Sendable {
+    case malformed(String)
+}
+
 /// Reads protobuf wire format from a borrowed buffer without copying.
-struct ProtobufReader {
-    enum Value {
+public struct ProtobufReader {
+    public enum Value {
         case varint(UInt64)
         case bytes(UnsafeRawBufferPointer)
         case fixed
@@ -9,16 +14,16 @@ struct ProtobufReader {
     private let bytes: UnsafeRawBufferPointer
     private var position = 0
 
-    init(_ bytes: UnsafeRawBufferPointer) { self.bytes = bytes }
+    public init(_ bytes: UnsafeRawBufferPointer) { self.bytes = bytes }
 
     /// The next varint, nil at the end of the buffer.
-    mutating func nextVarint() throws(VectorTileLayers.Failure) -> UInt64? {
+    public mutating func nextVarint() throws(ProtobufFailure) -> UInt64? {
         guard position < bytes.count else { return nil }
         guard let value = Varint.decode(bytes, at: &position) else { throw .malformed("bad varint") }
         return value
     }
 
-    mutating func nextField() throws(VectorTileLayers.Failure) -> (number: UInt64, value: Value)? {
+    public mutating func nextField() throws(ProtobufFailure) -> (number: UInt64, value: Value)? {
         guard let key = try nextVarint() else { return nil }
         let number = key >> 3
         switch key & 7 {
@@ -39,7 +44,7 @@ struct ProtobufReader {
         }
     }
 
-    private mutating func skip(_ count: Int) throws(VectorTileLayers.Failure) {
+    private mutating func skip(_ count: Int) throws(ProtobufFailure) {
         guard bytes.count - position >= count else { throw .malformed("truncated fixed field") }
         position += count
     }
