@@ -62,10 +62,6 @@ public final class ClusterScheduler: PackScheduling {
     public var onError: ((String, any Error) -> Void)?
     /// Something an operator may want to know: a unit lost to another node, the node fenced.
     public var onNotice: ((String) -> Void)?
-    /// The live nodes, as of the last heartbeat.
-    public var liveNodes: [ClusterNodes.Node] { leases.liveNodes }
-    /// This node's part of the per-host transfer cap, in force now.
-    public var transfersPerHostShare: Int { shares.part }
 
     private let loop: EventLoop
     private let store: PostgresStore

@@ -21,8 +21,6 @@ final class LeaseKeeper {
     let held = HeldUnits()
     /// Whether the node must not work (no renewal yet, or none for too long).
     private(set) var fenced = true
-    /// The live nodes, as of the last heartbeat.
-    private(set) var liveNodes: [ClusterNodes.Node] = []
 
     private let loop: EventLoop
     private let coordination: PostgresConnectionThread
@@ -100,7 +98,6 @@ final class LeaseKeeper {
                 }
                 lastRenewal = started
                 fenced = false
-                liveNodes = beat.live
                 onRenewed?(beat.live, beat.lost)
             }
         })

@@ -35,6 +35,8 @@ struct ClusterBenchmark: ParsableCommand {
     @Option(help: "The tile server's front: h2 (nginx, TLS, HTTP/2), http1.1 (nginx, TLS) or plain (no nginx, HTTP/1.1).")
     var upstream = "h2"
     @Option(help: "Each node's transfer cap (--max-transfers).") var nodeTransfers = 16
+    @Flag(inversion: .prefixedNo, help: "Hold each node's limit for the tile server at --node-transfers (an upstream rule with adaptive: false) instead of letting it adapt, so each node's own cap binds from the first request.")
+    var fixedHostLimit = true
     @Option(help: "Seconds the nodes run before the first pack.") var warmup = 5.0
     @Option(parsing: .upToNextOption, help: "Extra arguments for every packd serve of part 1 and 2 (e.g. --cluster-unit-tiles 1024).")
     var packdArguments: [String] = []
@@ -69,12 +71,21 @@ struct ClusterBenchmark: ParsableCommand {
         defer { front?.stop() }
         let template = front.map { "https://127.0.0.1:\($0.port)/t/{z}/{x}/{y}.png" } ?? "http://127.0.0.1:\(slow.port)/t/{z}/{x}/{y}.png"
         let regions = try sizes.map { try Self.region(tiles: $0, template: template) }
-        let arguments = ["--allow-upstream-hosts", "127.0.0.1", "--log-level", logLevel, "--cluster-lease", "10s",
+        var arguments = ["--allow-upstream-hosts", "127.0.0.1", "--log-level", logLevel, "--cluster-lease", "10s",
                          "--max-transfers", String(nodeTransfers), "--max-transfers-per-host", "10000"]
-            + (front == nil ? [] : ["--upstream-ca-file", authority.certificatePath]) + packdArguments
+            + (front == nil ? [] : ["--upstream-ca-file", authority.certificatePath])
+        if fixedHostLimit {
+            let rules = directory.appendingPathComponent("rules.json")
+            let prefix = template.replacingOccurrences(of: "{z}/{x}/{y}.png", with: "")
+            try JSONSerialization.data(withJSONObject: ["rules": [["prefix": prefix, "max_transfers": nodeTransfers, "adaptive": false]]])
+                .write(to: rules)
+            arguments += ["--upstream-rules-file", rules.path]
+        }
+        arguments += packdArguments
 
         print("\n1. a tile server \(latency) ms away (\(front == nil ? "HTTP/1.1, no TLS" : "nginx, TLS, \(upstream)")); "
-              + "each node --max-transfers \(nodeTransfers); nodes running \(warmup) s before the packs; \(rounds) round(s)")
+              + "each node --max-transfers \(nodeTransfers)\(fixedHostLimit ? ", its limit for the server fixed there" : "")"
+              + "; nodes running \(warmup) s before the packs; \(rounds) round(s)")
         var runs: [Int: [Int: [ClusterNodeGroup.Run]]] = [:]
         for round in 0..<rounds {
             let order = Array(counts[(round % counts.count)...] + counts[..<(round % counts.count)])
@@ -88,9 +99,10 @@ struct ClusterBenchmark: ParsableCommand {
                 for (size, region) in zip(sizes, regions) {
                     let run = try group.download(region: region, tiles: size, upstream: slow)
                     runs[size, default: [:]][count, default: []].append(run)
-                    print(String(format: "%6d tiles  %d node%@  %6.0f tiles/s  (%.2f s; first tile %.2f s; split %@; upstream peak %d "
-                                 + "in flight; %d requested twice; CPU µs/tile: %.0f over the nodes, %.0f PostgreSQL)",
+                    print(String(format: "%6d tiles  %d node%@  %6.0f tiles/s  (%.2f s; first tile %.2f s; last 10 %% %.2f s; split %@; "
+                                 + "upstream peak %d in flight; %d requested twice; CPU µs/tile: %.0f over the nodes, %.0f PostgreSQL)",
                                  size, count, count == 1 ? " " : "s", run.rate, run.seconds, run.firstTileSeconds ?? -1,
+                                 run.lastTenthSeconds ?? -1,
                                  run.split.map(String.init).joined(separator: "/"), run.peakInFlight, run.duplicates,
                                  run.cpuMicrosecondsPerTile, run.databaseMicrosecondsPerTile))
                 }

@@ -19,6 +19,8 @@ struct ClusterNodeGroup {
         var rate: Double { Double(tiles) / seconds }
         /// From `POST /v1/packs` to the first tile counted in the pack's progress.
         var firstTileSeconds: Double?
+        /// From 90 % of the tiles stored to complete: the tail, where nodes run out of work.
+        var lastTenthSeconds: Double?
         /// Tiles each node downloaded for this pack.
         var split: [Int]
         var cpuMicrosecondsPerTile: Double
@@ -70,10 +72,12 @@ struct ClusterNodeGroup {
             throw ValidationError("POST /v1/packs answered \(created.status): \(String(decoding: created.body, as: UTF8.self))")
         }
         var firstTile: Double?
+        var ninetyPercent: ContinuousClock.Instant?
         while true {
             guard processes.allSatisfy(\.process.isRunning) else { throw ValidationError("a packd exited during the download") }
             let pack = try LoopbackHTTPClient.request(port: processes[0].port, method: "GET", path: "/v1/packs/\(id)").pack()
             if firstTile == nil, pack.progress.completedTiles > 0 { firstTile = Self.seconds(.now - posted) }
+            if ninetyPercent == nil, pack.progress.completedTiles * 10 >= tiles * 9 { ninetyPercent = .now }
             if !pack.state.isScheduled {
                 guard pack.state == .complete, pack.progress.completedTiles == tiles else {
                     throw ValidationError("the pack ended \(pack.state) with \(pack.progress.completedTiles) of \(tiles) tiles")
@@ -85,7 +89,7 @@ struct ClusterNodeGroup {
         let seconds = Self.seconds(.now - posted)
         let cpu = zip(processes, cpuBefore).reduce(0.0) { $0 + ($1.0.cpuSeconds ?? 0) - $1.1 }
         let database = databaseCPU() - databaseBefore
-        return Run(seconds: seconds, tiles: tiles, firstTileSeconds: firstTile,
+        return Run(seconds: seconds, tiles: tiles, firstTileSeconds: firstTile, lastTenthSeconds: ninetyPercent.map { Self.seconds(.now - $0) },
                    split: zip(try downloaded(), downloadedBefore).map { $0 - $1 },
                    cpuMicrosecondsPerTile: cpu / Double(tiles) * 1e6, databaseMicrosecondsPerTile: database / Double(tiles) * 1e6,
                    peakInFlight: upstream.takePeakInFlight(), duplicates: upstream.answered - answeredBefore - tiles)

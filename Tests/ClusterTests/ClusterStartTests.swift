@@ -14,8 +14,9 @@ import Testing
         let startedAt = ContinuousClock.now
         let waited = ContinuousClock.now + .seconds(1)
         while ContinuousClock.now < waited { usleep(10_000) }  // the scenario: a pack 1 s after the start
-        let id = try cluster.createPack(on: cluster.nodes[1], region: ClusterDownloadTests.region(upstream))
         let created = ContinuousClock.now
+        let id = try cluster.createPack(on: cluster.nodes[1], region: ClusterDownloadTests.region(upstream))
+        let answered = ContinuousClock.now - created
         var firstTile: Duration?
         #expect(eventually(within: 30) {
             let progress = (try? cluster.pack(id, on: cluster.nodes[2]))?["progress"] as? [String: Any]
@@ -24,9 +25,11 @@ import Testing
         }, "\(cluster.logs)")
         let (expected, duplicates) = try cluster.expectExact(id, upstream: upstream)
         let split = cluster.downloadedPerNode()
-        print("pack created \(created - startedAt) after three nodes started: first tile after \(firstTile.map { "\($0)" } ?? "never"); "
+        print("pack created \(created - startedAt) after three nodes started (POST answered in \(answered)): first tile after "
+              + "\(firstTile.map { "\($0)" } ?? "never"); "
               + "split \(split) of \(expected); \(duplicates) requested twice")
-        #expect(firstTile.map { $0 < .seconds(2) } == true, "first tile within 2 s of the pack's creation")
+        // Within 2 s (stretched under sanitizers, like every deadline: `TestTimeScale`).
+        #expect(firstTile.map { $0 < TestTimeScale.scaled(.seconds(2)) } == true, "first tile within 2 s of the pack's creation")
         #expect(split.allSatisfy { $0 > 0 }, "every node took part: \(split)")
         #expect(duplicates == 0)
     }
@@ -59,7 +62,7 @@ import Testing
         let parts = (status["nodes"] as? [[String: Any]] ?? []).compactMap { $0["transfer_share"] as? Int }
         print("a third node joined mid-pack: downloading after \(working.map { "\($0)" } ?? "never"); upstream peak "
               + "\(upstream.maxConcurrentRequests) in flight (cap 12); parts now \(parts); \(duplicates) of \(expected) requested twice")
-        #expect(working.map { $0 < .seconds(5) } == true, "the newcomer downloads within seconds of joining")
+        #expect(working.map { $0 < TestTimeScale.scaled(.seconds(5)) } == true, "the newcomer downloads within seconds of joining")
         #expect(upstream.maxConcurrentRequests <= 12, "the cluster never exceeded its per-host cap")
         #expect(parts.sorted() == [4, 4, 4], "the three nodes hold a third of the cap each: \(parts)")
         #expect(duplicates == 0)

@@ -96,7 +96,7 @@ import Testing
             let heartbeats = nodes.compactMap { ($0["last_heartbeat_at"] as? String).flatMap(Self.date) }
             let now = Date()
             if nodes.count == 3, held.allSatisfy({ $0 >= 1 }), nodes.allSatisfy({ ($0["transfers_in_flight"] as? Int ?? 0) > 0 }),
-               heartbeats.count == 3, heartbeats.allSatisfy({ now.timeIntervalSince($0) < 5 }),
+               heartbeats.count == 3, heartbeats.allSatisfy({ now.timeIntervalSince($0) < TestTimeScale.scaled(seconds: 5) }),
                packs.compactMap({ $0["id"] as? Int }) == [Int(id)] {
                 everyoneWorking = json
             }
