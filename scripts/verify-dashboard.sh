@@ -25,7 +25,7 @@ source scripts/temporary-postgres.sh
 cleanup() {
   for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
   temporary_postgres_stop "$work/pg"
-  [ -f "$work/ne/nginx.pid" ] && kill "$(cat "$work/ne/nginx.pid")" 2>/dev/null || true
+  for ne in "$work"/ne "$work"/ne-cluster; do [ -f "$ne/nginx.pid" ] && kill "$(cat "$ne/nginx.pid")" 2>/dev/null || true; done
   rm -rf "$work"
 }
 trap cleanup EXIT
@@ -76,6 +76,9 @@ start_packd throttled "$packd" --allow-upstream-hosts 127.0.0.1
   || fail "the throttled run failed (packd log: $work/throttled.log, screenshots: $shots)"
 
 echo "== 4. cluster mode: two nodes on one PostgreSQL"
+# Run 1 stopped its upstream (the offline preview): a fixture upstream of this run's own.
+style_url=$("$fixtures/serve-ne.sh" "$(free_port)" "$work/ne-cluster" 2>/dev/null)
+curl -fsS -o /dev/null "$style_url" || fail "the fixture upstream does not answer at $style_url"
 temporary_postgres_start "$work/pg" || fail "PostgreSQL did not start: $(cat "$work/pg/server.log" 2>/dev/null)"
 database=$PG_URL start_packd node-a "$packd" --allow-upstream-hosts 127.0.0.1 --requests-per-second-per-host 60
 node_a=$api

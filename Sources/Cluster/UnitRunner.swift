@@ -68,7 +68,8 @@ final class UnitRunner {
             pack.isCut && pack.record != nil && (pack.revalidating || pack.plan != nil) && pack.units.count < settings.unitsPerPack
         }.sorted { $0.id < $1.id }.map { pack in
             (pack.id, settings.unitsPerPack - pack.units.count,
-             WorkUnitLeases.ClaimCut(pyramids: pack.plan?.pyramids ?? [], sizing: sizing, slots: slots))
+             WorkUnitLeases.ClaimCut(pyramids: pack.plan?.pyramids ?? [], fixedResources: pack.plan?.fixed.count ?? 0,
+                                     sizing: sizing, slots: slots))
         }
         guard !wanted.isEmpty else { return }
         claiming = true
@@ -155,7 +156,7 @@ final class UnitRunner {
         let template = pyramid.template.template
         let ratio = Int64(pyramid.template.storedPixelRatio(for: pyramid.pixelRatio))
         switch unit.scope {
-        case .resources:
+        case .resources, .fixed:
             break
         case .zooms(_, let zooms):
             store.units.hold(.init(key: key, urlTemplate: template, pixelRatio: ratio,

@@ -256,6 +256,9 @@ public enum PostgresSchema {
         ALTER TABLE packd_nodes ADD COLUMN transfer_share integer NOT NULL DEFAULT 0 CHECK (transfer_share >= 0);
         ALTER TABLE packd_nodes DROP COLUMN units_held;
         CREATE SEQUENCE packd_work_unit_parts AS integer START WITH 1000000000;
+        -- A kind 0 unit with row_min/row_max is a part of the fixed resources split off at claim
+        -- time: their positions in the plan's list (WorkUnit.Scope.fixed).
+        COMMENT ON COLUMN packd_work_units.row_min IS 'kind 2: first row; kind 0: first position of a part of the fixed resources';
         """,
     ]
 

@@ -83,12 +83,15 @@ public struct WorkUnitLeases: Sendable {
     public struct ClaimCut: Sendable {
         /// The node's plan of the pack: what unit scopes point into.
         public let pyramids: [TilePyramid]
+        /// How many fixed resources the plan has (the resources unit is cut by position).
+        public let fixedResources: Int
         public let sizing: ClaimSizing
         /// Claim slots in the cluster: live nodes × units a node runs of a pack at once.
         public let slots: Int
 
-        public init(pyramids: [TilePyramid], sizing: ClaimSizing, slots: Int) {
+        public init(pyramids: [TilePyramid], fixedResources: Int = 0, sizing: ClaimSizing, slots: Int) {
             self.pyramids = pyramids
+            self.fixedResources = max(0, fixedResources)
             self.sizing = sizing
             self.slots = max(1, slots)
         }
@@ -126,8 +129,8 @@ public struct WorkUnitLeases: Sendable {
             let remaining = try connection.scalarInt(
                 "SELECT coalesce(sum(tiles), 0)::int8 FROM packd_work_units WHERE \(claimable)", [.int8(pack)]) ?? 0
             let part = cut.sizing.part(remaining: Int(clamping: remaining), slots: cut.slots)
-            if cut.sizing.splits(unit.tiles, part: part),
-               let parts = WorkUnitSplit.split(unit.scope, part: part, pyramids: cut.pyramids) {
+            if cut.sizing.splits(WorkUnitSplit.size(of: unit, fixedResources: cut.fixedResources), part: part),
+               let parts = WorkUnitSplit.split(unit.scope, part: part, pyramids: cut.pyramids, fixedResources: cut.fixedResources) {
                 let ordinals = try connection.query("SELECT nextval('packd_work_unit_parts')::int8 FROM generate_series(1, $1)",
                                                     [.int8(Int64(parts.count - 1))]).map { Int(try $0.int64(0)) }
                 var columns = UnitColumns()
@@ -234,7 +237,10 @@ public struct WorkUnitLeases: Sendable {
         let tiles = Int(try row.int64(10))
         switch try row.int64(2) {
         case 0:
-            return WorkUnit(ordinal: ordinal, scope: .resources, tiles: tiles)
+            guard let first = try row.int64OrNil(6), let last = try row.int64OrNil(7) else {
+                return WorkUnit(ordinal: ordinal, scope: .resources, tiles: tiles)
+            }
+            return WorkUnit(ordinal: ordinal, scope: .fixed(Int(first)...Int(last)), tiles: tiles)
         case 1:
             return WorkUnit(ordinal: ordinal, scope: .zooms(pyramid: Int(try row.int64(3)),
                                                             Int(try row.int64(4))...Int(try row.int64(5))), tiles: tiles)
@@ -274,6 +280,12 @@ public struct WorkUnitLeases: Sendable {
                 kinds.append(0)
                 pyramids.append(nil); zoomMins.append(nil); zoomMaxes.append(nil)
                 rowMins.append(nil); rowMaxes.append(nil); columnMins.append(nil); columnMaxes.append(nil)
+            case .fixed(let positions):
+                // Kind 0 with a range in the row columns: positions in the plan's fixed resources.
+                kinds.append(0)
+                pyramids.append(nil); zoomMins.append(nil); zoomMaxes.append(nil)
+                rowMins.append(Int64(positions.lowerBound)); rowMaxes.append(Int64(positions.upperBound))
+                columnMins.append(nil); columnMaxes.append(nil)
             case .zooms(let pyramid, let zooms):
                 kinds.append(1)
                 pyramids.append(Int64(pyramid)); zoomMins.append(Int64(zooms.lowerBound)); zoomMaxes.append(Int64(zooms.upperBound))

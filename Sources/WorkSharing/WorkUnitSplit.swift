@@ -3,7 +3,8 @@ import Plan
 
 /// Cuts the head off a work unit for a claim (`ClaimSizing`): the head holds at most `part`
 /// tiles and at least one, the rest stays claimable as one to three more units, and together
-/// they hold exactly the unit's tiles, each once, with exact counts.
+/// they hold exactly the unit's tiles, each once, with exact counts. The fixed resources are cut
+/// the same way by their position in the plan.
 ///
 /// - Whole zooms: the longest run of leading zooms that fits is the head. When even the first
 ///   zoom is larger than the part, that zoom becomes a window over the whole world and is cut as
@@ -26,19 +27,39 @@ public enum WorkUnitSplit {
     }
 
     /// The head (first) and the rest of `scope`, or nil when it cannot be cut so that both hold
-    /// tiles: the resources unit, a part as large as the unit, or a pyramid index `pyramids`
-    /// does not have.
-    public static func split(_ scope: WorkUnit.Scope, part: Int, pyramids: [TilePyramid]) -> [Part]? {
-        guard part >= 1, let index = scope.pyramid, index >= 0, index < pyramids.count else { return nil }
+    /// work: a part as large as the unit, a pyramid index `pyramids` does not have. The fixed
+    /// resources (`fixedResources` of them in the plan) are cut by position into `.fixed`
+    /// ranges, `part` resources at the head; their parts hold no tiles.
+    public static func split(_ scope: WorkUnit.Scope, part: Int, pyramids: [TilePyramid], fixedResources: Int = 0) -> [Part]? {
+        guard part >= 1 else { return nil }
+        if case .resources = scope { return splitFixed(0..<fixedResources, part: part) }
+        if case .fixed = scope { return splitFixed(scope.fixedPositions(count: fixedResources), part: part) }
+        guard let index = scope.pyramid, index >= 0, index < pyramids.count else { return nil }
         let pyramid = pyramids[index]
         switch scope {
-        case .resources:
+        case .resources, .fixed:
             return nil
         case .zooms(_, let zooms):
             return splitZooms(pyramid, index: index, zooms: zooms, part: part)
         case .window(_, let zoom, let rows, let columns):
             return splitWindow(pyramid, index: index, zoom: zoom, rows: rows, columns: columns, part: part)
         }
+    }
+
+    /// How much work a unit is for a claim: its tiles, or for the fixed resources how many of
+    /// the plan's `fixedResources` it downloads.
+    public static func size(of unit: WorkUnit, fixedResources: Int) -> Int {
+        switch unit.scope {
+        case .resources, .fixed: unit.scope.fixedPositions(count: fixedResources).count
+        case .zooms, .window: unit.tiles
+        }
+    }
+
+    private static func splitFixed(_ positions: Range<Int>, part: Int) -> [Part]? {
+        guard positions.count > part else { return nil }
+        let cut = positions.lowerBound + part
+        return [Part(scope: .fixed(positions.lowerBound...(cut - 1)), tiles: 0),
+                Part(scope: .fixed(cut...(positions.upperBound - 1)), tiles: 0)]
     }
 
     /// The tiles of `pyramid`'s cover at `zoom` inside `rows` × `columns`.

@@ -112,6 +112,33 @@ import WorkSharing
         #expect(try setup.scalarInt("SELECT count(*) FROM packd_work_units WHERE pack_id = $1", [.int8(pack)]) == Int64(all.count))
     }
 
+    /// The fixed resources' unit is cut by position like a unit of tiles: two nodes claiming
+    /// parts of 100 of 520 resources get every position once, through the database.
+    @Test func theFixedResourcesAreClaimedInParts() throws {
+        let connection = try database.connect()
+        let pack = try database.insertPack(on: connection)
+        try WorkUnitLeases.store(WorkUnitCut(pyramids: []), pack: pack, on: connection)
+        let cut = WorkUnitLeases.ClaimCut(pyramids: [], fixedResources: 520, sizing: ClaimSizing(floor: 100, ceiling: 100), slots: 4)
+        let a = WorkUnitLeases(node: try database.registerNode("a", on: connection))
+        let b = WorkUnitLeases(node: try database.registerNode("b", on: connection))
+        var positions: [Int] = []
+        while true {
+            let claimed = try a.claim(pack: pack, limit: 1, cut: cut, on: connection) + b.claim(pack: pack, limit: 1, cut: cut, on: connection)
+            if claimed.isEmpty { break }
+            for unit in claimed {
+                guard case .fixed(let range) = unit.unit.scope else {
+                    Issue.record("a part of the fixed resources is .fixed: \(unit.unit)")
+                    return
+                }
+                #expect(range.count <= 120 && unit.unit.tiles == 0)
+                positions += range
+                let leases = unit.unit.ordinal % 2 == 0 ? [a, b] : [b, a]
+                #expect(try leases.contains { try $0.complete(.init(pack: pack, ordinal: unit.unit.ordinal), on: connection) })
+            }
+        }
+        #expect(positions.sorted() == Array(0..<520))
+    }
+
     /// A unit whose node died is split when another node takes it over: the head is leased
     /// (a takeover: claimed twice), the rest stays claimable in its place, and the dead node's
     /// renewal and completion find nothing of it.

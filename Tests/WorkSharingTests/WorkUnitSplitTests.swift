@@ -25,7 +25,7 @@ import WorkSharing
         let pyramid = pyramids[index]
         var found: Set<TileID> = []
         let zooms: [Int] = switch scope {
-        case .resources: []
+        case .resources, .fixed: []
         case .zooms(_, let range): pyramid.zooms.filter(range.contains)
         case .window(_, let zoom, _, _): [zoom]
         }
@@ -116,9 +116,37 @@ import WorkSharing
         #expect(smallest.map(\.tiles) == [1, 1364])
     }
 
+    /// The fixed resources (a style's glyph ranges alone are hundreds) are cut by position:
+    /// claims one after another take every position once, none more than the part.
+    @Test(arguments: [1, 7, 128, 519, 520, 600])
+    func theFixedResourcesAreCutByPosition(part: Int) throws {
+        let count = 520
+        #expect(WorkUnitSplit.size(of: WorkUnit(ordinal: 0, scope: .resources, tiles: 0), fixedResources: count) == count)
+        var left: [WorkUnit.Scope] = [.resources]
+        var taken: [Int] = []
+        while let next = left.first {
+            left.removeFirst()
+            if let parts = WorkUnitSplit.split(next, part: part, pyramids: [], fixedResources: count) {
+                #expect(parts.count == 2 && parts.allSatisfy { $0.tiles == 0 })
+                let head = parts[0].scope.fixedPositions(count: count)
+                #expect(head.count == part)
+                taken += head
+                left = parts.dropFirst().map(\.scope) + left
+            } else {
+                let positions = next.fixedPositions(count: count)
+                #expect(positions.count <= part)
+                taken += positions
+            }
+        }
+        #expect(taken == Array(0..<count))
+        #expect(WorkUnitSplit.split(.resources, part: 5, pyramids: [], fixedResources: 0) == nil, "a revalidation's unit is whole")
+        #expect(WorkUnit.Scope.fixed(10...19).fixedPositions(count: 15) == 10..<15, "clamped to the plan")
+        #expect(WorkUnit.Scope.window(pyramid: 0, zoom: 1, rows: 0...1, columns: 0...1).fixedPositions(count: 15).isEmpty)
+    }
+
     @Test func whatCannotBeSplitIsNot() throws {
         let pyramids = try Self.pyramids()
-        #expect(WorkUnitSplit.split(.resources, part: 3, pyramids: pyramids) == nil)
+        #expect(WorkUnitSplit.split(.resources, part: 3, pyramids: pyramids) == nil, "no fixed resources to cut")
         #expect(WorkUnitSplit.split(.zooms(pyramid: 9, 0...3), part: 3, pyramids: pyramids) == nil)
         #expect(WorkUnitSplit.split(.zooms(pyramid: 0, 0...3), part: 0, pyramids: pyramids) == nil)
         // One tile.

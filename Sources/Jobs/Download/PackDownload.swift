@@ -167,12 +167,14 @@ public final class PackDownload {
             owner?.jobLinked(packID, progress)
         }
         self.lookup = lookup
-        if let unit, unit != .resources {
+        if let unit, unit.pyramid != nil {
             // A unit of tiles: the pack's fixed resources are another unit's.
             downloading = true
             return pump()
         }
-        lookup.fixed(plan.fixed, refetch: Set(documents.keys)) { [weak self] toFetch in
+        // The whole pack's fixed resources, or a unit's share of them.
+        let fixed = unit.map { Array(plan.fixed[$0.fixedPositions(count: plan.fixed.count)]) } ?? plan.fixed
+        lookup.fixed(fixed, refetch: Set(documents.keys)) { [weak self] toFetch in
             guard let self, !ended else { return }
             pending.append(contentsOf: toFetch.map(PendingResources.Entry.fixed))
             downloading = true

@@ -42,7 +42,7 @@ struct TileBands: IteratorProtocol {
         self.pyramids = pyramids
         self.limit = max(1, min(limit, TileBitmap.maximumTiles))
         self.scope = scope
-        if case .resources = scope { pyramidIndex = pyramids.count }
+        if scope?.pyramid == nil, scope != nil { pyramidIndex = pyramids.count }  // fixed resources: no tiles
         if let pyramid = scope?.pyramid { pyramidIndex = min(pyramid, pyramids.count) }
     }
 
@@ -50,7 +50,7 @@ struct TileBands: IteratorProtocol {
     private func inScope(pyramid index: Int, zoom: Int) -> Bool {
         switch scope {
         case nil: return true
-        case .resources: return false
+        case .resources, .fixed: return false
         case .zooms(let pyramid, let zooms): return pyramid == index && zooms.contains(zoom)
         case .window(let pyramid, let only, _, _): return pyramid == index && zoom == only
         }
