@@ -54,8 +54,11 @@ build: deps
 release: deps
 	$(SWIFT) build -c release
 
-## Builds a release binary and starts packd on $(PACKD_LISTEN) with $(PACKD_DB).
+## Builds a release binary, puts MapLibre GL JS in place for the dashboard's maps (from PyPI, once;
+## without a network the dashboard runs without maps), and starts packd on $(PACKD_LISTEN) with
+## $(PACKD_DB).
 run: release
+	@$(MAKE) --no-print-directory dashboard-assets || echo "make run: MapLibre GL JS could not be installed (offline?); the dashboard runs without maps"
 	$$($(SWIFT) build -c release --show-bin-path)/packd serve --listen $(PACKD_LISTEN) --database $(PACKD_DB)
 
 ## The test command CI runs: system libraries, the OpenAPI document's validity, every test, then
@@ -71,7 +74,7 @@ check-openapi: $(VENV)/test.installed
 	$(VENV_PATH) python3 scripts/check-openapi.py openapi.yaml
 
 ## Benchmarks against baselines measured in the same run (see Sources/packd-bench).
-BENCHMARKS ?= server serve-tiles api geo store export fetch download download-fixture cluster
+BENCHMARKS ?= server serve-tiles api geo store export artifacts fetch download download-fixture cluster
 bench: bench-deps
 	$(SWIFT) build -c release
 	@bin=$$($(SWIFT) build -c release --show-bin-path); \

@@ -40,6 +40,8 @@ let package = Package(
         // Mapbox Vector Tile decoding, gzip. Read by exports, archive sources and glyph subsetting.
         .target(name: "TileFormats", dependencies: ["CZlib"]),
         .target(name: "Store", dependencies: ["Packs", "Loop", "CSQLite", "CZlib", "TileFormats"]),
+        // Immutable export files: keys, build-once, the directory, eviction, digests.
+        .target(name: "Artifacts", dependencies: ["Packs", "Loop", "CCrypto"]),
         // The child process StoreTests SIGKILLs mid-stream to prove crash safety.
         .executableTarget(name: "packd-store-crash-writer", dependencies: ["Store", "Packs"]),
 
@@ -47,7 +49,7 @@ let package = Package(
         .target(
             name: "API",
             dependencies: [
-                "Packs", "Jobs", "Server", "Loop", "Plan", "Geo", "CCrypto",
+                "Packs", "Jobs", "Server", "Loop", "Plan", "Geo", "CCrypto", "Artifacts",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
@@ -66,6 +68,7 @@ let package = Package(
                 "Loop",
                 "Server",
                 "API",
+                "Artifacts",
                 "Store",
                 "Fetch",
                 "Jobs",
@@ -123,7 +126,7 @@ let package = Package(
         // Real `packd serve` processes in cluster mode on a real PostgreSQL.
         .testTarget(
             name: "ClusterTests",
-            dependencies: ["Packs", "Store", "Postgres", "PostgresTestSupport", "PackdTestSupport", "packd"]
+            dependencies: ["Packs", "Store", "Artifacts", "Postgres", "PostgresTestSupport", "PackdTestSupport", "packd"]
         ),
 
         // libFuzzer targets (`make fuzz`); a plain build makes `packd-fuzz TARGET FILE…`, a replay tool.
@@ -136,10 +139,11 @@ let package = Package(
         // One suite of store tests, run against every store implementation (`StoreFactory.all`).
         .testTarget(name: "StoreContractTests", dependencies: ["Packs", "Store", "Loop", "Postgres", "PostgresStore", "PostgresTestSupport"]),
         .testTarget(name: "LoopTests", dependencies: ["Loop"]),
+        .testTarget(name: "ArtifactsTests", dependencies: ["Artifacts", "Loop", "PackdTestSupport"]),
         .testTarget(
             name: "APITests",
             dependencies: [
-                "API", "Jobs", "Packs", "Server", "Loop", "Store", "CZlib", "PackdTestSupport",
+                "API", "Artifacts", "Jobs", "Packs", "Server", "Loop", "Store", "CZlib", "PackdTestSupport",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),

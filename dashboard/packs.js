@@ -200,9 +200,14 @@ export class PackList {
    * style pack with several gets one link per source (named as in its offline style).
    */
   renderExports(pack, exports) {
+    // A pack with a version links its immutable artifacts (cacheable, resumable); one without
+    // (an unfinished pack's partial export) the current-version route.
+    const versioned = pack.version > 0;
+    const base = versioned ? `v1/packs/${pack.id}/versions/${pack.version}/export` : `v1/packs/${pack.id}/export`;
+    const stem = versioned ? `pack-${pack.id}-v${pack.version}` : `pack-${pack.id}`;
     const database = exports.querySelector('a[data-format="maplibre"]');
-    database.href = apiURL(`v1/packs/${pack.id}/export?format=maplibre`).href;
-    database.download = `pack-${pack.id}.${exportFormats.maplibre}`;
+    database.href = apiURL(`${base}?format=maplibre`).href;
+    database.download = `${stem}.${exportFormats.maplibre}`;
     const archives = exports.querySelector(".archives");
     const sources = pack.region.style_url ? this.tileSources.get(pack.id) : [null];
     if (sources === undefined) {
@@ -221,8 +226,8 @@ export class PackList {
         const link = document.createElement("a");
         link.dataset.format = kind;
         const query = source ? `&source=${encodeURIComponent(source)}` : "";
-        link.href = apiURL(`v1/packs/${pack.id}/export?format=${kind}${query}`).href;
-        link.download = `pack-${pack.id}${source ? `-${source}` : ""}.${exportFormats[kind]}`;
+        link.href = apiURL(`${base}?format=${kind}${query}`).href;
+        link.download = `${stem}${source ? `-${source}` : ""}.${exportFormats[kind]}`;
         link.textContent = `${kind === "mbtiles" ? "MBTiles" : "PMTiles"}${source ? ` (${source})` : ""}`;
         links.push(link);
       }

@@ -1,3 +1,4 @@
+import Artifacts
 import Logging
 import Loop
 import Packs
@@ -19,6 +20,8 @@ public final class PackdAPI {
     public let routes: APIRouteBuilder
     /// Scratch directory, upload limit and concurrency of the export and import endpoints.
     public var sharing = SharingSettings()
+    /// The artifacts of pack versions, made by `register` from `sharing` (nil before).
+    public private(set) var artifacts: ArtifactCache?
     let logger: Logger
     private let upstreamAccess = UpstreamAccess()
 
@@ -60,7 +63,20 @@ public final class PackdAPI {
             .register(in: &router, using: routes)
         EstimateRoutes(store: store, loop: loop, upstream: upstreamAccess, logger: logger).register(in: &router, using: routes)
         EventRoutes(store: store, events: events, logger: logger).register(in: &router, using: routes)
-        SharingRoutes(store: store, loop: loop, packs: packs, settings: sharing, logger: logger).register(in: &router, using: routes)
+        let artifacts = ArtifactCache(directory: ArtifactDirectory(path: sharing.resolvedArtifactsDirectory()), loop: loop,
+                                      configuration: ArtifactCache.Configuration(maximumBytes: sharing.artifactsMaximumBytes,
+                                                                                 concurrentBuilds: sharing.concurrentTransfers))
+        artifacts.onBuilt = { [logger] artifact, took in
+            logger.info("built artifact", metadata: ["pack_id": "\(artifact.key.pack)", "version": "\(artifact.key.version)",
+                                                     "format": "\(artifact.key.format.rawValue)", "bytes": "\(artifact.size)",
+                                                     "duration_ms": "\(Int(took.components.seconds * 1000 + took.components.attoseconds / 1_000_000_000_000_000))"])
+        }
+        artifacts.onEvicted = { [logger] entry in
+            logger.info("evicted artifact", metadata: ["path": "\(entry.path)", "bytes": "\(entry.size)"])
+        }
+        self.artifacts = artifacts
+        SharingRoutes(store: store, loop: loop, packs: packs, settings: sharing, artifacts: artifacts, logger: logger)
+            .register(in: &router, using: routes)
         let metrics = routes.metrics
         let store = store
         let logger = logger

@@ -6,6 +6,10 @@ import Loop
 /// and reads run on libuv's thread pool, and the next block is read only once the response
 /// stream can take it (`canWrite`/`onWritable`), so a slow client holds the reads back.
 ///
+/// With a `range`, only those bytes are sent (positional reads from its first byte): the caller
+/// has answered `206` or checked the size already; a file shorter than the range ends the
+/// answer early (the client sees a short body, never wrong bytes).
+///
 /// Each in-flight uv_fs request holds a retain on the streamer, released in its callback, so the
 /// streamer lives exactly as long as libuv may still call back into it.
 final class FileStreamer {
@@ -15,7 +19,10 @@ final class FileStreamer {
     private let status: HTTPStatus
     private let headers: HTTPHeaders
     private let completion: ((Bool) -> Void)?
+    private let range: Range<Int>?
     private var file: Int32 = -1
+    /// The file offset of the next read.
+    private var offset = 0
     private var stream: ResponseStream?
     private var remaining = 0
     private let block: UnsafeMutableRawBufferPointer
@@ -23,13 +30,15 @@ final class FileStreamer {
 
     static let blockSize = 64 * 1024
 
-    init(responder: Responder, path: String, status: HTTPStatus, headers: HTTPHeaders, completion: ((Bool) -> Void)?) {
+    init(responder: Responder, path: String, status: HTTPStatus, headers: HTTPHeaders, range: Range<Int>?,
+         completion: ((Bool) -> Void)?) {
         loop = responder.loop
         self.responder = responder
         self.path = path
         self.status = status
         self.headers = headers
         self.completion = completion
+        self.range = range
         block = .allocate(byteCount: Self.blockSize, alignment: 16)
     }
 
@@ -64,8 +73,14 @@ final class FileStreamer {
             respondNotFound(UV_EIO.rawValue)
             return
         }
-        remaining = size
-        let stream = responder.stream(status: status, headers: headers, contentLength: size)
+        let bytes = range ?? 0..<size
+        guard bytes.upperBound <= size else {
+            respondNotFound(UV_EINVAL.rawValue)
+            return
+        }
+        offset = bytes.lowerBound
+        remaining = bytes.count
+        let stream = responder.stream(status: status, headers: headers, contentLength: bytes.count)
         self.stream = stream
         stream.onClose = { [self] in end(success: false) }
         stream.onWritable = { [self] in readNext() }
@@ -87,7 +102,7 @@ final class FileStreamer {
         guard stream.canWrite else { return }
         let request = makeRequest()
         var buffer = uv_buf_init(block.baseAddress!.assumingMemoryBound(to: CChar.self), UInt32(min(Self.blockSize, remaining)))
-        let status = uv_fs_read(loop.raw, request, file, &buffer, 1, -1) { request in
+        let status = uv_fs_read(loop.raw, request, file, &buffer, 1, Int64(offset)) { request in
             FileStreamer.complete(request) { streamer, result in streamer.didRead(result) }
         }
         if status < 0 {
@@ -107,6 +122,7 @@ final class FileStreamer {
         }
         let count = min(result, remaining)
         remaining -= count
+        offset += count
         stream.write(UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(block)[..<count]))
         readNext()
     }
@@ -162,11 +178,12 @@ final class FileStreamer {
 
 extension Responder {
     /// Answers with the file at `path` (404 problem if it cannot be opened), streamed with
-    /// backpressure and never held in memory. `completion` says whether every byte was sent.
+    /// backpressure and never held in memory; only `range` of it when given (a `206`'s bytes).
+    /// `completion` says whether every byte was sent.
     public func respondWithFile(
-        path: String, status: HTTPStatus = .ok, headers: HTTPHeaders = HTTPHeaders(),
+        path: String, status: HTTPStatus = .ok, headers: HTTPHeaders = HTTPHeaders(), range: Range<Int>? = nil,
         completion: ((Bool) -> Void)? = nil
     ) {
-        FileStreamer(responder: self, path: path, status: status, headers: headers, completion: completion).start()
+        FileStreamer(responder: self, path: path, status: status, headers: headers, range: range, completion: completion).start()
     }
 }

@@ -17,9 +17,9 @@ public struct HTTPStatus: Hashable, Sendable, CustomStringConvertible {
     /// The statuses packd answers with, so a status line built from a bare code (a `Problem`'s
     /// `status`) still carries the standard reason phrase rather than a problem title.
     static let known: [Int: HTTPStatus] = Dictionary(uniqueKeysWithValues: [
-        HTTPStatus.continue, .ok, .created, .accepted, .noContent, .notModified, .badRequest, .unauthorized,
+        HTTPStatus.continue, .ok, .created, .accepted, .noContent, .partialContent, .notModified, .badRequest, .unauthorized,
         .forbidden, .notFound, .methodNotAllowed, .requestTimeout, .conflict, .gone, .preconditionFailed,
-        .contentTooLarge, .unsupportedMediaType, .expectationFailed, .unprocessableContent, .tooManyRequests,
+        .contentTooLarge, .unsupportedMediaType, .rangeNotSatisfiable, .expectationFailed, .unprocessableContent, .tooManyRequests,
         .requestHeaderFieldsTooLarge, .internalServerError, .notImplemented, .badGateway, .serviceUnavailable,
         .gatewayTimeout,
     ].map { ($0.code, $0) })
@@ -29,6 +29,7 @@ public struct HTTPStatus: Hashable, Sendable, CustomStringConvertible {
     public static let created = HTTPStatus(201, "Created")
     public static let accepted = HTTPStatus(202, "Accepted")
     public static let noContent = HTTPStatus(204, "No Content")
+    public static let partialContent = HTTPStatus(206, "Partial Content")
     public static let notModified = HTTPStatus(304, "Not Modified")
     public static let badRequest = HTTPStatus(400, "Bad Request")
     public static let unauthorized = HTTPStatus(401, "Unauthorized")
@@ -41,6 +42,7 @@ public struct HTTPStatus: Hashable, Sendable, CustomStringConvertible {
     public static let preconditionFailed = HTTPStatus(412, "Precondition Failed")
     public static let contentTooLarge = HTTPStatus(413, "Content Too Large")
     public static let unsupportedMediaType = HTTPStatus(415, "Unsupported Media Type")
+    public static let rangeNotSatisfiable = HTTPStatus(416, "Range Not Satisfiable")
     public static let expectationFailed = HTTPStatus(417, "Expectation Failed")
     public static let unprocessableContent = HTTPStatus(422, "Unprocessable Content")
     public static let tooManyRequests = HTTPStatus(429, "Too Many Requests")

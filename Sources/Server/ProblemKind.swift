@@ -10,9 +10,11 @@ extension Problem {
         case methodNotAllowed = "method-not-allowed"
         case requestTimeout = "request-timeout"
         case conflict
+        case gone
         case idempotencyKeyInUse = "idempotency-key-in-use"
         case payloadTooLarge = "payload-too-large"
         case unsupportedMediaType = "unsupported-media-type"
+        case rangeNotSatisfiable = "range-not-satisfiable"
         case expectationFailed = "expectation-failed"
         case validationFailed = "validation-failed"
         case tileLimitExceeded = "tile-limit-exceeded"
@@ -34,8 +36,10 @@ extension Problem {
             case .methodNotAllowed: .methodNotAllowed
             case .requestTimeout: .requestTimeout
             case .conflict, .idempotencyKeyInUse: .conflict
+            case .gone: .gone
             case .payloadTooLarge: .contentTooLarge
             case .unsupportedMediaType: .unsupportedMediaType
+            case .rangeNotSatisfiable: .rangeNotSatisfiable
             case .expectationFailed: .expectationFailed
             case .validationFailed, .tileLimitExceeded, .idempotencyKeyReused, .hostNotAllowed: .unprocessableContent
             case .headersTooLarge: .requestHeaderFieldsTooLarge
@@ -55,9 +59,11 @@ extension Problem {
             case .methodNotAllowed: "Method not allowed"
             case .requestTimeout: "Request timeout"
             case .conflict: "Conflict"
+            case .gone: "Gone"
             case .idempotencyKeyInUse: "Idempotency key in use"
             case .payloadTooLarge: "Payload too large"
             case .unsupportedMediaType: "Unsupported media type"
+            case .rangeNotSatisfiable: "Range not satisfiable"
             case .expectationFailed: "Expectation failed"
             case .validationFailed: "Validation failed"
             case .tileLimitExceeded: "Tile limit exceeded"

@@ -27,7 +27,7 @@ struct ExportBenchmark: ParsableCommand {
         defer { if self.directory == nil && !keepExports { try? FileManager.default.removeItem(atPath: directory) } }
         let databasePath = directory + "/pack.sqlite"
         if !(reuse && FileManager.default.fileExists(atPath: databasePath)) {
-            let generated = try generatePack(at: databasePath)
+            let generated = try GeneratedPack(tiles: tiles, tileBytes: tileBytes, repeatedShare: repeatedShare).write(at: databasePath)
             print("pack: \(tiles) tiles, \(generated / 1_000_000) MB stored (zlib), in \(directory)")
             print("pack database: \(databasePath)")
         }
@@ -94,81 +94,6 @@ struct ExportBenchmark: ParsableCommand {
             + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6
     }
 
-    /// A packd database with one pack of vector tiles in a square block at zoom 14.
-    private func generatePack(at path: String) throws -> Int {
-        try? FileManager.default.removeItem(atPath: path)
-        let database = try SchemaMigrator.openWriter(path: path)
-        try database.execute("INSERT INTO regions (definition, description) VALUES ('{\"bench\":true}', NULL)")
-        let side = Int(Double(tiles).squareRoot().rounded(.up))
-        let ocean = zlib(vectorTile(salt: -1))
-        var stored = 0
-        try database.transaction {
-            let insertTile = try database.cachedStatement("""
-                INSERT INTO tiles (url_template, pixel_ratio, z, x, y, data, compressed, accessed, modified)
-                VALUES ('https://bench.example/{z}/{x}/{y}.pbf', 1, 14, ?1, ?2, ?3, 1, 1700000000, 1700000000)
-                """)
-            let link = try database.cachedStatement("INSERT INTO region_tiles (region_id, tile_id) VALUES (1, ?1)")
-            for index in 0..<tiles {
-                let x = 8000 + index % side, y = 5000 + index / side
-                let isOcean = Double(index % 1000) < repeatedShare * 1000
-                let body = isOcean ? ocean : zlib(vectorTile(salt: index))
-                stored += body.count
-                try insertTile.execute([.integer(Int64(x)), .integer(Int64(y)), .blob(body)])
-                try link.execute([.integer(database.lastInsertedRowID)])
-            }
-        }
-        return stored
-    }
-
-    /// A syntactically valid vector tile of about `tileBytes`: two layers, tagged features, and
-    /// pseudo-random geometry (compresses about 2:1, like real tiles).
-    private func vectorTile(salt: Int) -> [UInt8] {
-        var state = UInt64(bitPattern: Int64(salt)) &* 0x9E37_79B9_7F4A_7C15 | 1
-        func next() -> UInt64 {
-            state ^= state << 13; state ^= state >> 7; state ^= state << 17
-            return state
-        }
-        func varint(_ value: UInt64, _ out: inout [UInt8]) {
-            var value = value
-            while value >= 0x80 { out.append(UInt8(truncatingIfNeeded: value) | 0x80); value >>= 7 }
-            out.append(UInt8(value))
-        }
-        func field(_ number: UInt64, _ bytes: [UInt8], _ out: inout [UInt8]) {
-            varint(number << 3 | 2, &out); varint(UInt64(bytes.count), &out); out += bytes
-        }
-        var tile: [UInt8] = []
-        for name in ["water", "roads"] {
-            var layer: [UInt8] = [0x78, 2]
-            field(1, Array(name.utf8), &layer)
-            field(3, Array("class".utf8), &layer)
-            var value: [UInt8] = []
-            field(1, Array("primary".utf8), &value)
-            field(4, value, &layer)
-            var remaining = tileBytes / 2
-            while remaining > 0 {
-                // A valid MultiPoint: MoveTo ×50, zigzag deltas.
-                var geometry: [UInt8] = []
-                varint(50 << 3 | 1, &geometry)
-                for _ in 0..<100 { varint(next() % 64, &geometry) }
-                var feature: [UInt8] = []
-                field(2, [0, 0], &feature)
-                feature += [0x18, 1]
-                field(4, geometry, &feature)
-                field(2, feature, &layer)
-                remaining -= feature.count + 3
-            }
-            field(3, layer, &tile)
-        }
-        return tile
-    }
-
-    private func zlib(_ bytes: [UInt8]) -> [UInt8] {
-        var length = compressBound(uLong(bytes.count))
-        var output = [UInt8](repeating: 0, count: Int(length))
-        _ = compress2(&output, &length, bytes, uLong(bytes.count), Z_DEFAULT_COMPRESSION)
-        return Array(output[0..<Int(length)])
-    }
-
     private func copyBodies(_ reader: Database, to path: String) throws {
         guard let file = fopen(path, "wb") else { throw CocoaError(.fileWriteUnknown) }
         defer { fclose(file) }
@@ -205,13 +130,16 @@ final class AnonymousMemorySampler: @unchecked Sendable {
     private var peak = 0
     private var running = true
     private let pid: Int32?
+    private let field: String
 
-    /// Samples this process, or `pid` (a `packd serve` the benchmark started).
-    init(pid: Int32? = nil) {
+    /// Samples this process, or `pid` (a `packd serve` the benchmark started); `field` of
+    /// /proc/PID/status (`VmRSS:` for the whole resident set).
+    init(pid: Int32? = nil, field: String = "RssAnon:") {
         self.pid = pid
+        self.field = field
         Thread { [self] in
             while lock.withLock({ running }) {
-                let current = PeakMemory.kilobytes("RssAnon:", pid: pid)
+                let current = PeakMemory.kilobytes(field, pid: pid)
                 lock.withLock { peak = max(peak, current) }
                 usleep(10_000)
             }
@@ -220,7 +148,7 @@ final class AnonymousMemorySampler: @unchecked Sendable {
 
     /// Stops polling and returns the peak in KiB (including one last reading).
     func stop() -> Int {
-        let current = PeakMemory.kilobytes("RssAnon:", pid: pid)
+        let current = PeakMemory.kilobytes(field, pid: pid)
         return lock.withLock {
             running = false
             return max(peak, current)

@@ -14,6 +14,7 @@ struct PackdBench: ParsableCommand {
             StoreBenchmark.self,
             JSONBenchmark.self,
             ExportBenchmark.self,
+            ArtifactsBenchmark.self,
             GeoBenchmark.self,
             FetchBenchmark.self,
             DownloadBenchmark.self,

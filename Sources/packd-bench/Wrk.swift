@@ -7,16 +7,20 @@ struct Wrk {
     let threads: Int
     let connections: Int
     let duration: String
+    /// wrk's per-request timeout (its default, 2s, counts every large download as an error).
+    var timeout: String?
 
     struct Result {
         let requestsPerSecond: Double
         let p99Milliseconds: Double
+        /// Body and head bytes read per second (wrk's `Transfer/sec`, binary units).
+        let transferBytesPerSecond: Double
     }
 
     func run(_ url: String, headers: [String] = []) throws -> Result {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/wrk")
-        process.arguments = ["-t\(threads)", "-c\(connections)", "-d\(duration)", "--latency"]
+        process.arguments = ["-t\(threads)", "-c\(connections)", "-d\(duration)", "--latency"] + (timeout.map { ["--timeout", $0] } ?? [])
             + headers.flatMap { ["-H", $0] } + [url]
         let pipe = Pipe()
         process.standardOutput = pipe
@@ -30,6 +34,17 @@ struct Wrk {
         if output.contains("Non-2xx") || output.contains("Socket errors") {
             print("warning: \(url): wrk reported errors:\n\(output)")
         }
-        return Result(requestsPerSecond: rps, p99Milliseconds: p99)
+        return Result(requestsPerSecond: rps, p99Milliseconds: p99, transferBytesPerSecond: Self.transfer(in: output) ?? 0)
+    }
+
+    /// `Transfer/sec:      2.10GB` in bytes per second.
+    static func transfer(in output: String) -> Double? {
+        for line in output.split(separator: "\n") where line.contains("Transfer/sec:") {
+            let text = line.replacingOccurrences(of: "Transfer/sec:", with: "").trimmingCharacters(in: .whitespaces)
+            for (suffix, scale) in [("GB", 1024.0 * 1024 * 1024), ("MB", 1024.0 * 1024), ("KB", 1024.0), ("B", 1.0)] where text.hasSuffix(suffix) {
+                return Double(text.dropLast(suffix.count)).map { $0 * scale }
+            }
+        }
+        return nil
     }
 }

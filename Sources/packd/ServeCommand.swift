@@ -20,6 +20,10 @@ struct ServeCommand: ParsableCommand {
         var database: String?
         @Option(help: "SQLite page size in bytes of a database packd creates, a power of two from 512 to 65536; an existing file keeps its own (PACKD_DATABASE_PAGE_SIZE; default 16384).")
         var databasePageSize: String?
+        @Option(help: "Directory of the immutable export artifacts of pack versions (PACKD_ARTIFACTS_DIR; default: beside the SQLite database, <name>-artifacts; in cluster mode ./packd-artifacts, one per node).")
+        var artifactsDir: String?
+        @Option(help: "Byte budget of the artifacts directory; least recently used artifacts are removed beyond it (PACKD_ARTIFACTS_MAX_BYTES; default unlimited).")
+        var artifactsMaxBytes: String?
         @Option(help: "Cluster mode: how long a node's claim of a work unit lasts without a heartbeat, e.g. 30s (PACKD_CLUSTER_LEASE; default 30s).")
         var clusterLease: String?
         @Option(help: "Cluster mode: the largest work unit, in tiles: a pack is cut into units of at most this many, and each claim takes a part sized to the pack and the live nodes (PACKD_CLUSTER_UNIT_TILES; default 4096).")

@@ -27,6 +27,9 @@ struct ServerConfiguration {
     var databasePath: String
     /// The page size of a database packd creates.
     var databasePageSize = WriterThread.Configuration.defaultPageSize
+    /// Where artifacts are kept, and their byte budget (nil: unlimited).
+    var artifactsDirectory: String
+    var artifactsMaximumBytes: Int?
     /// Cluster mode: set when the database is a `postgresql://` URL.
     var cluster: ClusterConfiguration?
     var logLevel: Logger.Level
@@ -85,6 +88,13 @@ struct ServerConfiguration {
             cluster = try ClusterConfiguration(url: database, options: options, source: source)
             databasePath = ""
         }
+        if let (text, setting) = source.value(options.artifactsDir, "ARTIFACTS_DIR") {
+            guard !text.isEmpty, !text.contains("\0") else { throw Invalid(setting: setting, problem: "empty path") }
+            artifactsDirectory = text
+        } else {
+            artifactsDirectory = Self.defaultArtifactsDirectory(databasePath: databasePath)
+        }
+        artifactsMaximumBytes = try source.count(options.artifactsMaxBytes, "ARTIFACTS_MAX_BYTES", 1...1 << 50)
 
         logLevel = .info
         if let (text, setting) = source.value(options.logLevel, "LOG_LEVEL") {
@@ -165,6 +175,15 @@ struct ServerConfiguration {
         if let heartbeat = try duration(options.eventHeartbeat, "EVENT_HEARTBEAT") {
             events.heartbeatInterval = UInt64(max(1, (heartbeat / .milliseconds(1)).rounded()))
         }
+    }
+
+    /// Beside the SQLite file: `data/packd.sqlite` → `data/packd-artifacts`; cluster mode (no
+    /// file): `./packd-artifacts`.
+    static func defaultArtifactsDirectory(databasePath: String) -> String {
+        guard !databasePath.isEmpty else { return "./packd-artifacts" }
+        let url = URL(fileURLWithPath: databasePath)
+        let stem = url.deletingPathExtension().lastPathComponent
+        return url.deletingLastPathComponent().appendingPathComponent(stem + "-artifacts").path
     }
 
     /// `tiles.internal, 10.0.0.0/8, ::1`: CIDRs and addresses become ranges, the rest host names

@@ -1,4 +1,5 @@
 import API
+import Artifacts
 import ArgumentParser
 import Fetch
 import Foundation
@@ -63,6 +64,14 @@ struct ServerProcess {
             eventConfiguration: events,
             logger: Logger(label: "packd.api"))
         api.offlinePublicURL = configuration.publicURL
+        api.sharing.artifactsDirectory = configuration.artifactsDirectory
+        api.sharing.artifactsMaximumBytes = configuration.artifactsMaximumBytes
+        // A build killed mid-way left a temporary file that is never served; remove it.
+        let abandonedBuilds = ArtifactDirectory(path: configuration.artifactsDirectory).removeAbandonedBuilds()
+        if abandonedBuilds > 0 {
+            logger.notice("removed unfinished artifact builds of packd processes that are gone",
+                          metadata: ["count": "\(abandonedBuilds)", "directory": "\(configuration.artifactsDirectory)"])
+        }
         let abandoned = api.sharing.removeAbandonedScratchFiles()
         if !abandoned.isEmpty {
             logger.notice("removed \(abandoned.count) scratch files of packd processes that are gone",

@@ -120,14 +120,14 @@ import Testing
         }
     }
 
-    /// A client that goes away mid-download leaves no scratch file behind, and the server
-    /// keeps answering.
+    /// A client that goes away mid-download of a scratch export (a pack with no version yet,
+    /// `partial=true`) leaves no scratch file behind, and the server keeps answering.
     @Test func scratchFileIsRemovedWhenTheClientDisconnects() throws {
         try withServer { server, scratch in
             // 21 tiles of 256 KiB: more than the socket buffers hold.
-            let pack = try SharedPackSeed.pack(in: server, maxZoom: 2, tileBytes: 256 << 10)
+            let pack = try SharedPackSeed.pack(in: server, maxZoom: 2, tileBytes: 256 << 10, state: .inactive)
             let client = try StreamClient(port: server.port, receiveBuffer: 4096)
-            try client.send("GET /v1/packs/\(pack)/export?format=mbtiles HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+            try client.send("GET /v1/packs/\(pack)/export?format=mbtiles&partial=true HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
             // Only the head and the first bytes of the body: the rest stays unread.
             var received: [UInt8] = []
             var chunk = [UInt8](repeating: 0, count: 1024)
@@ -148,24 +148,25 @@ import Testing
         }
     }
 
-    /// Exports and imports share a bound: an upload in progress holds the only slot, so an
-    /// export gets 503 with Retry-After until the upload is answered.
+    /// Scratch exports and imports share a bound: an upload in progress holds the only slot, so
+    /// a scratch export gets 503 with Retry-After until the upload is answered. (Artifacts of a
+    /// version never wait for it: `ArtifactRoutesTests`.)
     @Test func transfersBeyondTheLimitGet503() throws {
         try withServer(concurrentTransfers: 1) { server, _ in
-            let pack = try SharedPackSeed.pack(in: server)
+            let pack = try SharedPackSeed.pack(in: server, state: .inactive)
             let uploader = try StreamClient(port: server.port)
             let length = 100_000
             try uploader.send("POST /v1/imports HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/vnd.sqlite3\r\nContent-Length: \(length)\r\n\r\nSQLite")
             var busy: RoutesFixture.Reply?
             #expect(eventually {
-                busy = try? server.send("GET", "/v1/packs/\(pack)/export")
+                busy = try? server.send("GET", "/v1/packs/\(pack)/export?partial=true")
                 return busy?.status == 503
             })
             #expect(busy?.header("Retry-After") == "5")
             try uploader.send(String(repeating: "x", count: length - 6))
             try uploader.readHead()
             #expect(uploader.status == 422)
-            #expect(try BinaryExchange.send(port: server.port, "GET", "/v1/packs/\(pack)/export").status == 200)
+            #expect(try BinaryExchange.send(port: server.port, "GET", "/v1/packs/\(pack)/export?partial=true").status == 200)
         }
     }
 }

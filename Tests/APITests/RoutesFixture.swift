@@ -42,6 +42,7 @@ final class RoutesFixture: @unchecked Sendable {
             let store = try! SQLiteStore(path: path, loop: loop, configuration: .init(maximumBatchDelay: .milliseconds(5)))
             let api = try! PackdAPI(store: store, loop: loop, routes: routes, logger: logger)
             if let sharing { api.sharing = sharing }
+            if api.sharing.artifactsDirectory == nil { api.sharing.artifactsDirectory = (path as NSString).deletingLastPathComponent + "/artifacts" }
             api.offlinePublicURL = publicURL
             api.register(in: &router)
             built = (api, store)

@@ -4,15 +4,12 @@ import Packs
 import Store
 
 /// A pack with stored tiles and a resource for the export and import tests: created through
-/// `POST /v1/packs` (a real pack row), then filled and marked through a second connection as a
-/// finished download would leave it.
+/// `POST /v1/packs` (a real pack row), then filled and marked by `PackSeed`.
 enum SharedPackSeed {
-    static let pngTemplate = "https://tiles.example.org/{z}/{x}/{y}.png"
-    static let vectorTemplate = "https://tiles.example.org/v/{z}/{x}/{y}.pbf"
+    static let pngTemplate = PackSeed.pngTemplate
+    static let vectorTemplate = PackSeed.vectorTemplate
 
-    /// Creates a pack holding every tile of zooms 0…`maxZoom` of each template (PNG bytes for
-    /// `.png`, other bytes for the rest) of `tileBytes` each, and one style resource; `state`
-    /// is set last. Returns the pack id.
+    /// Creates a pack and fills it (`PackSeed.fill`). Returns the pack id.
     static func pack(in fixture: RoutesFixture, templates: [String] = [pngTemplate], maxZoom: Int = 1,
                      tileBytes: Int = 300, state: PackState = .complete, salt: UInt32 = 1) throws -> Int64 {
         let created = try fixture.send("POST", "/v1/packs", json: #"{"region": \#(RoutesFixture.templateRegion(maxZoom: maxZoom)), "start": false}"#)
@@ -20,38 +17,8 @@ enum SharedPackSeed {
             throw ClientFailure(description: "creating the pack: \(created.status) \(created.body)")
         }
         let pack = Int64(id)
-        let database = try Database(path: fixture.path, mode: .readWrite)
-        try database.transaction {
-            var state32 = salt
-            for template in templates {
-                for z in 0...maxZoom {
-                    for x in 0..<(1 << z) {
-                        for y in 0..<(1 << z) {
-                            var body: [UInt8] = template.hasSuffix(".png") ? [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A] : [0x1A, 0x02]
-                            while body.count < tileBytes {
-                                state32 = state32 &* 1_664_525 &+ 1_013_904_223
-                                body.append(UInt8(truncatingIfNeeded: state32 >> 24))
-                            }
-                            try database.execute("""
-                                INSERT INTO tiles (url_template, pixel_ratio, z, x, y, expires, modified, etag, data, compressed, accessed,
-                                                   must_revalidate)
-                                VALUES (?1, 1, ?2, ?3, ?4, 2000000000, 1700000000, ?5, ?6, 0, 1700000000, 0)
-                                """, [.text(template), .integer(Int64(z)), .integer(Int64(x)), .integer(Int64(y)),
-                                      .text("\"\(z)-\(x)-\(y)\""), .blob(body)])
-                            try database.execute("INSERT INTO region_tiles (region_id, tile_id) VALUES (?1, ?2)",
-                                                 [.integer(pack), .integer(database.lastInsertedRowID)])
-                        }
-                    }
-                }
-            }
-            try database.execute("""
-                INSERT INTO resources (url, kind, expires, modified, etag, data, compressed, accessed, must_revalidate)
-                VALUES (?1, 1, NULL, 1700000000, NULL, ?2, 0, 1700000000, 1)
-                """, [.text("https://example.org/style-\(pack).json"), .blob(Array(#"{"version":8,"sources":{},"layers":[]}"#.utf8))])
-            try database.execute("INSERT INTO region_resources (region_id, resource_id) VALUES (?1, ?2)",
-                                 [.integer(pack), .integer(database.lastInsertedRowID)])
-            try database.execute("UPDATE packd_packs SET state = ?2 WHERE region_id = ?1", [.integer(pack), .text(state.rawValue)])
-        }
+        try PackSeed.fill(pack: pack, databasePath: fixture.path, templates: templates, maxZoom: maxZoom, tileBytes: tileBytes,
+                          state: state, salt: salt)
         return pack
     }
 

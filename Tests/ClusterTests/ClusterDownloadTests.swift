@@ -1,3 +1,4 @@
+import Artifacts
 import Foundation
 import Packs
 import PackdTestSupport
@@ -68,13 +69,17 @@ import Testing
               + "tiles requested twice; \(elapsed)")
         #expect(split.allSatisfy { $0 > 0 }, "every node downloaded some: \(split)")
 
-        // Exports from each node are one file; every body is what the upstream served.
+        // Exports from each node are one file (each node builds its own artifact, byte-identical:
+        // one ETag, the SHA-256 of those bytes); every body is what the upstream served.
+        var etags: [String?] = []
         let exports = try cluster.nodes.map { node -> [UInt8] in
-            let reply = try BinaryExchange.send(port: node.port, "GET", "/v1/packs/\(id)/export?format=maplibre")
+            let reply = try BinaryExchange.send(port: node.port, "GET", "/v1/packs/\(id)/versions/1/export?format=maplibre")
             try #require(reply.status == 200)
+            etags.append(reply.header("ETag"))
             return reply.body
         }
         #expect(exports[0] == exports[1] && exports[1] == exports[2], "every node exports the same bytes")
+        #expect(Set(etags).count == 1 && etags[0] == "\"\(Digest.hex(Digest.sha256(exports[0])))\"", "\(etags)")
         let path = NSTemporaryDirectory() + "cluster-export-\(UUID().uuidString).db"
         defer { try? FileManager.default.removeItem(atPath: path) }
         try Data(exports[0]).write(to: URL(fileURLWithPath: path))

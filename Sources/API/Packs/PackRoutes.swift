@@ -19,6 +19,9 @@ public final class PackRoutes {
     public weak var scheduling: (any PackScheduling)?
     /// The API's own caches of removed packs (offline serving), told before the scheduler.
     var removalObservers: [(Int64) -> Void] = []
+    /// Told when a pack's stored content may change under it: it left `complete` (a refresh or
+    /// a resumed download), or an import merged into it. Loop thread.
+    var contentChangeObservers: [(Int64) -> Void] = []
     /// What the fetcher is doing for each pack it holds transfers or a throttle for
     /// (`transfers_in_flight`, `throttled`): `packd` wires its fetcher. nil: every pack is idle.
     public var transferStatuses: (() -> [Int64: PackTransferStatus])?
@@ -388,6 +391,9 @@ public final class PackRoutes {
                 guard let state = try? JSONDecoder().decode(StateEvent.self, from: Data(event.payload)),
                       published[event.packID]?.removed != true else { continue }
                 if state.state != .active { progressRates.forget(packID: event.packID) }
+                if state.previousState == .complete, state.state != .complete {
+                    for observer in contentChangeObservers { observer(event.packID) }
+                }
                 published[event.packID, default: PublishedPack()].state = state.state
             case .packRemoved:
                 guard published[event.packID]?.removed != true else { continue }
@@ -449,6 +455,9 @@ public final class PackRoutes {
     func publishState(_ packID: Int64, state: PackState, previous: PackState?, error: PackError? = nil) {
         // A rate describes one stretch of downloading; the next starts afresh.
         if state != .active { progressRates.forget(packID: packID) }
+        if previous == .complete, state != .complete {
+            for observer in contentChangeObservers { observer(packID) }
+        }
         published[packID, default: PublishedPack()].state = state
         documents.invalidate(packID)
         events.publish(.state(StateEvent(packID: packID, state: state, previousState: previous, error: error)))
@@ -465,6 +474,7 @@ public final class PackRoutes {
             if pack.added {
                 publishState(pack.record.id, state: pack.record.state, previous: nil)
             } else {
+                for observer in contentChangeObservers { observer(pack.record.id) }
                 // The event carries the state the pack has, not what this server last published.
                 published[pack.record.id, default: PublishedPack()].state = pack.record.state
             }

@@ -4,10 +4,12 @@ import Logging
 import Loop
 import Server
 
-/// `GET /v1/packs/{id}/export`: builds the file on a pool thread into the scratch directory
-/// (never in memory, never on the loop), then streams it with `Content-Length`, so a client sees
-/// its size and HEAD answers without a body. The scratch file is removed once the answer ends,
-/// however it ends: sent, failed, or the client gone mid-download or before the file was ready.
+/// `GET /v1/packs/{id}/export?partial=true` of a pack that has no version yet (not complete):
+/// builds the file on a pool thread into the scratch directory (never in memory, never on the
+/// loop), then streams it with `Content-Length`, so a client sees its size and HEAD answers
+/// without a body. The scratch file is removed once the answer ends, however it ends: sent,
+/// failed, or the client gone mid-download or before the file was ready. A pack's versions are
+/// answered from immutable artifacts instead (`ArtifactRoutes`).
 final class ExportRoutes {
     private let context: SharingContext
     private var store: any PackStore { context.store }
@@ -20,19 +22,7 @@ final class ExportRoutes {
         self.context = context
     }
 
-    func register(in router: inout Router, using routes: APIRouteBuilder) {
-        routes.add(.get, "/v1/packs/{id}/export", role: .read, options: RouteOptions(handlerTimeout: settings.handlerTimeout),
-                   to: &router) { [self] in export($0, $1) }
-    }
-
-    private func export(_ request: HTTPRequest, _ responder: APIResponder) {
-        guard let packID = PackRoutes.packID(request, responder) else { return }
-        let query: ExportRequest
-        do {
-            query = try ExportRequest(request)
-        } catch {
-            return responder.respond(error)
-        }
+    func export(_ packID: Int64, _ query: ExportRequest, _ responder: APIResponder) {
         guard slots.acquire() else {
             return responder.respond(Problem(.unavailable, detail: "\(slots.limit) exports or imports are running; try again shortly"),
                                      headers: ["Retry-After": "5"])
@@ -72,11 +62,12 @@ enum ScratchFile {
 extension APIResponder {
     /// `Responder.respondWithFile` with this responder's headers and observers. `completion`
     /// runs exactly once, also when the client is already gone.
-    func respondWithFile(path: String, headers extra: HTTPHeaders, completion: @escaping (Bool) -> Void) {
+    func respondWithFile(path: String, status: HTTPStatus = .ok, headers extra: HTTPHeaders, range: Range<Int>? = nil,
+                         completion: @escaping (Bool) -> Void) {
         guard responder.isOpen else { return completion(false) }
-        for observer in observers { observer(.ok) }
+        for observer in observers { observer(status) }
         var merged = extra
         for field in headers { merged.set(field.name, field.value) }
-        responder.respondWithFile(path: path, headers: merged, completion: completion)
+        responder.respondWithFile(path: path, status: status, headers: merged, range: range, completion: completion)
     }
 }

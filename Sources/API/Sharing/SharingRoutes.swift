@@ -1,3 +1,4 @@
+import Artifacts
 import Loop
 import Packs
 import Logging
@@ -14,18 +15,22 @@ struct SharingContext {
     let logger: Logger
 }
 
-/// The export and import endpoints as one registration.
+/// The export (artifacts and scratch exports) and import endpoints as one registration.
 struct SharingRoutes {
     let store: any PackStore
     let loop: EventLoop
     let packs: PackRoutes
     let settings: SharingSettings
+    let artifacts: ArtifactCache
     let logger: Logger
 
     func register(in router: inout Router, using routes: APIRouteBuilder) {
         let context = SharingContext(store: store, loop: loop, packs: packs, settings: settings, slots: FileTransferSlots(limit: settings.concurrentTransfers),
                                      logger: logger)
-        ExportRoutes(context).register(in: &router, using: routes)
+        let artifactRoutes = ArtifactRoutes(context, cache: artifacts, scratchExports: ExportRoutes(context))
+        artifactRoutes.register(in: &router, using: routes)
+        packs.removalObservers.append { [artifactRoutes] in artifactRoutes.packRemoved($0) }
+        packs.contentChangeObservers.append { [artifactRoutes] in artifactRoutes.packContentMayChange($0) }
         ImportRoutes(context).register(in: &router, using: routes)
     }
 }

@@ -12,6 +12,11 @@ public struct SharingSettings: Sendable {
     public var concurrentTransfers: Int
     /// How long building an export or merging an import may take before the answer starts.
     public var handlerTimeout: Duration
+    /// Where artifacts (immutable exports of pack versions) are kept; nil: a folder of this
+    /// process in the scratch directory (`packd serve` puts it beside the database).
+    public var artifactsDirectory: String?
+    /// The artifacts directory's byte budget (least recently used files go first); nil: none.
+    public var artifactsMaximumBytes: Int?
 
     public init(scratchDirectory: String = SharingSettings.defaultScratchDirectory,
                 importLimits: UploadLimits = UploadLimits(),
@@ -20,6 +25,12 @@ public struct SharingSettings: Sendable {
         self.importLimits = importLimits
         self.concurrentTransfers = concurrentTransfers
         self.handlerTimeout = handlerTimeout
+    }
+
+    /// The artifacts directory in use: `artifactsDirectory`, else one named after this process
+    /// in the scratch directory (removed with the abandoned scratch files once the process is gone).
+    func resolvedArtifactsDirectory() -> String {
+        artifactsDirectory ?? scratchDirectory + "/packd-\(getpid())-artifacts"
     }
 
     /// `$TMPDIR`, else `/tmp`.

@@ -94,30 +94,6 @@ struct ServerClient {
 
     // MARK: Files
 
-    /// GETs `path` into `output` (written to `output.part`, renamed when complete); returns the
-    /// bytes written.
-    func download(_ path: String, to output: String) throws(ClientFailure) -> Int64 {
-        let partial = output + ".part"
-        guard let file = fopen(partial, "wb") else {
-            throw .invalidInput("cannot create \(partial): \(String(cString: strerror(errno)))")
-        }
-        var closed = false
-        defer {
-            if !closed { fclose(file) }
-            unlink(partial)
-        }
-        let sink = FileSink(file: file)
-        try perform(path, sink: sink, timeout: nil) { _ in }
-        let flushed = fflush(file) == 0 && !sink.writeFailed
-        fclose(file)
-        closed = true
-        guard (200..<300).contains(sink.status) else { throw ClientFailure.refusal(status: sink.status, body: sink.refusal.data) }
-        guard flushed, rename(partial, output) == 0 else {
-            throw .invalidInput("cannot write \(output): \(String(cString: strerror(errno)))")
-        }
-        return sink.written
-    }
-
     /// POSTs the file at `input` as `contentType`; returns the response body (JSON, small).
     func upload(_ path: String, from input: String, contentType: String) throws(ClientFailure) -> Data {
         guard let file = fopen(input, "rb") else {
@@ -163,7 +139,7 @@ struct ServerClient {
     /// Runs one request into `sink`. `timeout`: seconds for the whole request (nil: none);
     /// `idleTimeout`: seconds without a byte before it fails. A transfer the sink stopped is not
     /// a failure.
-    private func perform(_ path: String, headers: [String] = [], sink: ResponseSink, timeout: Int?, idleTimeout: Int = 120,
+    func perform(_ path: String, headers: [String] = [], sink: ResponseSink, timeout: Int?, idleTimeout: Int = 120,
                          configure: (UnsafeMutableRawPointer) -> Void) throws(ClientFailure) {
         guard let handle = curl_easy_init() else { throw .unexpected("libcurl could not start") }
         defer { curl_easy_cleanup(handle) }
@@ -260,14 +236,14 @@ private final class ResponseCapture {
 }
 
 /// Where a response goes.
-private protocol ResponseSink: AnyObject {
+protocol ResponseSink: AnyObject {
     func begin(status: Int, headers: [String: String])
     /// False stops the transfer.
     func receive(_ bytes: UnsafeRawBufferPointer) -> Bool
 }
 
 /// The whole body in memory, up to `limit` bytes.
-private final class BufferedSink: ResponseSink {
+final class BufferedSink: ResponseSink {
     let limit: Int
     private(set) var status = 0
     private(set) var headers: [String: String] = [:]
@@ -288,32 +264,6 @@ private final class BufferedSink: ResponseSink {
             return false
         }
         data.append(contentsOf: bytes)
-        return true
-    }
-}
-
-/// A 2xx body into a file; any other body (a problem) kept in memory.
-private final class FileSink: ResponseSink {
-    let file: UnsafeMutablePointer<FILE>
-    private(set) var status = 0
-    private(set) var written: Int64 = 0
-    private(set) var writeFailed = false
-    let refusal = BufferedSink(limit: 1 << 20)
-
-    init(file: UnsafeMutablePointer<FILE>) { self.file = file }
-
-    func begin(status: Int, headers: [String: String]) {
-        self.status = status
-        refusal.begin(status: status, headers: headers)
-    }
-
-    func receive(_ bytes: UnsafeRawBufferPointer) -> Bool {
-        guard (200..<300).contains(status) else { return refusal.receive(bytes) }
-        guard fwrite(bytes.baseAddress, 1, bytes.count, file) == bytes.count else {
-            writeFailed = true
-            return false
-        }
-        written += Int64(bytes.count)
         return true
     }
 }
