@@ -32,6 +32,8 @@ final class ShareKeeper {
     private var decideAgain = false
     private var publishing = false
     private var fenced = true
+    /// Back from a fence (or starting): the next decision publishes 0 first.
+    private var rejoining = true
 
     /// How often a shrink looks whether the transfers above the new part finished.
     static let drainCheckInterval: UInt64 = 10
@@ -50,9 +52,11 @@ final class ShareKeeper {
         fetcher.setHostShare(Fetcher.HostShare(transfersPerHost: 0))
     }
 
-    /// The node renewed: it may hold a part again; decides it.
+    /// The node renewed: it may hold a part again; decides it (after a fence, afresh: its old
+    /// part may be others' by now).
     func unfence() {
         loop.assertInLoopThread()
+        if fenced { rejoining = true }
         fenced = false
         decide()
     }
@@ -67,9 +71,9 @@ final class ShareKeeper {
         }
         deciding = true
         decideAgain = false
-        let (nodes, node, allowance) = (nodes, node, allowance)
+        let (nodes, node, allowance, afresh) = (nodes, node, allowance, rejoining)
         coordination.submit({ connection in
-            try nodes.decideShare(node: node, allowance: allowance, on: connection)
+            try nodes.decideShare(node: node, allowance: allowance, afresh: afresh, on: connection)
         }, then: { [weak self] result in
             guard let self else { return }
             deciding = false
@@ -77,6 +81,7 @@ final class ShareKeeper {
             case .failure(let error):
                 onError?("deciding this node's part of the per-host allowances", error)
             case .success(let decision) where !fenced:
+                if afresh { rejoining = false }
                 if case .shrink(let smaller) = decision {
                     unpublished = smaller
                 } else {

@@ -57,7 +57,8 @@ public struct ClusterNodes: Sendable {
     public func heartbeat(node: Int64, transfersInFlight: Int,
                           on connection: PostgresConnection) throws -> (stillRegistered: Bool, live: [Node]) {
         let updated = try connection.query("""
-            UPDATE packd_nodes SET heartbeat_at = now(), transfers_in_flight = $2 WHERE id = $1 AND stopped_at IS NULL
+            UPDATE packd_nodes SET heartbeat_at = now(), transfers_in_flight = $2, session_pid = pg_backend_pid()
+            WHERE id = $1 AND stopped_at IS NULL
             """, [.int8(node), .int8(Int64(transfersInFlight))]).affectedRows == 1
         return (updated, try live(on: connection))
     }
@@ -81,14 +82,33 @@ public struct ClusterNodes: Sendable {
     // MARK: Parts of the allowances
 
     /// What `node` does about its part of `allowance` (`ClusterShare.decide`), decided and — for
-    /// a growth — published under the shares lock, so the published parts of the live nodes
-    /// never sum past the allowance. A shrink is only decided here: the node publishes it with
-    /// `publishShare` once its transfers are down to it.
-    public func decideShare(node: Int64, allowance: Int, on connection: PostgresConnection) throws -> ClusterShare.Decision {
+    /// a growth — published under the shares lock, so the parts the members may be using never
+    /// sum past the allowance. A shrink is only decided here: the node publishes it with
+    /// `publishShare` once its transfers are down to it. `afresh`: the node stopped all its
+    /// transfers (it fenced itself) and comes back — its old part is published as 0 first, and it
+    /// grows like a newcomer.
+    ///
+    /// The members are the nodes that may be transferring: live, and not silent for longer than
+    /// a node takes to fence itself (`fencingDelay` and a heartbeat: it has stopped). A member
+    /// silent for two heartbeats whose session PostgreSQL no longer has is dead (its process
+    /// closed its connections): it counts, for a fair split, but its part is free.
+    public func decideShare(node: Int64, allowance: Int, afresh: Bool = false,
+                            on connection: PostgresConnection) throws -> ClusterShare.Decision {
         try connection.transaction {
             try connection.query("SELECT pg_advisory_xact_lock($1::int4, $2::int4)",
                                  [.int8(Int64(AdvisoryLock.namespace)), .int8(Int64(AdvisoryLock.shares.rawValue))])
-            let members = try live(on: connection).map { ClusterShare.Member(id: $0.id, held: $0.transferShare) }
+            if afresh {
+                try connection.query("UPDATE packd_nodes SET transfer_share = 0 WHERE id = $1", [.int8(node)])
+            }
+            let members = try connection.query("""
+                SELECT n.id, CASE WHEN n.heartbeat_at < now() - make_interval(secs => $2)
+                                   AND NOT EXISTS (SELECT 1 FROM pg_stat_activity a WHERE a.pid = n.session_pid)
+                                  THEN 0 ELSE n.transfer_share END
+                FROM packd_nodes n
+                WHERE n.stopped_at IS NULL AND n.heartbeat_at > now() - make_interval(secs => $1)
+                """, [.float8(timing.fencingDelay + timing.heartbeatInterval), .float8(2 * timing.heartbeatInterval)]).map {
+                ClusterShare.Member(id: try $0.int64(0), held: Int(try $0.int64(1)))
+            }
             let decision = ClusterShare(members: members, allowance: allowance).decide(for: node)
             if case .grow(let part) = decision {
                 try connection.query("UPDATE packd_nodes SET transfer_share = $2 WHERE id = $1", [.int8(node), .int8(Int64(part))])

@@ -248,12 +248,16 @@ public enum PostgresSchema {
         """,
         // Cluster sharing (issue 30): each node publishes the part of the per-host allowances it
         // holds (`ClusterShare`), so a newcomer grows into what the others released instead of
-        // waiting; what a node holds of the units is read from the units, not reported. Units
+        // waiting, and records its session so a dead node's part is known free sooner; what a
+        // node holds of the units is read from the units, not reported. Units
         // split at claim time number their new parts from a sequence far above any cut's
         // ordinals (a cut has at most about `WorkUnitCut.defaultMaximumUnits`), so claimers never
         // wait for one another to number them.
         """
         ALTER TABLE packd_nodes ADD COLUMN transfer_share integer NOT NULL DEFAULT 0 CHECK (transfer_share >= 0);
+        -- The server process of the node's coordination session, as of its last heartbeat: gone
+        -- from pg_stat_activity once the node's process died (its connections closed).
+        ALTER TABLE packd_nodes ADD COLUMN session_pid integer;
         ALTER TABLE packd_nodes DROP COLUMN units_held;
         CREATE SEQUENCE packd_work_unit_parts AS integer START WITH 1000000000;
         -- A kind 0 unit with row_min/row_max is a part of the fixed resources split off at claim

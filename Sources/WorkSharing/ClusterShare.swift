@@ -13,8 +13,10 @@
 ///   growing at once cannot both take the same room (`Decision.grow`), and the rest as the others
 ///   publish their shrinks.
 /// So a newcomer starts with what the others released, within one round trip of their
-/// transfers, and never on top of it. A node that dies frees its part when its heartbeat expires;
-/// it has stopped its transfers before that (`LeaseTiming.isFenced`).
+/// transfers, and never on top of it. A node that dies frees its part once it is known to have
+/// stopped: its database session gone after two silent heartbeats (its process closed its
+/// connections), or — frozen, cut off — silent for as long as a node takes to fence itself
+/// (`LeaseTiming.isFenced`); back from a fence, a node starts again from nothing.
 public struct ClusterShare: Sendable {
     public struct Member: Hashable, Sendable {
         public let id: Int64

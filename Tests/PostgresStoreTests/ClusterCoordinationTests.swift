@@ -85,6 +85,43 @@ import WorkSharing
         #expect(heard == [String(a), String(b), String(a), String(a)], "a and b joined, a published, a stopped")
     }
 
+    /// A node silent for two heartbeats whose session PostgreSQL no longer has (its process died
+    /// and closed its connections) keeps its place in the split but frees its part; one that is
+    /// silent and whose session is still there (frozen, slow) keeps its part until it must have
+    /// fenced itself; back from a fence, a node grows afresh, like a newcomer.
+    @Test func aDeadNodesPartIsFreeAndAFencedNodeStartsAfresh() throws {
+        let connection = try database.connect()
+        let nodes = ClusterNodes(timing: LeaseTiming(lease: 4))  // a heartbeat a second, fenced after 2 s
+        let old = try nodes.register(name: "old", listenAddress: "-", version: "1", on: connection)
+        #expect(try nodes.decideShare(node: old, allowance: 16, on: connection) == .grow(16))
+        var session: PostgresConnection? = try database.connect("old-session")
+        _ = try nodes.heartbeat(node: old, transfersInFlight: 16, on: session!)
+        let pid = session!.backendProcessID
+        let new = try nodes.register(name: "new", listenAddress: "-", version: "1", on: connection)
+        func silent(_ node: Int64, for seconds: Double) throws {
+            try connection.query("UPDATE packd_nodes SET heartbeat_at = now() - make_interval(secs => $2) WHERE id = $1",
+                                 [.int8(node), .float8(seconds)])
+        }
+        // Silent 2.5 s, its session alive (frozen?): it may still be transferring.
+        try silent(old, for: 2.5)
+        #expect(try nodes.decideShare(node: new, allowance: 16, on: connection) == .keep(0))
+        // Its process died: the session is gone, its part is free, its place in the split stays.
+        session = nil
+        #expect(eventually(within: 30) {
+            (try? connection.scalarInt("SELECT count(*) FROM pg_stat_activity WHERE pid = $1", [.int8(Int64(pid))])) == 0
+        })
+        #expect(try nodes.decideShare(node: new, allowance: 16, on: connection) == .grow(8))
+        // Silent past fencing (2 s and a heartbeat): no longer a member at all.
+        try silent(old, for: 3.5)
+        #expect(try nodes.decideShare(node: new, allowance: 16, on: connection) == .grow(16))
+        // It renews again (it had fenced: stopped everything): it starts from nothing.
+        _ = try nodes.heartbeat(node: old, transfersInFlight: 0, on: connection)
+        #expect(try nodes.decideShare(node: old, allowance: 16, afresh: true, on: connection) == .keep(0))
+        #expect(try nodes.decideShare(node: new, allowance: 16, on: connection) == .shrink(8))
+        try nodes.publishShare(node: new, part: 8, on: connection)
+        #expect(try nodes.decideShare(node: old, allowance: 16, on: connection) == .grow(8))
+    }
+
     /// Nodes deciding at once, joining, publishing: the published parts of the live nodes never
     /// sum past the cap (checked by a watcher throughout), and they end at the fair parts.
     @Test func concurrentDecisionsNeverExceedTheCap() throws {
