@@ -20,7 +20,7 @@ fi
 endef
 
 .PHONY: deps bench-deps build release run test check-openapi bench bench-server soak verify verify-clients verify-api verify-render bench-wan sanitize fuzz clean
-.PHONY: dashboard-assets verify-dashboard install lint-docker
+.PHONY: dashboard-assets verify-dashboard install lint-docker verify-webhooks
 
 ## Python tools come from PyPI into a virtual environment under .build/ (a distribution's own
 ## python3 refuses `pip install`, PEP 668), made with the python3 on PATH; python3-venv is
@@ -112,6 +112,14 @@ verify-api: deps $(VENV)/verify.installed
 	$(call install-missing,nginx curl iproute2)
 	$(SWIFT) build --product packd
 	SCHEMATHESIS_SEED=$(SCHEMATHESIS_SEED) $(VENV_PATH) scripts/verify-api.sh
+
+## Webhooks checked by the Standard Webhooks reference library (PyPI standardwebhooks, pinned in
+## scripts/python/webhooks.txt): a receiver verifies every delivery of a live `packd serve` with
+## the fixture upstream — pings, a pack completed and removed — before and after a secret rotation.
+verify-webhooks: deps $(VENV)/webhooks.installed
+	$(call install-missing,nginx curl)
+	$(SWIFT) build --product packd
+	$(VENV_PATH) scripts/verify-webhooks.sh
 
 ## A pack rendered offline by real clients: MapLibre Native (PyPI mapli) draws the same pictures
 ## from packd's style.json with the fixture upstream stopped as from the live upstream, and

@@ -49,7 +49,7 @@ let package = Package(
         .target(
             name: "API",
             dependencies: [
-                "Packs", "Jobs", "Server", "Loop", "Plan", "Geo", "CCrypto", "Artifacts",
+                "Packs", "Jobs", "Server", "Loop", "Plan", "Geo", "CCrypto", "Artifacts", "Webhooks",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
@@ -58,6 +58,18 @@ let package = Package(
         .target(name: "Geo"),
         .target(name: "Plan", dependencies: ["Packs", "Geo"]),
         .target(name: "Fetch", dependencies: ["Packs", "Loop", "CCurl", "CUV"]),
+        // Webhooks: Standard Webhooks signing, the retry schedule, the dispatcher sending the outbox.
+        .target(
+            name: "Webhooks",
+            dependencies: ["Packs", "Fetch", "Loop", "CCrypto", .product(name: "Logging", package: "swift-log")]
+        ),
+        .testTarget(name: "WebhooksTests", dependencies: ["Webhooks", "Packs", "Fetch", "Loop", "Store", "PackdTestSupport"]),
+        // Real `packd serve` processes sending webhooks: kill -9 at random moments, and two
+        // cluster nodes on one PostgreSQL.
+        .testTarget(
+            name: "WebhookServeTests",
+            dependencies: ["Packs", "Webhooks", "Postgres", "PostgresTestSupport", "PackdTestSupport", "packd"]
+        ),
         // The download engine: one pack's state machine and the scheduler of packs.
         .target(name: "Jobs", dependencies: ["Packs", "Loop", "Fetch", "Plan", "Geo", "WorkSharing"]),
 
@@ -76,6 +88,7 @@ let package = Package(
                 "Postgres",
                 "PostgresStore",
                 "WorkSharing",
+                "Webhooks",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]

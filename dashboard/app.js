@@ -11,10 +11,17 @@ import { PackList } from "./packs.js";
 import { regionBounds } from "./regions.js";
 import { State } from "./states.js";
 import { StorageFigures } from "./storage.js";
+import { WebhookPanel } from "./webhooks.js";
 
 const $ = (selector) => document.querySelector(selector);
 
 const storage = new StorageFigures($("#storage"));
+const webhooks = new WebhookPanel($("#webhooks"), $("#webhooks-note"));
+// Webhooks need an admin key: read only when asked for, so a read key's page makes no 403.
+$("#webhooks-show").addEventListener("click", (event) => {
+  event.target.hidden = true;
+  webhooks.start();
+});
 const keys = new KeyDialog($("#key-dialog"), $("#forget-key"));
 let maplibregl = null;
 let regionMap = null;
@@ -121,6 +128,7 @@ function listen() {
     storage.refreshSoon();
   });
   on("resource_error", (data) => packs.resourceFailed(data));
+  on("version_created", (data) => { if (!packs.versionCreated(data)) refreshPack(data.pack_id); });
 }
 
 async function loadPacks() {

@@ -167,6 +167,10 @@ export class PackList {
     const update = item.querySelector(".update");
     const notes = [];
     if (pack.update_available === true) notes.push("The upstream changed since this pack was downloaded: invalidate to fetch what changed.");
+    if (pack.refresh) {
+      notes.push(`Refreshed every ${pack.refresh.every}`
+        + `${pack.next_refresh_at ? `; next ${format.date(pack.next_refresh_at)}` : ""}.`);
+    }
     const check = pack.invalidation;
     if (check) {
       notes.push(`Revalidation${check.completed_at ? "" : " under way"}: ${format.count(check.unchanged)} unchanged, `
@@ -186,6 +190,10 @@ export class PackList {
     // An open list follows new failures (not every progress event: those come 10 a second).
     const failed = `${progress.failed_resources || 0}/${pack.state}`;
     if (failures.open && !failures.hidden && item.dataset.failuresShown !== failed) this.loadFailures(pack.id, item);
+    const versions = item.querySelector(".versions");
+    versions.hidden = !(pack.version > 0);
+    versions.querySelector("summary").textContent = `Versions (current: ${pack.version || 0})`;
+    if (versions.open && !versions.hidden && item.dataset.versionsShown !== String(pack.version)) this.loadVersions(pack.id, item);
 
     for (const button of item.querySelectorAll("button[data-action]")) {
       button.hidden = !allows(button.dataset.action, pack.state);
@@ -235,6 +243,41 @@ export class PackList {
     archives.replaceChildren(...links);
   }
 
+  /** A `version_created` event: `{pack_id, version: {version, …}}`. */
+  versionCreated({ pack_id: id, version }) {
+    const pack = this.packs.get(id);
+    if (!pack || !version) return false;
+    pack.version = Math.max(pack.version || 0, version.version);
+    this.render(pack, this.items.get(id));
+    return true;
+  }
+
+  /**
+   * The retained versions, newest first: what each changed. Each line carries `data-version`, so
+   * the version's downloads can be put beside it.
+   */
+  async loadVersions(id, item) {
+    const list = item.querySelector(".version-list");
+    const pack = this.packs.get(id);
+    item.dataset.versionsShown = String((pack && pack.version) || 0);
+    try {
+      const body = await request("GET", `v1/packs/${id}/versions`);
+      list.replaceChildren(...(body.versions || []).map((version) => {
+        const line = document.createElement("li");
+        line.value = version.version;
+        line.dataset.version = String(version.version);
+        const changes = version.version === 1 ? "first version"
+          : `${format.count(version.changed_resources)} changed (${format.bytes(version.changed_bytes)}), `
+            + `${format.count(version.removed_resources)} removed`;
+        line.textContent = `Version ${version.version} · ${format.date(version.created_at)} · `
+          + `${format.count(version.resources)} resources, ${format.bytes(version.bytes)} · ${changes}`;
+        return line;
+      }));
+    } catch (error) {
+      list.replaceChildren(Object.assign(document.createElement("li"), { textContent: error.message }));
+    }
+  }
+
   async loadFailures(id, item) {
     const list = item.querySelector(".failure-list");
     const pack = this.packs.get(id);
@@ -272,6 +315,10 @@ export class PackList {
     if (event.target.matches(".failures summary")) {
       // Toggling happens after the click: load when it is about to open.
       if (!item.querySelector(".failures").open) this.loadFailures(id, item);
+      return;
+    }
+    if (event.target.matches(".versions summary")) {
+      if (!item.querySelector(".versions").open) this.loadVersions(id, item);
       return;
     }
     const link = event.target.closest("a[data-format]");

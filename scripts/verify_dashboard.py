@@ -8,7 +8,8 @@ usage:
       shows at its field; the estimate shows; a pack created through the form (its rectangle
       drawn on the map) reaches 100 % from server-sent events; a second pack is suspended and
       resumed, then deleted after a confirmation (cancelled once); with the upstream stopped the
-      first pack's preview draws from packd's offline style.json (canvas pixels read back).
+      first pack's preview draws from packd's offline style.json (canvas pixels read back); the
+      webhooks panel shows an endpoint, pings it, lists its delivery and retries it.
   verify_dashboard.py keyed URL READ_KEY SHOTS_DIR
       packd with API keys and without MapLibre GL JS: the page asks for a key (a wrong one is
       refused), keeps it in sessionStorage only, lists and listens with it, and says maps are off.
@@ -323,6 +324,8 @@ def main(url, style_url, upstream_pid_file, shots):
         run.shot("08-preview.png", "the complete pack rendered by MapLibre GL JS from packd's offline style.json, upstream stopped")
         run.find("#preview-close").click()
 
+        webhooks(run, url)
+
         run.check_console()
         expected = {"422 from POST /v1/estimates for min_zoom above max_zoom"}
         if run.seen_allowed != expected:
@@ -330,6 +333,30 @@ def main(url, style_url, upstream_pid_file, shots):
         run.step("no console errors besides the provoked 422")
     finally:
         driver.quit()
+
+
+def webhooks(run, url):
+    """The webhooks panel: an endpoint (to a closed loopback port: its deliveries fail and wait)
+    shown on request, pinged, its deliveries listed, one retried."""
+    api = url.split("/dashboard/")[0].rstrip("/")
+    receiver = ThreadingHTTPServer(("127.0.0.1", 0), BaseHTTPRequestHandler)
+    closed_port = receiver.server_address[1]
+    receiver.server_close()
+    request = urllib.request.Request(api + "/v1/webhooks", method="POST", headers={"Content-Type": "application/json"},
+                                     data=json.dumps({"url": f"http://127.0.0.1:{closed_port}/hook", "events": ["*"],
+                                                      "description": "verify-dashboard"}).encode())
+    with urllib.request.urlopen(request, timeout=30) as answer:
+        endpoint = json.loads(answer.read())
+    run.find("#webhooks-show").click()
+    item = f'#webhooks li[data-webhook="{endpoint["id"]}"]'
+    run.wait(lambda: run.visible(item), 20, "the webhook in the panel")
+    run.find(item + ' button[data-action="ping"]').click()
+    run.wait(lambda: "Ping queued" in run.find(item + " .action-result").text, 20, "the ping queued")
+    run.wait(lambda: len(run.finds(item + " table.deliveries tr[data-delivery]")) >= 1, 30, "the ping's delivery listed")
+    run.find(item + ' button[data-action="retry"]').click()
+    run.wait(lambda: "due again" in run.find(item + " .action-result").text, 20, "the retry accepted")
+    run.shot("08b-webhooks.png", "the webhooks panel: an endpoint, its ping delivery (failing: nothing listens) and a retry")
+    run.step("webhooks panel: endpoint shown, pinged, its delivery listed and retried")
 
 
 def keyed(url, key, shots):

@@ -3,6 +3,7 @@ import Logging
 import Loop
 import Packs
 import Server
+import Webhooks
 
 /// The Store-backed API as one unit: the pack, storage, resource and event routes behind the
 /// route wrappers, the broadcaster whose events are logged durably, and `/metrics`. `packd
@@ -17,6 +18,9 @@ public final class PackdAPI {
     public let eventLog: EventLog
     public let packs: PackRoutes
     public let maintenance: PackMaintenanceRoutes
+    /// `/v1/webhooks…`; `packd` gives it the upstream address policy and its dispatcher's wake-up.
+    public let webhooks: WebhookRoutes
+    public let webhookMetrics: WebhookMetrics
     public let routes: APIRouteBuilder
     /// Scratch directory, upload limit and concurrency of the export and import endpoints.
     public var sharing = SharingSettings()
@@ -48,6 +52,8 @@ public final class PackdAPI {
         events.onSubscriberCountChange = { metrics.sseSubscribers.set(Int64($0)) }
         packs = PackRoutes(store: store, events: events, clock: clock, logger: logger)
         maintenance = PackMaintenanceRoutes(store: store, packs: packs, logger: logger)
+        webhooks = WebhookRoutes(store: store, urlPolicy: WebhookURLPolicy(), logger: logger)
+        webhookMetrics = WebhookMetrics(registry: metrics.registry)
     }
 
     /// The base of the URLs in offline `style.json`/TileJSON (`--public-url`); nil: the request's `Host`.
@@ -57,12 +63,14 @@ public final class PackdAPI {
     public func register(in router: inout Router) {
         packs.register(in: &router, using: routes)
         maintenance.register(in: &router, using: routes)
+        webhooks.register(in: &router, using: routes)
         StorageRoutes(store: store, packs: packs, logger: logger).register(in: &router, using: routes)
         ResourceRoutes(store: store, authenticator: routes.authenticator, upstream: upstreamAccess, metrics: routes.metrics,
                        clock: clock, logger: logger)
             .register(in: &router, using: routes)
         EstimateRoutes(store: store, loop: loop, upstream: upstreamAccess, logger: logger).register(in: &router, using: routes)
         EventRoutes(store: store, events: events, logger: logger).register(in: &router, using: routes)
+        VersionRoutes(store: store, logger: logger).register(in: &router, using: routes)
         let artifacts = ArtifactCache(directory: ArtifactDirectory(path: sharing.resolvedArtifactsDirectory()), loop: loop,
                                       configuration: ArtifactCache.Configuration(maximumBytes: sharing.artifactsMaximumBytes,
                                                                                  concurrentBuilds: sharing.concurrentTransfers))
@@ -96,6 +104,7 @@ public final class PackdAPI {
                                             logger: logger)
         offline.register(in: &router, using: routes)
         packs.removalObservers.append { [weak offline] in offline?.packRemoved($0) }
+        packs.removalObservers.append { [weak webhooks] _ in webhooks?.wake?() }
     }
 
     /// Ends the event streams (before the server's shutdown grace period runs out).

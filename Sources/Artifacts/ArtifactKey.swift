@@ -1,7 +1,10 @@
-/// The formats an artifact is written in: MapLibre's offline database, MBTiles, PMTiles.
-public enum ArtifactFormat: String, CaseIterable, Sendable {
-    case maplibre, mbtiles, pmtiles
+import Packs
 
+/// The formats an artifact is written in: MapLibre's offline database, MBTiles, PMTiles — the
+/// formats the stores export (`PackExportRequest.Format`).
+public typealias ArtifactFormat = PackExportRequest.Format
+
+extension PackExportRequest.Format {
     public var fileExtension: String {
         switch self {
         case .maplibre: "db"

@@ -3,4 +3,6 @@
 /* OpenSSL's libcrypto: already in the process through libcurl (libcurl4-openssl-dev). */
 #include <openssl/evp.h>
 #include <openssl/crypto.h>
+#include <openssl/hmac.h>
+#include <openssl/rand.h>
 #endif

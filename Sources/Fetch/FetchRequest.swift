@@ -1,6 +1,6 @@
 /// One upstream request, in canonical form: no credentials (upstream rules add them on the wire).
 public struct FetchRequest: Sendable {
-    public enum Method: String, Sendable { case get = "GET", head = "HEAD" }
+    public enum Method: String, Sendable { case get = "GET", head = "HEAD", post = "POST" }
 
     public var url: String
     public var method: Method
@@ -15,6 +15,8 @@ public struct FetchRequest: Sendable {
     public var timeouts: Timeouts
     /// Groups transfers so one call can cancel all of them (a pack id, for instance).
     public var owner: UInt64
+    /// What a `post` sends, and the answers it takes (`FetchRequest+Post.swift`).
+    public var post: Post?
 
     public struct Timeouts: Sendable {
         public var connectMilliseconds: Int

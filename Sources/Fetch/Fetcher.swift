@@ -45,6 +45,9 @@ public final class Fetcher {
     private var runningByOwner: [UInt64: Int] = [:]
     private var ownerHosts: [UInt64: Set<String>] = [:]
     private var waiting: [UInt64: Transfer] = [:]
+    /// Posts waiting to start: they bypass the hosts' queues and limits (their sender keeps its
+    /// own budget), so a slow webhook receiver never holds a tile slot nor waits behind tiles.
+    private var waitingPosts: [UInt64] = []
     private var running: [UInt64: Transfer] = [:]
     private var finished: [(Transfer, Result<FetchResponse, FetchError>)] = []
     private var idleHandles: [UnsafeMutableRawPointer] = []
@@ -202,6 +205,9 @@ public final class Fetcher {
         }
         if closed {
             finished.append((transfer, .failure(.shutdown)))
+        } else if request.post != nil {
+            waiting[id] = transfer
+            waitingPosts.append(id)
         } else {
             waiting[id] = transfer
             enqueue(id, on: target, canonical: request.url, owner: request.owner)
@@ -369,7 +375,8 @@ public final class Fetcher {
         guard !closed else { return }
         let now = ContinuousClock.now
         var wake: Duration?
-        var admitted: [Transfer] = []
+        var admitted: [Transfer] = waitingPosts.compactMap { waiting.removeValue(forKey: $0) }
+        waitingPosts.removeAll()
         // Start each pass at a different host so a host with a deep queue cannot keep every slot
         // the overall limit frees.
         var keys = Array(queuedHosts)
@@ -461,7 +468,8 @@ public final class Fetcher {
         packd_easy_getinfo_pointer(easy, CURLINFO_PRIVATE, &pointer)
         guard let pointer else { return }
         let transfer = Unmanaged<Transfer>.fromOpaque(pointer).takeUnretainedValue()
-        guard result == CURLE_OK else {
+        // A post that keeps only a prefix of a long answer stopped reading it: still an answer.
+        guard result == CURLE_OK || transfer.keptBodyPrefix else {
             let error = FetchError.from(result, blocked: transfer.refusedAddress, exceeded: transfer.exceededLimit,
                                         bodyLimit: transfer.request.maxBodyBytes)
             measure(transfer, easy: easy, outcome: .failure(error))
@@ -471,7 +479,7 @@ public final class Fetcher {
         var status = 0
         packd_easy_getinfo_long(easy, CURLINFO_RESPONSE_CODE, &status)
         measure(transfer, easy: easy, outcome: .success(status))
-        if [301, 302, 303, 307, 308].contains(status) {
+        if transfer.request.post == nil, [301, 302, 303, 307, 308].contains(status) {
             var location: UnsafeMutablePointer<CChar>?
             packd_easy_getinfo_string(easy, CURLINFO_REDIRECT_URL, &location)
             if let location {
@@ -489,7 +497,7 @@ public final class Fetcher {
     /// server's queue), and whether it was a "slow down". Our own client being the bottleneck
     /// shows in the rounds' throughput instead (the slow start's exit).
     private func measure(_ transfer: Transfer, easy: UnsafeMutableRawPointer, outcome: Result<Int, FetchError>) {
-        guard var host = hosts[transfer.hostKey] else { return }
+        guard transfer.request.post == nil, var host = hosts[transfer.hostKey] else { return }
         var total: curl_off_t = 0
         var pretransfer: curl_off_t = 0
         packd_easy_getinfo_off(easy, CURLINFO_TOTAL_TIME_T, &total)
@@ -563,7 +571,7 @@ public final class Fetcher {
         let owner = transfer.request.owner
         runningByOwner[owner] = (runningByOwner[owner] ?? 1) > 1 ? runningByOwner[owner]! - 1 : nil
         onRunningCountChange?(running.count)
-        hosts[transfer.hostKey]?.active -= 1
+        if transfer.request.post == nil { hosts[transfer.hostKey]?.active -= 1 }
         if let easy = transfer.easy {
             multi.remove(easy)
             if idleHandles.count < configuration.maxTransfers {

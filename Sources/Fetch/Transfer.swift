@@ -25,6 +25,8 @@ final class Transfer {
     private(set) var headers = ResponseHeaders()
     private(set) var refusedAddress = false
     private(set) var exceededLimit = false
+    /// A post's answer was longer than its limit and only its start was read.
+    private(set) var keptBodyPrefix = false
     private var headerBytes = 0
     static let maxHeaderBytes = 64 << 10
 
@@ -52,6 +54,7 @@ final class Transfer {
         headers.removeAll()
         refusedAddress = false
         exceededLimit = false
+        keptBodyPrefix = false
         headerBytes = 0
     }
 
@@ -107,8 +110,7 @@ final class Transfer {
         ok = ok && packd_easy_setopt_long(easy, CURLOPT_TIMEOUT_MS, max(1, timeouts.totalMilliseconds)) == CURLE_OK
         ok = ok && packd_easy_setopt_long(easy, CURLOPT_LOW_SPEED_LIMIT, max(1, timeouts.lowSpeedBytesPerSecond)) == CURLE_OK
         ok = ok && packd_easy_setopt_long(easy, CURLOPT_LOW_SPEED_TIME, max(1, timeouts.lowSpeedSeconds)) == CURLE_OK
-        ok = ok && packd_easy_setopt_long(easy, CURLOPT_NOBODY, request.method == .head ? 1 : 0) == CURLE_OK
-        ok = ok && packd_easy_setopt_off(easy, CURLOPT_MAXFILESIZE_LARGE, curl_off_t(request.maxBodyBytes)) == CURLE_OK
+        ok = ok && configureMethod(easy)
         ok = ok && packd_easy_setopt_pointer(easy, CURLOPT_PRIVATE, me) == CURLE_OK
         ok = ok && packd_easy_setopt_pointer(easy, CURLOPT_WRITEDATA, me) == CURLE_OK
         ok = ok && packd_easy_setopt_pointer(easy, CURLOPT_HEADERDATA, me) == CURLE_OK
@@ -140,7 +142,7 @@ final class Transfer {
         }
         // Sent by hand, without CURLOPT_ACCEPT_ENCODING, so curl passes the gzip body through
         // untouched and the store can keep it compressed.
-        var ok = append("Accept-Encoding: gzip")
+        var ok = append(request.post == nil ? "Accept-Encoding: gzip" : "Expect:")
         if ok, let etag = request.ifNoneMatch { ok = append("If-None-Match: \(etag)") }
         if ok, let since = request.ifModifiedSince { ok = append("If-Modified-Since: \(HTTPDate.format(since))") }
         for field in request.headers where ok { ok = append("\(field.name): \(field.value)") }
@@ -155,6 +157,11 @@ final class Transfer {
     private func received(_ bytes: UnsafeRawBufferPointer) -> Int {
         guard body.count <= request.maxBodyBytes - bytes.count else {
             exceededLimit = true
+            if request.post?.keepsBodyPrefix == true {
+                // A post's answer past its limit: its start is kept, the rest is not read.
+                body.append(contentsOf: bytes.prefix(request.maxBodyBytes - body.count))
+                keptBodyPrefix = true
+            }
             return 0
         }
         body.append(contentsOf: bytes)

@@ -14,6 +14,8 @@ extension PostgresStoreConnection {
         var outcome = BatchOutcome()
         var deltas: [Int64: StoredProgress] = [:]
         var livePacks: [Int64: Bool] = [:]
+        /// Each live pack's version: a row newly linked to one that has a version is a change.
+        var packVersions: [Int64: Int64] = [:]
         var newlyLinkedTiles: Int64 = 0
         var ambientDelta: Int64 = 0
         /// Tiles linked per held unit.
@@ -153,7 +155,7 @@ extension PostgresStoreConnection {
             guard case .tile(let tile) = write.key else { return nil }
             switch write.content {
             case .body, .noContent: return tile.urlTemplate
-            case .notModified, .linkExisting: return nil
+            case .notModified, .unchangedBody, .linkExisting: return nil
             }
         })
         var rows = [BatchRow?](repeating: nil, count: writes.count)
@@ -193,11 +195,11 @@ extension PostgresStoreConnection {
     /// Looks up, inserts and updates the rows of `indices` (writes of one table), filling `rows`.
     private func upsert(_ table: StoredTable, _ writes: [ResourceWrite], _ indices: [Int], templates: [String: Int64],
                         now: Int64, into rows: inout [BatchRow?], tally: inout BatchTally) throws {
-        func existing(_ among: [Int]) throws -> [Int: (id: Int64, size: Int64)] {
-            var found: [Int: (id: Int64, size: Int64)] = [:]
+        func existing(_ among: [Int]) throws -> [Int: (id: Int64, size: Int64, hasBody: Bool)] {
+            var found: [Int: (id: Int64, size: Int64, hasBody: Bool)] = [:]
             let keys = try keyParameters(table, writes, among, templates: templates)
             for row in try query(table.lookupSQL, keys) {
-                found[among[Int(try row.int64(0)) - 1]] = (try row.int64(1), try row.int64(2))
+                found[among[Int(try row.int64(0)) - 1]] = (try row.int64(1), try row.int64(2), try row.bool(3))
             }
             return found
         }
@@ -207,7 +209,7 @@ extension PostgresStoreConnection {
             guard stored[index] == nil else { return false }
             switch writes[index].content {
             case .body, .noContent: return true
-            case .notModified, .linkExisting: return false
+            case .notModified, .unchangedBody, .linkExisting: return false
             }
         }
         if !inserts.isEmpty {
@@ -230,6 +232,7 @@ extension PostgresStoreConnection {
         }
         var replaced: [Int] = []
         var refreshed: [Int] = []
+        var revalidated: [Int] = []
         for index in indices where rows[index] == nil {
             guard let row = stored[index] else { continue }
             let keySize = writes[index].key.ambientKeySize
@@ -239,6 +242,9 @@ extension PostgresStoreConnection {
             case .notModified:
                 rows[index] = BatchRow(id: row.id, size: row.size, keySize: keySize, isNew: false)
                 refreshed.append(index)
+            case .unchangedBody:
+                rows[index] = BatchRow(id: row.id, size: row.size, keySize: keySize, isNew: false)
+                revalidated.append(index)
             case .body, .noContent:
                 rows[index] = BatchRow(id: row.id, size: Int64(writes[index].body?.storedSize ?? 0), keySize: keySize,
                                        isNew: false)
@@ -252,6 +258,14 @@ extension PostgresStoreConnection {
                 .boolArray(ordered.map { writes[$0].cache.mustRevalidate }), .int8(now),
             ])
         }
+        if !revalidated.isEmpty {
+            let ordered = revalidated.sorted { rows[$0]!.id < rows[$1]!.id }
+            try query(table.unchangedBodySQL, [
+                .int8Array(ordered.map { rows[$0]!.id }), .int8Array(ordered.map { writes[$0].cache.modified }),
+                .textArray(ordered.map { writes[$0].cache.etag }), .int8Array(ordered.map { writes[$0].cache.expires }),
+                .boolArray(ordered.map { writes[$0].cache.mustRevalidate }), .int8(now),
+            ])
+        }
         guard !replaced.isEmpty else { return }
         let ordered = replaced.sorted { rows[$0]!.id < rows[$1]!.id }
         var parameters: [PostgresValue] = [
@@ -262,6 +276,10 @@ extension PostgresStoreConnection {
         ]
         if table == .resources { parameters.append(kinds(writes, ordered)) }
         try query(table.updateSQL, parameters)
+        // A body over a stored row is new content; no content over no content is no change.
+        try recordChanges(table, ids: ordered.compactMap { index in
+            writes[index].body != nil || stored[index]!.hasBody ? rows[index]!.id : nil
+        })
         // A body of another size changes `sum(octet_length(data))` of every pack linking it, or
         // the ambient size when none does.
         let changed = ordered.compactMap { index -> (id: Int64, delta: Int64)? in
@@ -313,8 +331,10 @@ extension PostgresStoreConnection {
         for row in try query(table.insertLinksSQL, [.int8Array(added.map(\.pack)), .int8Array(added.map(\.id))]) {
             inserted.insert([try row.int64(0), try row.int64(1)])
         }
+        var newToVersionedPacks: [Int64] = []
         for link in added where inserted.contains([link.pack, link.id]) {
             let row = rows[link.index]!
+            if tally.packVersions[link.pack] ?? 0 > 0 { newToVersionedPacks.append(row.id) }
             tally.deltas[link.pack, default: StoredProgress()].addRow(size: row.size, isTile: table == .tiles)
             if link.firstAnywhere {
                 tally.ambientDelta -= row.size + row.keySize
@@ -325,15 +345,17 @@ extension PostgresStoreConnection {
                 tally.unitTiles[unit, default: 0] += 1
             }
         }
+        try recordChanges(table, ids: newToVersionedPacks)
     }
 
     /// Whether `packID` names an existing pack, its row held `FOR KEY SHARE` so a delete on
     /// another node waits for this batch; rows for a removed pack stay ambient.
     private func isLivePack(_ packID: Int64, tally: inout BatchTally) throws -> Bool {
         if let known = tally.livePacks[packID] { return known }
-        let live = try scalar("SELECT 1::int8 FROM packd_packs WHERE region_id = $1 FOR KEY SHARE", [.int8(packID)]) != nil
-        tally.livePacks[packID] = live
-        return live
+        let version = try scalar("SELECT version FROM packd_packs WHERE region_id = $1 FOR KEY SHARE", [.int8(packID)])
+        tally.livePacks[packID] = version != nil
+        tally.packVersions[packID] = version ?? 0
+        return version != nil
     }
 
     /// The global tile limit and the distinct tiles linked, read once per batch under the

@@ -21,9 +21,12 @@ extension PostgresStoreConnection {
             return try transaction { () throws -> ImportOutcome in
                 try stageUpload(side)
                 let preview = try importPreview()
-                let packs = try mergeStaged(now: Int64(Date().timeIntervalSince1970))
+                let packs = try mergeStaged(now: clock.now)
+                // Complete packs whose content the merge changed get their next version.
+                let versions = try cutVersions(completing: nil, now: clock.now)
                 return ImportOutcome(packs: packs, resources: preview.resources, tiles: preview.tiles,
-                                     unchangedPacks: preview.unchangedPacks, unchangedRegions: preview.unchangedRegions)
+                                     unchangedPacks: preview.unchangedPacks, unchangedRegions: preview.unchangedRegions,
+                                     createdVersions: versions)
             }
         } catch let error as ImportError {
             forgetUncommittedTemplates()
@@ -187,7 +190,15 @@ extension PostgresStoreConnection {
             SELECT sr.id AS side_region_id, min(r.id) AS main_region_id
             FROM side_regions sr JOIN regions r ON r.definition = sr.definition AND r.description IS NOT DISTINCT FROM sr.description
             GROUP BY sr.id;
-
+            """)
+        // Rows the merge replaces, and rows it newly links to a pack that has a version, are
+        // changes of those packs' content (numbered as a batch numbers them).
+        try recordChanges(.tiles, ids: try query("""
+            SELECT t.id FROM side_tiles st JOIN tiles t ON st.template_id = t.template_id AND st.pixel_ratio = t.pixel_ratio
+              AND st.z = t.z AND st.y = t.y AND st.x = t.x
+            WHERE st.modified > t.modified
+            """).map { try $0.int64(0) })
+        try connection.execute("""
             UPDATE tiles t SET expires = st.expires, modified = st.modified, etag = st.etag, data = st.data,
               compressed = st.compressed, accessed = st.accessed, must_revalidate = st.must_revalidate
             FROM side_tiles st
@@ -203,7 +214,20 @@ extension PostgresStoreConnection {
                                 AND t.z = st.z AND t.y = st.y AND t.x = st.x)
             ORDER BY st.id
             ON CONFLICT DO NOTHING;
-
+            """)
+        try recordChanges(.tiles, ids: try query("""
+            SELECT DISTINCT t.id FROM side_region_tiles srt
+            JOIN region_mapping rm ON rm.side_region_id = srt.region_id
+            JOIN packd_packs p ON p.region_id = rm.main_region_id AND p.version > 0
+            JOIN side_tiles st ON st.id = srt.tile_id
+            JOIN tiles t ON t.template_id = st.template_id AND t.pixel_ratio = st.pixel_ratio AND t.z = st.z AND t.y = st.y
+                        AND t.x = st.x
+            WHERE NOT EXISTS (SELECT 1 FROM region_tiles l WHERE l.region_id = rm.main_region_id AND l.tile_id = t.id)
+            """).map { try $0.int64(0) })
+        try recordChanges(.resources, ids: try query("""
+            SELECT r.id FROM side_resources sr JOIN resources r ON sr.url = r.url WHERE sr.modified > r.modified
+            """).map { try $0.int64(0) })
+        try connection.execute("""
             INSERT INTO region_tiles (region_id, tile_id)
             SELECT DISTINCT rm.main_region_id, t.id
             FROM side_region_tiles srt
@@ -224,7 +248,16 @@ extension PostgresStoreConnection {
             WHERE NOT EXISTS (SELECT 1 FROM resources r WHERE r.url = sr.url)
             ORDER BY sr.id
             ON CONFLICT DO NOTHING;
-
+            """)
+        try recordChanges(.resources, ids: try query("""
+            SELECT DISTINCT r.id FROM side_region_resources srr
+            JOIN region_mapping rm ON rm.side_region_id = srr.region_id
+            JOIN packd_packs p ON p.region_id = rm.main_region_id AND p.version > 0
+            JOIN side_resources sr ON sr.id = srr.resource_id
+            JOIN resources r ON r.url = sr.url
+            WHERE NOT EXISTS (SELECT 1 FROM region_resources l WHERE l.region_id = rm.main_region_id AND l.resource_id = r.id)
+            """).map { try $0.int64(0) })
+        try connection.execute("""
             INSERT INTO region_resources (region_id, resource_id)
             SELECT DISTINCT rm.main_region_id, r.id
             FROM side_region_resources srr

@@ -9,7 +9,8 @@ extension PostgresStoreConnection {
         SELECT p.region_id, p.name, p.state, p.error, p.context, r.definition, p.created_at, p.updated_at,
                p.completed_at, p.limits, p.expected_resources, p.expected_tiles, p.expected_is_precise,
                p.update_available, p.update_checked_at,
-               i.unchanged, i.updated, i.removed, i.started_at, i.completed_at
+               i.unchanged, i.updated, i.removed, i.started_at, i.completed_at, p.version,
+               p.refresh_every, p.next_refresh_at
         FROM packd_packs p JOIN regions r ON r.id = p.region_id
         LEFT JOIN packd_invalidations i ON i.pack_id = p.region_id
         """
@@ -31,7 +32,8 @@ extension PostgresStoreConnection {
                           limits: try row.stringOrNil(9).flatMap(PackRecord.decodeLimits) ?? PackLimits(),
                           expectedResources: try row.int64(10), expectedTiles: try row.int64(11),
                           expectedIsPrecise: try row.bool(12), updateAvailable: try row.bool(13),
-                          updateCheckedAt: try row.int64OrNil(14), invalidation: invalidation)
+                          updateCheckedAt: try row.int64OrNil(14), invalidation: invalidation, version: try row.int64(20),
+                          refreshEvery: try row.stringOrNil(21), nextRefreshAt: try row.int64OrNil(22))
     }
 
     // MARK: PackRepository
@@ -153,12 +155,14 @@ extension PostgresStoreConnection {
             }
             try query("""
                 INSERT INTO packd_packs (region_id, name, state, error, context, created_at, updated_at, completed_at,
-                  limits, expected_resources, expected_tiles, expected_is_precise, update_available)
-                VALUES ($1, $2, $3, $4, $5, $6, $6, NULL, $7, $8, $9, $10, $11)
+                  limits, expected_resources, expected_tiles, expected_is_precise, update_available, refresh_every,
+                  next_refresh_at)
+                VALUES ($1, $2, $3, $4, $5, $6, $6, NULL, $7, $8, $9, $10, $11, $12, $13)
                 """, [.int8(id), .text(record.name), .text(record.state.rawValue),
                       PostgresValue(record.error.flatMap(PackRecord.encodeJSON)), PostgresValue(record.context), .int8(now),
                       PostgresValue(PackRecord.encodeJSON(record.limits)), .int8(record.expectedResources),
-                      .int8(record.expectedTiles), .bool(record.expectedIsPrecise), .bool(record.updateAvailable)])
+                      .int8(record.expectedTiles), .bool(record.expectedIsPrecise), .bool(record.updateAvailable),
+                      PostgresValue(record.refreshEvery), PostgresValue(record.nextRefreshAt)])
             try query("INSERT INTO packd_progress (pack_id) VALUES ($1)", [.int8(id)])
             return id
         }
@@ -182,11 +186,11 @@ extension PostgresStoreConnection {
             case .failure(let refusal):
                 return .refused(refusal)
             case .success(let transition):
-                try transition.record(packID, in: TransitionRowsSQL(connection: self), now: now)
+                let recorded = try transition.record(packID, in: TransitionRowsSQL(connection: self), now: now)
                 // Work units belong to one stretch of being active: a pack that continues later
                 // is planned and cut anew (its units skip what is stored).
                 if let next = transition.to, transition.changesState, next != .active { try forgetWorkUnits(packID) }
-                return .applied(transition)
+                return .applied(recorded)
             }
         }
     }
@@ -224,9 +228,19 @@ extension PostgresStoreConnection {
         }
     }
 
+    /// An update newly found available is announced to webhooks in the same transaction.
     public func setUpdateAvailable(_ packID: Int64, _ available: Bool, now: Int64) throws {
-        try query("UPDATE packd_packs SET update_available = $2, update_checked_at = $3, updated_at = $3 WHERE region_id = $1",
-                  [.int8(packID), .bool(available), .int8(now)])
+        try transaction {
+            guard let before = try query("""
+                SELECT CASE WHEN update_checked_at IS NULL THEN NULL ELSE update_available END FROM packd_packs
+                WHERE region_id = $1 FOR UPDATE
+                """, [.int8(packID)]).map({ try $0.boolOrNil(0) }).first else { return }
+            try query("UPDATE packd_packs SET update_available = $2, update_checked_at = $3, updated_at = $3 WHERE region_id = $1",
+                      [.int8(packID), .bool(available), .int8(now)])
+            if WebhookTrigger.updateBecameAvailable(before: before, after: available) {
+                try enqueueWebhookMessages([.packUpdateAvailable], packID: packID)
+            }
+        }
     }
 
     public func recordFailure(packID: Int64, url: String, status: Int64?, message: String, attempts: Int64, now: Int64) throws {
@@ -283,6 +297,7 @@ extension PostgresStoreConnection {
                 try query("INSERT INTO packd_events (id, pack_id, type, data, created_at) VALUES ($1, $2, $3, $4, $5)",
                           [.int8(id), PostgresValue(packID), .text(type), .text(json), .int8(now)])
                 try query("SELECT pg_notify($1, $2)", [.text(EventChannel.name), .text(String(id))])
+                try enqueueWebhooks(forAppended: [StoredEvent(id: id, packID: packID, type: type, json: json, createdAt: now)])
                 stored = id
             } else {
                 stored = try appendEvents([StoredEvent(id: 0, packID: packID, type: type, json: json, createdAt: now)]).last ?? 0
@@ -310,6 +325,7 @@ extension PostgresStoreConnection {
             .int8(events.map(\.createdAt).max() ?? 0),
         ])
         let ids = try rows.map { try $0.int64(0) }
+        try enqueueWebhooks(forAppended: events)
         if let last = ids.last {
             try query("DELETE FROM packd_events WHERE id <= $1", [.int8(last - Self.maximumEvents)])
         }
@@ -358,6 +374,10 @@ extension PostgresStoreConnection {
     /// Every pack, every stored row, events and idempotency keys gone; settings (and nodes) stay.
     public func reset() throws {
         try transaction {
+            // Every pack's removal is announced to webhooks (the outbox and endpoints stay).
+            for packID in try query("SELECT region_id FROM packd_packs ORDER BY region_id").map({ try $0.int64(0) }) {
+                try enqueueWebhookMessages([.packRemoved], packID: packID)
+            }
             try connection.execute("""
                 DELETE FROM region_tiles; DELETE FROM region_resources; DELETE FROM regions;
                 DELETE FROM tiles; DELETE FROM resources; DELETE FROM packd_events; DELETE FROM packd_idempotency;
@@ -407,5 +427,11 @@ private struct TransitionRowsSQL: TransitionRows {
     func removeRows(_ packID: Int64) throws { _ = try connection.removePack(packID) }
     func setPackState(_ packID: Int64, state: PackState, error: PackError?, now: Int64) throws {
         try connection.setPackState(packID, state: state, error: error, now: now)
+    }
+    func recordVersion(_ packID: Int64, now: Int64) throws -> [PackVersion] {
+        try connection.cutVersions(completing: packID, now: now)
+    }
+    func enqueueWebhooks(_ types: [WebhookEventType], packID: Int64) throws {
+        try connection.enqueueWebhookMessages(types, packID: packID)
     }
 }

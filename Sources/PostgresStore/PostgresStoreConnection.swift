@@ -22,6 +22,10 @@ public final class PostgresStoreConnection: StoreReading, StoreWriting, PackExpo
     /// Events appended by the open batch, written last in its transaction (`packd_append_events`
     /// holds the event lock from the append to the commit: the shorter the better).
     var batchEvents: [StoredEvent]?
+    /// Versions kept per pack (`--keep-versions`) when this connection cuts one.
+    public var keepVersions = 3
+    /// What "now" is for writes that are not told (an import's times), as `OfflineDatabase.clock`.
+    public var clock: WallClock = .system
 
     /// Events kept in `packd_events`; older ones are deleted (ids keep increasing regardless).
     public static let maximumEvents: Int64 = 10_000

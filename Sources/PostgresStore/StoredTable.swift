@@ -13,18 +13,19 @@ enum StoredTable {
     var linkColumn: String { self == .tiles ? "tile_id" : "resource_id" }
     var name: String { self == .tiles ? "tiles" : "resources" }
 
-    /// `$1…` the keys (see `keyParameters`); rows: ordinal (1-based), id, stored size.
+    /// `$1…` the keys (see `keyParameters`); rows: ordinal (1-based), id, stored size, whether it
+    /// has a body.
     var lookupSQL: String {
         switch self {
         case .tiles:
             return """
-                SELECT k.n, t.id, coalesce(octet_length(t.data), 0)::int8
+                SELECT k.n, t.id, coalesce(octet_length(t.data), 0)::int8, t.data IS NOT NULL
                 FROM unnest($1::int8[], $2::int8[], $3::int8[], $4::int8[], $5::int8[]) WITH ORDINALITY AS k(tid, r, z, y, x, n)
                 JOIN tiles t ON t.template_id = k.tid AND t.pixel_ratio = k.r AND t.z = k.z AND t.y = k.y AND t.x = k.x
                 """
         case .resources:
             return """
-                SELECT k.n, r.id, coalesce(octet_length(r.data), 0)::int8
+                SELECT k.n, r.id, coalesce(octet_length(r.data), 0)::int8, r.data IS NOT NULL
                 FROM unnest($1::text[]) WITH ORDINALITY AS k(url, n) JOIN resources r ON r.url = k.url
                 """
         }
@@ -92,6 +93,26 @@ enum StoredTable {
         """
         UPDATE \(name) t SET accessed = $4, expires = u.expires, must_revalidate = u.mr
         FROM unnest($1::int8[], $2::int8[], $3::bool[]) AS u(id, expires, mr) WHERE t.id = u.id
+        """
+    }
+
+    /// A 200 whose content equals the stored copy: the validators change, the body stays.
+    /// `$1` ids, then `modified, etag, expires, must_revalidate`, and `accessed`.
+    var unchangedBodySQL: String {
+        """
+        UPDATE \(name) t SET modified = u.modified, etag = u.etag, expires = u.expires, must_revalidate = u.mr, accessed = $6
+        FROM unnest($1::int8[], $2::int8[], $3::text[], $4::int8[], $5::bool[]) AS u(id, modified, etag, expires, mr)
+        WHERE t.id = u.id
+        """
+    }
+
+    /// Numbers rows' content as changed (`$1` distinct ids, ascending), each with the next value
+    /// of the store's change sequence.
+    var recordChangesSQL: String {
+        """
+        INSERT INTO packd_\(self == .tiles ? "tile" : "resource")_changes (\(linkColumn), change)
+        SELECT id, nextval('packd_changes') FROM unnest($1::int8[]) AS u(id) ORDER BY id
+        ON CONFLICT (\(linkColumn)) DO UPDATE SET change = excluded.change
         """
     }
 

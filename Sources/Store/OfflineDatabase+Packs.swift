@@ -16,12 +16,13 @@ extension OfflineDatabase {
             let id = database.lastInsertedRowID
             try database.execute("""
                 INSERT INTO packd_packs (region_id, name, state, error, context, created_at, updated_at, completed_at,
-                  limits, expected_resources, expected_tiles, expected_is_precise, update_available)
-                VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6, NULL, ?7, ?8, ?9, ?10, ?11)
+                  limits, expected_resources, expected_tiles, expected_is_precise, update_available, refresh_every, next_refresh_at)
+                VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6, NULL, ?7, ?8, ?9, ?10, ?11, ?12, ?13)
                 """, [.integer(id), .text(pack.name), .text(pack.state.rawValue), DatabaseValue(pack.error.flatMap(PackRecord.encodeJSON)),
                       DatabaseValue(pack.context), .integer(now), DatabaseValue(PackRecord.encodeJSON(pack.limits)),
                       .integer(pack.expectedResources), .integer(pack.expectedTiles),
-                      DatabaseValue(pack.expectedIsPrecise), DatabaseValue(pack.updateAvailable)])
+                      DatabaseValue(pack.expectedIsPrecise), DatabaseValue(pack.updateAvailable),
+                      DatabaseValue(pack.refreshEvery), DatabaseValue(pack.nextRefreshAt)])
             try database.execute("INSERT INTO packd_progress (pack_id) VALUES (?1)", [.integer(id)])
             return id
         }
@@ -84,9 +85,17 @@ extension OfflineDatabase {
     }
 
     /// The result of a `check-update`; `update_checked_at` tells it apart from "never checked".
+    /// An update newly found available is announced to webhooks in the same transaction.
     public func setUpdateAvailable(_ packID: Int64, _ available: Bool, now: Int64) throws {
-        try database.execute("UPDATE packd_packs SET update_available = ?2, update_checked_at = ?3, updated_at = ?3 WHERE region_id = ?1",
-                             [.integer(packID), DatabaseValue(available), .integer(now)])
+        try database.transaction {
+            let before = try database.scalarInt("SELECT CASE WHEN update_checked_at IS NULL THEN NULL ELSE update_available END FROM packd_packs WHERE region_id = ?1",
+                                                [.integer(packID)])
+            try database.execute("UPDATE packd_packs SET update_available = ?2, update_checked_at = ?3, updated_at = ?3 WHERE region_id = ?1",
+                                 [.integer(packID), DatabaseValue(available), .integer(now)])
+            if WebhookTrigger.updateBecameAvailable(before: before.map { $0 != 0 }, after: available), database.changes > 0 {
+                try enqueueWebhookMessages([.packUpdateAvailable], packID: packID)
+            }
+        }
     }
 
     /// Appends an event and returns its id (ids never repeat, across restarts too): `id` when the
@@ -98,6 +107,10 @@ extension OfflineDatabase {
                                  [DatabaseValue(id), DatabaseValue(packID), .text(type), .text(json), .integer(now)])
             let id = database.lastInsertedRowID
             try database.execute("DELETE FROM packd_events WHERE id <= ?1", [.integer(id - Self.maximumEvents)])
+            // An event webhooks carry by its type gets its outbox rows in the append's transaction.
+            if let webhook = WebhookEventType.mapped(fromStoredEvent: type) {
+                try enqueueWebhookMessage(webhook, packID: packID, now: WebhookStoreRules.nowMilliseconds()) { json }
+            }
             return id
         }
     }
@@ -129,12 +142,14 @@ extension OfflineDatabase {
     /// Removes a pack as MapLibre's `deleteRegion` does: the links go, rows no other pack links
     /// become ambient and are trimmed to the ambient limit, then freed pages are vacuumed.
     /// Returns false when there was no such pack.
+    /// `before` runs first in the removal's transaction (the webhook outbox rows of a deletion).
     @discardableResult
-    public func removePack(_ packID: Int64) throws -> Bool {
+    public func removePack(_ packID: Int64, before: () throws -> Void = {}) throws -> Bool {
         let ambientBefore = ambientCacheSize
         let removed: Bool
         do {
             removed = try database.transaction { () throws -> Bool in
+                try before()
                 let tilesOnlyHere = try database.cachedStatement("""
                     SELECT count(*), IFNULL(SUM(IFNULL(LENGTH(t.data), 0) + LENGTH(CAST(t.url_template AS BLOB))), 0)
                     FROM region_tiles rt JOIN tiles t ON t.id = rt.tile_id WHERE rt.region_id = ?1
@@ -167,6 +182,12 @@ extension OfflineDatabase {
     /// Every pack, every cached row, events and idempotency keys gone; schema and settings stay.
     public func reset() throws {
         try database.transaction {
+            // Every pack's removal is announced to webhooks (the outbox and endpoints stay).
+            var after: Int64 = 0
+            while let page = Optional(try packs(after: after, limit: 500)), let last = page.last {
+                for pack in page { try enqueueWebhookMessages([.packRemoved], packID: pack.id) }
+                after = last.id
+            }
             try database.execute("""
                 DELETE FROM region_tiles; DELETE FROM region_resources; DELETE FROM regions;
                 DELETE FROM tiles; DELETE FROM resources; DELETE FROM packd_events; DELETE FROM packd_idempotency;

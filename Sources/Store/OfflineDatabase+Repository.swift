@@ -3,7 +3,7 @@ import Packs
 /// The writer's connection as the store protocols see it: every read `StoreReader` answers (the
 /// shared `SQLiteConnection` queries, seeing this transaction's own changes), pack transitions by
 /// `PackLifecycle`'s rules, links, imports.
-extension OfflineDatabase: SQLiteConnection, MutablePackRepository, MutableResourceIndex, PackImporting {
+extension OfflineDatabase: SQLiteConnection, MutablePackRepository, MutableResourceIndex, PackImporting, PackVersionRepository {
     public func resource(_ key: ResourceKey, linkedTo packID: Int64?) throws -> StoredResource? {
         try storedRow(key, linkedTo: packID)
     }
@@ -21,7 +21,8 @@ extension OfflineDatabase: SQLiteConnection, MutablePackRepository, MutableResou
         if case .delete = event {
             guard let state = try packState(packID) else { return .noSuchPack }
             guard case .success(let transition) = PackLifecycle.transition(from: state, on: event),
-                  try removePack(packID) else { return .noSuchPack }
+                  try removePack(packID, before: { try enqueueWebhookMessages(WebhookTrigger.types(of: transition), packID: packID) })
+            else { return .noSuchPack }
             return .applied(transition)
         }
         return try database.transaction {
@@ -30,8 +31,7 @@ extension OfflineDatabase: SQLiteConnection, MutablePackRepository, MutableResou
             case .failure(let refusal):
                 return .refused(refusal)
             case .success(let transition):
-                try transition.record(packID, in: Rows(database: self), now: now)
-                return .applied(transition)
+                return .applied(try transition.record(packID, in: Rows(database: self), now: now))
             }
         }
     }
@@ -52,8 +52,16 @@ extension OfflineDatabase: SQLiteConnection, MutablePackRepository, MutableResou
         }
         let preview = try ImportPreview.of(upload, in: database)
         let packs = try importOfflineDatabase(upload)
+        // Complete packs whose content the merge changed get their next version.
+        let versions: [PackVersion]
+        do {
+            versions = try cutVersions(completing: nil, now: clock.now)
+        } catch {
+            throw .store((error as? DatabaseError)?.storeError ?? StoreError(.other, "\(error)"))
+        }
         return ImportOutcome(packs: packs, resources: preview.resources, tiles: preview.tiles,
-                             unchangedPacks: preview.unchangedPacks, unchangedRegions: preview.unchangedRegions)
+                             unchangedPacks: preview.unchangedPacks, unchangedRegions: preview.unchangedRegions,
+                             createdVersions: versions)
     }
 }
 
@@ -70,6 +78,12 @@ extension OfflineDatabase {
         func removeRows(_ packID: Int64) throws { _ = try database.removePack(packID) }
         func setPackState(_ packID: Int64, state: PackState, error: PackError?, now: Int64) throws {
             try database.setPackState(packID, state: state, error: error, now: now)
+        }
+        func recordVersion(_ packID: Int64, now: Int64) throws -> [PackVersion] {
+            try database.cutVersions(completing: packID, now: now)
+        }
+        func enqueueWebhooks(_ types: [WebhookEventType], packID: Int64) throws {
+            try database.enqueueWebhookMessages(types, packID: packID)
         }
     }
 }

@@ -12,6 +12,8 @@ public final class OfflineDatabase {
     public internal(set) var linkedTileLimit: Int64?
 
     public static let defaultMaximumAmbientCacheSize: Int64 = 50 << 20
+    /// Versions kept per pack (`--keep-versions`); older ones are forgotten when a new one is cut.
+    public var keepVersions = 3
     /// What "now" is for writes that are not told (an import's times).
     public var clock: WallClock = .system
 
@@ -55,6 +57,7 @@ public final class OfflineDatabase {
                 var deltas: [Int64: StoredProgress] = [:]
                 var newlyLinkedTiles: Int64 = 0
                 var livePacks: [Int64: Bool] = [:]
+                var packVersions: [Int64: Int64] = [:]
                 var linkedTiles = try database.scalarInt("SELECT linked_tiles FROM packd_totals WHERE id = 1") ?? 0
                 for write in writes {
                     guard let row = try upsert(write, now: now) else {
@@ -70,6 +73,10 @@ public final class OfflineDatabase {
                         outcome.tileLimitExceeded.insert(packID)
                     case .linked(let firstLinkAnywhere):
                         deltas[packID, default: StoredProgress()].add(row: row, isTile: write.key.isTile)
+                        // New to a pack that has a version: part of its next one.
+                        if try packVersion(packID, cache: &packVersions) > 0 {
+                            try recordChange(rowID: row.id, isTile: write.key.isTile)
+                        }
                         if firstLinkAnywhere { ambientCacheSize -= row.size + row.keySize }
                         if firstLinkAnywhere && write.key.isTile {
                             newlyLinkedTiles += 1
@@ -128,6 +135,21 @@ public final class OfflineDatabase {
                 : "UPDATE resources SET accessed = ?1, expires = ?2, must_revalidate = ?3 WHERE id = ?4",
                 [.integer(now), DatabaseValue(write.cache.expires), DatabaseValue(write.cache.mustRevalidate), .integer(existing.id)])
             return StoredRow(id: existing.id, size: existing.size, sizeDelta: 0, keySize: keySize, isNew: false)
+        case .unchangedBody:
+            guard let existing = try find(write.key) else { return nil }
+            let statement = try database.cachedStatement(isTile
+                ? "UPDATE tiles SET modified = ?1, etag = ?2, expires = ?3, must_revalidate = ?4, accessed = ?5 WHERE id = ?6"
+                : "UPDATE resources SET modified = ?1, etag = ?2, expires = ?3, must_revalidate = ?4, accessed = ?5 WHERE id = ?6")
+            statement.reset()
+            try statement.bind(write.cache.modified, at: 1)
+            try statement.bind(write.cache.etag, at: 2)
+            try statement.bind(write.cache.expires, at: 3)
+            try statement.bind(write.cache.mustRevalidate, at: 4)
+            try statement.bind(now, at: 5)
+            try statement.bind(existing.id, at: 6)
+            try statement.step()
+            statement.reset()
+            return StoredRow(id: existing.id, size: existing.size, sizeDelta: 0, keySize: keySize, isNew: false)
         case .body(let stored):
             body = stored
         case .noContent:
@@ -140,6 +162,9 @@ public final class OfflineDatabase {
             return StoredRow(id: database.lastInsertedRowID, size: size, sizeDelta: size, keySize: keySize, isNew: true)
         }
         guard let existing = try find(write.key) else { return nil }
+        // A body over a stored row is taken as new content (a revalidation that found the same
+        // content writes `unchangedBody`); no content over no content is no change.
+        let changesContent = body != nil ? true : try hasBody(rowID: existing.id, isTile: isTile)
         let statement = try database.cachedStatement(isTile
             ? "UPDATE tiles SET modified = ?1, etag = ?2, expires = ?3, must_revalidate = ?4, accessed = ?5, data = ?6, compressed = ?7 WHERE id = ?8"
             : "UPDATE resources SET modified = ?1, etag = ?2, expires = ?3, must_revalidate = ?4, accessed = ?5, data = ?6, compressed = ?7, kind = ?9 WHERE id = ?8")
@@ -149,6 +174,7 @@ public final class OfflineDatabase {
         if case .resource(_, let kind) = write.key { try statement.bind(Int64(kind.rawValue), at: 9) }
         try statement.step()
         statement.reset()
+        if changesContent { try recordChange(rowID: existing.id, isTile: isTile) }
         let delta = size - existing.size
         if delta != 0 {
             try adjustLinkedProgress(rowID: existing.id, isTile: isTile, by: delta)

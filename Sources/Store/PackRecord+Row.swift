@@ -8,7 +8,8 @@ extension PackRecord {
         SELECT p.region_id, p.name, p.state, p.error, p.context, r.definition, p.created_at, p.updated_at,
                p.completed_at, p.limits, p.expected_resources, p.expected_tiles, p.expected_is_precise,
                p.update_available, p.update_checked_at,
-               i.unchanged, i.updated, i.removed, i.started_at, i.completed_at
+               i.unchanged, i.updated, i.removed, i.started_at, i.completed_at, p.version,
+               p.refresh_every, p.next_refresh_at
         FROM packd_packs p JOIN regions r ON r.id = p.region_id
         LEFT JOIN packd_invalidations i ON i.pack_id = p.region_id
         """
@@ -31,6 +32,7 @@ extension PackRecord {
                   invalidation: row.optionalInt64(at: 18).map { startedAt in
                       PackInvalidation(unchanged: row.int64(at: 15), updated: row.int64(at: 16), removed: row.int64(at: 17),
                                        startedAt: startedAt, completedAt: row.optionalInt64(at: 19))
-                  })
+                  },
+                  version: row.int64(at: 20), refreshEvery: row.string(at: 21), nextRefreshAt: row.optionalInt64(at: 22))
     }
 }

@@ -2,7 +2,7 @@ import Packs
 
 /// A read-only connection for queries: pack progress, the resume bitmaps, resource reads.
 /// One per thread (API reads run on libuv's pool); WAL lets it read while the writer commits.
-public final class StoreReader: SQLiteConnection, PackRepository, ResourceIndex {
+public final class StoreReader: SQLiteConnection, PackRepository, ResourceIndex, PackVersionRepository {
     public let database: Database
     private let onAccess: (@Sendable (ResourceKey, Int64) -> Void)?
 

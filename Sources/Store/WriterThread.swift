@@ -23,6 +23,8 @@ public final class WriterThread: @unchecked Sendable {
         /// must land once it is full (`StorageReserve`); 0: none. `packd serve` holds
         /// `defaultStorageReserveBytes`.
         public var storageReserveBytes: Int64
+        /// Versions kept per pack (`--keep-versions`).
+        public var keepVersions = 3
 
         /// 16 MiB: a pack's failure, its events and a few hundred more such commits. A commit logs
         /// whole pages (16 KiB each at `defaultPageSize`), so the room scales with the page size.
@@ -104,6 +106,7 @@ public final class WriterThread: @unchecked Sendable {
                 onCommit: @escaping @Sendable (BatchOutcome) -> Void) throws {
         self.store = try OfflineDatabase(path: path, pageSize: configuration.pageSize)
         store.clock = configuration.clock
+        store.keepVersions = max(1, configuration.keepVersions)
         checkpointer = try WALCheckpointer(path: path)
         checkpointer.attach(to: store.database)
         rowChanges = PackRowChanges(database: store.database)

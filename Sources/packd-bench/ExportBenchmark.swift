@@ -51,14 +51,17 @@ struct ExportBenchmark: ParsableCommand {
         try measure("baseline: read + write bodies", output: directory + "/copy.bin") {
             try copyBodies(reader, to: directory + "/copy.bin")
         }
+        func request(_ format: PackExportRequest.Format) -> PackExportRequest {
+            PackExportRequest(pack: 1, version: nil, format: format, source: format == .maplibre ? nil : source.urlTemplate)
+        }
         try measure("maplibre", output: directory + "/pack.maplibre.db") {
-            _ = try MapLibreExport.write(pack: 1, databasePath: databasePath, to: directory + "/pack.maplibre.db")
+            _ = try MapLibreExport.write(request(.maplibre), databasePath: databasePath, to: directory + "/pack.maplibre.db")
         }
         try measure("mbtiles", output: directory + "/pack.mbtiles") {
-            _ = try MBTilesExport.write(pack: 1, source: source, name: "bench", from: reader, to: directory + "/pack.mbtiles")
+            _ = try MBTilesExport.write(request(.mbtiles), from: reader, to: directory + "/pack.mbtiles")
         }
         try measure("pmtiles", output: directory + "/pack.pmtiles") {
-            _ = try PMTilesExport.write(pack: 1, source: source, name: "bench", from: reader, to: directory + "/pack.pmtiles")
+            _ = try PMTilesExport.write(request(.pmtiles), from: reader, to: directory + "/pack.pmtiles")
         }
         let baseline = results[0]
         // Peak RSS counts the pages of the memory-mapped pack too (page cache, not allocations);

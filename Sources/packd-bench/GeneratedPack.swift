@@ -1,5 +1,6 @@
 import CZlib
 import Foundation
+import Packs
 import Store
 
 /// A generated pack of `tiles` vector tiles of about `tileBytes` each (a `repeatedShare` of them
@@ -15,6 +16,9 @@ struct GeneratedPack {
         try? FileManager.default.removeItem(atPath: path)
         let database = try SchemaMigrator.openWriter(path: path)
         try database.execute("INSERT INTO regions (definition, description) VALUES ('{\"bench\":true}', NULL)")
+        try database.execute("""
+            INSERT INTO packd_packs (region_id, name, state, created_at, updated_at) VALUES (1, 'bench', ?1, 1700000000, 1700000000)
+            """, [.text(PackState.complete.rawValue)])
         let side = Int(Double(tiles).squareRoot().rounded(.up))
         let ocean = zlib(vectorTile(salt: -1))
         var stored = 0

@@ -15,6 +15,7 @@ struct PackdBench: ParsableCommand {
             JSONBenchmark.self,
             ExportBenchmark.self,
             ArtifactsBenchmark.self,
+            DeltaBenchmark.self,
             GeoBenchmark.self,
             FetchBenchmark.self,
             DownloadBenchmark.self,
@@ -23,6 +24,7 @@ struct PackdBench: ParsableCommand {
             APIBenchmark.self,
             PostgresClientBenchmark.self,
             ClusterBenchmark.self,
+            WebhookBenchmark.self,
         ]
     )
 }

@@ -25,12 +25,14 @@ enum PackRunner {
             // A node frozen mid-transaction releases its rows once its lease would have run out.
             return try PostgresStore(url: cluster.url, loop: loop, nodeName: "\(ProcessInfo.processInfo.hostName)/\(getpid())",
                                      version: BuildInfo.version,
-                                     configuration: .init(idleTransactionTimeout: .milliseconds(Int(cluster.timing.lease * 1000))),
+                                     configuration: .init(keepVersions: configuration.keepVersions,
+                                                          idleTransactionTimeout: .milliseconds(Int(cluster.timing.lease * 1000))),
                                      onCommitOnWriter: onCommitOnWriter)
         }
         // Room held back for the state changes and events of a full disk (`StorageReserve`).
-        let writer = WriterThread.Configuration(pageSize: configuration.databasePageSize,
+        var writer = WriterThread.Configuration(pageSize: configuration.databasePageSize,
                                                 storageReserveBytes: WriterThread.Configuration.defaultStorageReserveBytes)
+        writer.keepVersions = configuration.keepVersions
         return try SQLiteStore(path: configuration.databasePath, loop: loop, configuration: writer,
                                onCommitOnWriter: onCommitOnWriter)
     }

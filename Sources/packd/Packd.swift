@@ -20,7 +20,7 @@ struct Packd: ParsableCommand {
         subcommands: [
             ServeCommand.self, CreateCommand.self, ListCommand.self, ShowCommand.self, WaitCommand.self,
             SuspendCommand.self, ResumeCommand.self, DeleteCommand.self, EstimateCommand.self,
-            ExportCommand.self, UpdateInfoCommand.self, ImportCommand.self,
+            ExportCommand.self, UpdateInfoCommand.self, ImportCommand.self, VersionsCommand.self, WebhooksCommand.self,
         ]
     )
 }

@@ -20,6 +20,8 @@ struct ServeCommand: ParsableCommand {
         var database: String?
         @Option(help: "SQLite page size in bytes of a database packd creates, a power of two from 512 to 65536; an existing file keeps its own (PACKD_DATABASE_PAGE_SIZE; default 16384).")
         var databasePageSize: String?
+        @Option(help: "Versions kept per pack; older ones are no longer retained, their exports gone (PACKD_KEEP_VERSIONS; default 3).")
+        var keepVersions: String?
         @Option(help: "Directory of the immutable export artifacts of pack versions (PACKD_ARTIFACTS_DIR; default: beside the SQLite database, <name>-artifacts; in cluster mode ./packd-artifacts, one per node).")
         var artifactsDir: String?
         @Option(help: "Byte budget of the artifacts directory; least recently used artifacts are removed beyond it (PACKD_ARTIFACTS_MAX_BYTES; default unlimited).")
@@ -102,6 +104,8 @@ struct ServeCommand: ParsableCommand {
         var dashboardDir: String?
         @Option(help: "Directory holding maplibre-gl.js and maplibre-gl.css for the dashboard's maps (PACKD_MAP_LIBRARY_DIR; default: maplibre-gl/ found as the dashboard is, filled by `make dashboard-assets`; without it the dashboard has no maps).")
         var mapLibraryDir: String?
+        @Option(help: "How long a webhook delivery is retried before it fails, e.g. 3d or 12h (PACKD_WEBHOOK_MAX_AGE; default 3d).")
+        var webhookMaxAge: String?
         @Flag(help: .hidden)
         var debugRoutes = false
     }

@@ -4,6 +4,7 @@ import Foundation
 import Logging
 import Postgres
 import Server
+import Webhooks
 import Store
 import WorkSharing
 
@@ -27,6 +28,8 @@ struct ServerConfiguration {
     var databasePath: String
     /// The page size of a database packd creates.
     var databasePageSize = WriterThread.Configuration.defaultPageSize
+    /// Versions kept per pack (`--keep-versions`).
+    var keepVersions = 3
     /// Where artifacts are kept, and their byte budget (nil: unlimited).
     var artifactsDirectory: String
     var artifactsMaximumBytes: Int?
@@ -50,6 +53,8 @@ struct ServerConfiguration {
     var events = EventBroadcaster.Configuration()
     /// Where the dashboard's files are; nil: `--dashboard=false`.
     var dashboard: DashboardFiles?
+    /// How webhooks are sent: the retry schedule's maximum age (`--webhook-max-age`).
+    var webhooks = WebhookDispatcher.Configuration()
 
     private static let defaultListen = ListenAddress.loopback(port: 8080)
 
@@ -84,6 +89,7 @@ struct ServerConfiguration {
             }
             databasePageSize = size
         }
+        keepVersions = try source.count(options.keepVersions, "KEEP_VERSIONS", 1...1_000) ?? keepVersions
         if let database, PostgresURL.looksLikeURL(database.text) {
             cluster = try ClusterConfiguration(url: database, options: options, source: source)
             databasePath = ""
@@ -175,6 +181,18 @@ struct ServerConfiguration {
         if let heartbeat = try duration(options.eventHeartbeat, "EVENT_HEARTBEAT") {
             events.heartbeatInterval = UInt64(max(1, (heartbeat / .milliseconds(1)).rounded()))
         }
+        if let (text, setting) = source.value(options.webhookMaxAge, "WEBHOOK_MAX_AGE") {
+            guard let age = Self.parseDuration(text, seconds: 60...30 * 86_400) else {
+                throw Invalid(setting: setting, problem: "'\(text.prefix(40))' is not a duration from 1m to 30d (e.g. 3d, 12h)")
+            }
+            webhooks.schedule.maxAge = age
+        }
+        // Cluster mode: the leases in the database may be live nodes'; they expire instead, after
+        // the cluster's lease (never before an attempt's timeout could have run out).
+        webhooks.releasesLeasesAtStart = cluster == nil
+        if let cluster {
+            webhooks.lease = max(.milliseconds(Int64(cluster.timing.lease * 1000)), webhooks.timeout + .seconds(5))
+        }
     }
 
     /// Beside the SQLite file: `data/packd.sqlite` → `data/packd-artifacts`; cluster mode (no
@@ -214,9 +232,11 @@ struct ServerConfiguration {
         }
     }
 
-    /// `500ms`, `10s`, `2m`, `1h`, or a bare number of seconds (`2.5`); positive, at most a day.
-    static func parseDuration(_ text: String) -> Duration? {
-        let units: [(suffix: String, seconds: Double)] = [("ms", 0.001), ("s", 1), ("m", 60), ("h", 3600)]
+    /// `500ms`, `10s`, `2m`, `1h`, or a bare number of seconds (`2.5`); positive, at most a day
+    /// unless `seconds` says otherwise (`d` for days is taken only when that range reaches them).
+    static func parseDuration(_ text: String, seconds range: ClosedRange<Double> = .ulpOfOne...86_400) -> Duration? {
+        var units: [(suffix: String, seconds: Double)] = [("ms", 0.001), ("s", 1), ("m", 60), ("h", 3600)]
+        if range.upperBound > 86_400 { units.append(("d", 86_400)) }
         var number = Substring(text.trimmingCharacters(in: .whitespaces))
         var scale = 1.0
         for unit in units where number.hasSuffix(unit.suffix) {
@@ -226,7 +246,7 @@ struct ServerConfiguration {
         }
         guard let value = Double(number), value.isFinite, value > 0 else { return nil }
         let seconds = value * scale
-        guard seconds <= 86_400 else { return nil }
+        guard range.contains(seconds) else { return nil }
         return .milliseconds(Int64((seconds * 1000).rounded()))
     }
 }

@@ -87,6 +87,13 @@ struct ServerProcess {
         // The scheduler and the API know each other through two protocols: the API tells it of
         // state changes (`PackScheduling`), it tells the API what it committed (`PackActivityListener`).
         let runner = PackRunner.make(configuration, store: store, api: api, loop: loop, fetcher: fetcher, logger: logger)
+        // Scheduled refreshes are claimed through the store (once cluster-wide) and run by the runner.
+        let refresher = PackRefresher(loop: loop, store: store, clock: api.clock)
+        refresher.listener = api
+        refresher.scheduling = api.packs.scheduling
+        refresher.onError = { error in logger.warning("claiming due refreshes failed (retried)", metadata: ["error": "\(error)"]) }
+        api.packs.refreshes = refresher
+        let webhooks = WebhookSettings.dispatcher(configuration, store: store, fetcher: fetcher, api: api, loop: loop)
         let listening = ListeningAddress()
         ClusterRoutes(source: runner.statusSource(fetcher: fetcher, listen: { listening.text }, clock: api.clock), logger: Logger(label: "packd.api"))
             .register(in: &router, using: api.routes)
@@ -106,6 +113,8 @@ struct ServerProcess {
         }
         listening.text = "\(bound)"
         runner.start(listeningOn: listening.text)
+        refresher.start()
+        webhooks.start()
         logger.notice("listening on \(bound)", metadata: ["database": "\(databaseName)"])
         if let portFile = configuration.portFile {
             try Data("\(bound.port)\n".utf8).write(to: URL(fileURLWithPath: portFile), options: .atomic)
@@ -120,7 +129,9 @@ struct ServerProcess {
             server.shutdown {
                 // Downloads stop with their packs still `active`/`queued` in the database, so the
                 // next start continues them; then nothing is left to call the fetcher.
+                refresher.shutdown()
                 runner.shutdown()
+                webhooks.shutdown()
                 fetcher.shutdown()
                 for watcher in watchers { watcher.close() }
                 loop.stop()

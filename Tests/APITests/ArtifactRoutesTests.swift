@@ -3,6 +3,7 @@ import Artifacts
 import Foundation
 import PackdTestSupport
 import Store
+import Packs
 import Testing
 
 /// Artifacts through a real server and database: built once, served with ETag, Repr-Digest,
@@ -174,8 +175,14 @@ import Testing
     @Test func aFleetAtOnceGetsOneBuild() throws {
         try Self.withServer { server in
             let pack = try SharedPackSeed.pack(in: server, maxZoom: 4, tileBytes: 4000, state: .inactive)
-            let database = try Database(path: server.path, mode: .readWrite)
-            try database.execute("UPDATE packd_packs SET state = 'complete' WHERE region_id = ?1", [.integer(pack)])
+            // It completes now, as a download ends: version 1 is cut, no artifact of it exists yet.
+            let completed = DispatchSemaphore(value: 0)
+            server.writer.perform({ database in
+                for event in [PackLifecycle.Event.resume, .start, .finished(failedResources: 0)] {
+                    _ = try database.transition(pack, event, now: 1_800_000_000)
+                }
+            }) { _ in completed.signal() }
+            #expect(completed.wait(timeout: .now() + 30) == .success)
             let lock = NSLock()
             nonisolated(unsafe) var answers: [BinaryExchange] = []
             let port = server.port
@@ -260,18 +267,37 @@ import Testing
         }
     }
 
-    /// A refresh keeps version 1 until versions are recorded: a pack leaving `complete` drops
-    /// its artifacts, so none is served stale once it completes again with new content.
-    @Test func aPackLeavingCompleteDropsItsArtifacts() throws {
+    /// A version's artifact outlives the rows it was built from: while a refresh changes the pack,
+    /// version 1's file is still served as built; a build that would need the changed rows is
+    /// refused with `503` and `Retry-After` (never stale bytes under an immutable URL); once the
+    /// refresh ends, version 2 is built from what the pack then holds.
+    @Test func aRefreshUnderWayLeavesTheVersionsFileServedAndRefusesToRebuildIt() throws {
         try Self.withServer { server in
             let pack = try SharedPackSeed.pack(in: server)
             let first = try BinaryExchange.send(port: server.port, "GET", "/v1/packs/\(pack)/versions/1/export")
             #expect(first.status == 200)
-            let folder = Self.artifactsDirectory(server) + "/pack-\(pack)"
-            #expect(FileManager.default.fileExists(atPath: folder))
-            let invalidated = try server.send("POST", "/v1/packs/\(pack)/invalidate")
-            #expect(invalidated.status == 200 || invalidated.status == 202, "\(invalidated.body)")
-            #expect(eventually { !FileManager.default.fileExists(atPath: folder) })
+            #expect(try server.send("POST", "/v1/packs/\(pack)/invalidate").status == 202)
+            // The refresh replaces a tile (what the scheduler's revalidation would write).
+            let tile = ResourceWrite(key: .tile(TileKey(urlTemplate: SharedPackSeed.pngTemplate, z: 0, x: 0, y: 0)),
+                                     content: .body(StoredBody(data: [0x89, 0x50, 0x4E, 0x47, 9, 9, 9], compressed: false)),
+                                     packID: pack)
+            let written = DispatchSemaphore(value: 0)
+            server.writer.perform({ database in _ = try database.transition(pack, .start, now: 1_800_000_000)
+                                                database.apply([tile], now: 1_800_000_000) }) { _ in written.signal() }
+            #expect(written.wait(timeout: .now() + 30) == .success)
+
+            let again = try BinaryExchange.send(port: server.port, "GET", "/v1/packs/\(pack)/versions/1/export")
+            #expect(again.status == 200 && again.header("ETag") == first.header("ETag") && again.body == first.body)
+            try FileManager.default.removeItem(atPath: Self.artifactsDirectory(server))
+            let rebuilt = try BinaryExchange.send(port: server.port, "GET", "/v1/packs/\(pack)/versions/1/export")
+            #expect(rebuilt.status == 503 && rebuilt.header("Retry-After") != nil, "\(String(decoding: rebuilt.body, as: UTF8.self))")
+
+            let completed = DispatchSemaphore(value: 0)
+            server.writer.perform({ try $0.transition(pack, .finished(failedResources: 0), now: 1_800_000_100) }) { _ in completed.signal() }
+            #expect(completed.wait(timeout: .now() + 30) == .success)
+            let two = try BinaryExchange.send(port: server.port, "GET", "/v1/packs/\(pack)/versions/2/export")
+            #expect(two.status == 200 && two.header("ETag") != first.header("ETag"))
+            #expect(try BinaryExchange.send(port: server.port, "GET", "/v1/packs/\(pack)/export").header("ETag") == two.header("ETag"))
         }
     }
 

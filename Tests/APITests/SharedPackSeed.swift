@@ -22,19 +22,19 @@ enum SharedPackSeed {
         return pack
     }
 
-    /// Every tile and resource of `pack` with each stored column, in a stable order: two
-    /// databases hold the same pack exactly when these are equal.
+    /// Every tile and resource of `pack` with its key and stored body, in a stable order: two
+    /// databases hold the same pack content exactly when these are equal. The cache columns are
+    /// not content: an export writes its version's time and no validators (`MapLibreExport`).
     static func contents(of pack: Int64, at path: String) throws -> [[DatabaseValue]] {
         let database = try Database(path: path, mode: .readOnly)
         var result: [[DatabaseValue]] = []
         try database.makeStatement("""
-            SELECT t.url_template, t.pixel_ratio, t.z, t.x, t.y, t.expires, t.modified, t.etag, t.data, t.compressed,
-                   t.must_revalidate
+            SELECT t.url_template, t.pixel_ratio, t.z, t.x, t.y, t.data, t.compressed
             FROM region_tiles rt JOIN tiles t ON t.id = rt.tile_id WHERE rt.region_id = ?1
             ORDER BY t.url_template, t.pixel_ratio, t.z, t.x, t.y
             """).forEachRow([.integer(pack)]) { row in result.append((0..<row.columnCount).map { row.value(at: $0) }) }
         try database.makeStatement("""
-            SELECT r.url, r.kind, r.expires, r.modified, r.etag, r.data, r.compressed, r.must_revalidate
+            SELECT r.url, r.kind, r.data, r.compressed
             FROM region_resources rr JOIN resources r ON r.id = rr.resource_id WHERE rr.region_id = ?1 ORDER BY r.url
             """).forEachRow([.integer(pack)]) { row in result.append((0..<row.columnCount).map { row.value(at: $0) }) }
         return result

@@ -1,6 +1,7 @@
 import API
 import Foundation
 import Glibc
+import Synchronization
 import PackdTestSupport
 import Packs
 import Testing
@@ -253,6 +254,33 @@ import Testing
         let refused = try PackdCommand.run(["create"] + Self.server(server)
             + ["--tiles", "https://t.example/{z}/{x}/{y}.png", "--bbox", "0,0,1,1", "--zooms", "0", "--max-tiles", "0"])
         #expect(refused.status == 64 && refused.stderr.contains("\n  /limits/max_tiles: "), "\(refused.stderr)")
+    }
+
+    @Test func versionsListsWhatEachRefreshChanged() throws {
+        let revision = Mutex(0)
+        let upstream = try Self.tileUpstream { request in
+            // Tile 1/0/0 changes with each revision; the rest never do.
+            let suffix = request.target.hasSuffix("/1/0/0.png") ? " r\(revision.withLock { $0 })" : ""
+            return .respond(status: 200, headers: [("Content-Type", "image/png")], body: Array("tile \(request.target)\(suffix)".utf8))
+        }
+        defer { upstream.stop() }
+        let server = try PackdServer()
+        defer { server.remove() }
+        let created = try PackdCommand.run(["create"] + Self.server(server) + Self.tilesRegion(upstream) + ["--refresh", "P7D"])
+        #expect(created.status == 0, "\(created.stderr)")
+        let pack = try JSONDecoder().decode(Pack.self, from: Data(created.stdout.utf8))
+        #expect(pack.refresh == PackRefresh(every: "P7D") && pack.nextRefreshAt != nil)
+        #expect(try PackdCommand.run(["wait", "\(pack.id)"] + Self.server(server)).status == 0)
+
+        revision.withLock { $0 = 1 }
+        #expect(try server.send("POST", "/v1/packs/\(pack.id)/invalidate").status == 202)
+        #expect(eventually { (try? server.send("GET", "/v1/packs/\(pack.id)").json["version"] as? Int) == 2 })
+        let listed = try PackdCommand.run(["versions", "\(pack.id)"] + Self.server(server))
+        #expect(listed.status == 0, "\(listed.stderr)")
+        let list = try JSONDecoder().decode(PackVersionList.self, from: Data(listed.stdout.utf8))
+        #expect(list.version == 2 && list.versions.map(\.version) == [2, 1])
+        #expect(list.versions.first?.changedResources == 1 && list.versions.last?.changedResources == 13)
+        #expect(try PackdCommand.run(["versions", "987654"] + Self.server(server)).status == 64)
     }
 
     @Test func geoJSONFromStandardInput() throws {

@@ -106,6 +106,12 @@ final class JobsHarness: @unchecked Sendable {
         return condition.withLock { states[packID, default: []] }
     }
 
+    /// Waits until `packID` published `state` at least `count` times (a refresh completes again).
+    @discardableResult
+    func waitForState(_ packID: Int64, _ state: String, count: Int, deadline: Duration = .seconds(120)) -> Bool {
+        waitFor(deadline) { self.states[packID, default: []].filter { $0 == state }.count >= count }
+    }
+
     /// Waits until the committed progress of `packID` satisfies `predicate`.
     @discardableResult
     func waitForProgress(_ packID: Int64, deadline: Duration = .seconds(120),

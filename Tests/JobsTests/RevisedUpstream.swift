@@ -7,7 +7,8 @@ import PackdTestSupport
 /// (another body) or removed (404); the style can be revised; any path can be made to fail.
 final class RevisedUpstream: @unchecked Sendable {
     private let lock = NSLock()
-    private var changedTiles: Set<String> = []
+    /// How often each path was changed: every change gives it another body.
+    private var changedTiles: [String: Int] = [:]
     private var removedTiles: Set<String> = []
     private var styleRevision = 0
     private var failingPaths: [String: Int] = [:]
@@ -23,8 +24,8 @@ final class RevisedUpstream: @unchecked Sendable {
     var requests: [TestUpstream.Request] { upstream.requests }
     func stop() { upstream.stop() }
 
-    /// Tile paths get another body from now on.
-    func change(tiles: some Sequence<String>) { lock.withLock { changedTiles.formUnion(tiles) } }
+    /// Tile (or any) paths get another body from now on, a new one on every change.
+    func change(tiles: some Sequence<String>) { lock.withLock { for path in tiles { changedTiles[path, default: 0] += 1 } } }
     /// Tile paths answer 404 from now on.
     func remove(tiles: some Sequence<String>) { lock.withLock { removedTiles.formUnion(tiles) } }
     func reviseStyle() { lock.withLock { styleRevision += 1 } }
@@ -57,7 +58,7 @@ final class RevisedUpstream: @unchecked Sendable {
                     + Array(#"/tiles/{z}/{x}/{y}.pbf"], "minzoom": 0, "maxzoom": 14}"#.utf8)
             default:
                 if removedTiles.contains(path) { return nil }
-                let seed = Int(Self.hash(path) % 1_000_000) + (changedTiles.contains(path) ? 7 : 0)
+                let seed = Int(Self.hash(path) % 1_000_000) + 7 * changedTiles[path, default: 0]
                 return testBody(seed: seed, size: 64 + Int(Self.hash(path) % 700))
             }
         }

@@ -4,8 +4,9 @@ import Store
 
 /// Fills a pack that exists (created through `POST /v1/packs`) as a finished download would
 /// leave it: every tile of zooms 0…`maxZoom` of each template (PNG bytes for `.png`, other bytes
-/// for the rest) of `tileBytes` each, one style resource, then `state`. Written through a second
-/// connection to the database at `path`, beside a running server.
+/// for the rest) of `tileBytes` each, one style resource, then `state` — and for `complete`
+/// version 1, as a first completion cuts it. Written through a second connection to the
+/// database at `path`, beside a running server.
 public enum PackSeed {
     public static let pngTemplate = "https://tiles.example.org/{z}/{x}/{y}.png"
     public static let vectorTemplate = "https://tiles.example.org/v/{z}/{x}/{y}.pbf"
@@ -44,6 +45,21 @@ public enum PackSeed {
             try database.execute("INSERT INTO region_resources (region_id, resource_id) VALUES (?1, ?2)",
                                  [.integer(pack), .integer(database.lastInsertedRowID)])
             try database.execute("UPDATE packd_packs SET state = ?2 WHERE region_id = ?1", [.integer(pack), .text(state.rawValue)])
+            guard state == .complete else { return }
+            try database.execute("UPDATE packd_meta SET value = value + 1 WHERE key = 'change_sequence'")
+            try database.execute("""
+                INSERT INTO packd_versions (pack_id, version, created_at, change_boundary, resources, tiles, bytes, changed_resources,
+                                            changed_bytes, removed_resources, name, description)
+                SELECT p.region_id, 1, 1700000000, (SELECT value FROM packd_meta WHERE key = 'change_sequence'),
+                       rows.count, rows.tiles, rows.bytes, rows.count, rows.bytes, 0, p.name, r.description
+                FROM packd_packs p JOIN regions r ON r.id = p.region_id,
+                     (SELECT count(*) AS count, sum(tile) AS tiles, sum(bytes) AS bytes FROM (
+                        SELECT 1 AS tile, LENGTH(t.data) AS bytes FROM region_tiles l JOIN tiles t ON t.id = l.tile_id WHERE l.region_id = ?1
+                        UNION ALL SELECT 0, LENGTH(s.data) FROM region_resources l JOIN resources s ON s.id = l.resource_id
+                        WHERE l.region_id = ?1)) rows
+                WHERE p.region_id = ?1
+                """, [.integer(pack)])
+            try database.execute("UPDATE packd_packs SET version = 1 WHERE region_id = ?1", [.integer(pack)])
         }
     }
 }

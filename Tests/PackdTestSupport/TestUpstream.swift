@@ -12,6 +12,8 @@ public final class TestUpstream: @unchecked Sendable {
         /// Lower-cased names.
         public let headers: [String: String]
         public let receivedAt: ContinuousClock.Instant
+        /// What a request with `Content-Length` sent (a webhook's POST).
+        public var body: [UInt8] = []
         /// Requests the upstream was serving when this one arrived, this one included (what an
         /// upstream limiting concurrency, or slowing under it, decides by).
         public internal(set) var concurrent = 1
@@ -196,6 +198,20 @@ public final class TestUpstream: @unchecked Sendable {
         return true
     }
 
+    /// `length` bytes of body: what `buffer` holds already, then from the socket.
+    private func readBody(_ fd: Int32, _ buffer: inout [UInt8], length: Int) -> [UInt8]? {
+        while buffer.count < length {
+            var chunk = [UInt8](repeating: 0, count: 16 << 10)
+            let count = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+            if count < 0, errno == EINTR { continue }
+            guard count > 0 else { return nil }
+            buffer += chunk[..<count]
+        }
+        let body = Array(buffer[..<length])
+        buffer.removeSubrange(..<length)
+        return body
+    }
+
     private func readRequest(_ fd: Int32, _ buffer: inout [UInt8]) -> Request? {
         let terminator: [UInt8] = [13, 10, 13, 10]
         while true {
@@ -211,7 +227,12 @@ public final class TestUpstream: @unchecked Sendable {
                     headers[line[..<colon].lowercased()] = line[line.index(after: colon)...]
                         .trimmingCharacters(in: .whitespaces)
                 }
-                return Request(method: String(parts[0]), target: String(parts[1]), headers: headers, receivedAt: .now)
+                var request = Request(method: String(parts[0]), target: String(parts[1]), headers: headers, receivedAt: .now)
+                if let length = headers["content-length"].flatMap(Int.init), length > 0 {
+                    guard length <= 16 << 20, let body = readBody(fd, &buffer, length: length) else { return nil }
+                    request.body = body
+                }
+                return request
             }
             guard buffer.count < 64 << 10 else { return nil }
             var chunk = [UInt8](repeating: 0, count: 16 << 10)

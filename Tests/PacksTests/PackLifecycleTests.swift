@@ -29,7 +29,9 @@ import Testing
             switch event {
             case .create(true): return (.queued, nil, [.publishState, .enqueue])
             case .create(false): return (.inactive, nil, [.publishState])
-            case .importPack(let imported): return (imported, nil, [.publishState, .publishProgress])
+            case .importPack(let imported):
+                // A pack arriving complete has its first version.
+                return (imported, nil, (imported == .complete ? [.recordVersion] : []) + [.publishState, .publishProgress])
             default: return nil
             }
         }
@@ -51,7 +53,7 @@ import Testing
                         [.storeExpected(counts)])
         case (.planKnown, _): return nil
         case (.batchCommitted, _): return (state, nil, [.publishProgress])
-        case (.finished(0), .active): return (.complete, nil, [.stopTransfers, .publishState])
+        case (.finished(0), .active): return (.complete, nil, [.recordVersion, .stopTransfers, .publishState])
         case (.finished(let failed), .active):
             return fail(PackError(.resourcesFailed, "\(failed) resources failed after retries; resume retries them"), [])
         case (.finished, _): return nil

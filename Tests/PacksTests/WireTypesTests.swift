@@ -23,13 +23,13 @@ import Testing
         let text = String(decoding: bytes, as: UTF8.self)
         #expect(text == """
             {"completed_at":null,"context":"AAH+/w==","created_at":"2026-11-23T20:00:00Z","error":null,"id":42,\
-            "invalidation":null,"limits":{"max_bytes_per_second":null,"max_tiles":10000},"name":null,\
+            "invalidation":null,"limits":{"max_bytes_per_second":null,"max_tiles":10000},"name":null,"next_refresh_at":null,\
             "progress":{"bytes_per_second":950000,"completed_bytes":18500000,"completed_resources":1200,\
             "completed_tile_bytes":18000000,"completed_tiles":1150,"eta_seconds":17,"expected_is_precise":true,\
-            "expected_resources":5290,"failed_resources":0,"throttled":null,"transfers_in_flight":0},"region":{"bounds":[-11.0,35.5,20.0,60.0],\
+            "expected_resources":5290,"failed_resources":0,"throttled":null,"transfers_in_flight":0},"refresh":null,"region":{"bounds":[-11.0,35.5,20.0,60.0],\
             "include_ideographs":false,"max_zoom":5.0,"min_zoom":0.0,"pixel_ratio":1.0,\
             "style_url":"https://example.org/style.json"},"state":"active","update_available":null,\
-            "updated_at":"2026-11-23T20:01:01Z"}
+            "updated_at":"2026-11-23T20:01:01Z","version":0}
             """)
         #expect(try JSONDecoder().decode(Pack.self, from: Data(bytes)) == Self.pack)
     }

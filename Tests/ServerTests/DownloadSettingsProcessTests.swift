@@ -55,6 +55,8 @@ import Testing
         ([], ["PACKD_UPSTREAM_CA_FILE": "/nonexistent/ca.pem"], "PACKD_UPSTREAM_CA_FILE"),
         (["--database-page-size", "3000"], [:], "--database-page-size"),
         ([], ["PACKD_DATABASE_PAGE_SIZE": "131072"], "PACKD_DATABASE_PAGE_SIZE"),
+        (["--webhook-max-age", "30s"], [:], "--webhook-max-age"),
+        ([], ["PACKD_WEBHOOK_MAX_AGE": "31d"], "PACKD_WEBHOOK_MAX_AGE"),
     ])
     func badDownloadSettingExitsWithUsageError(arguments: [String], environment: [String: String], named: String) throws {
         let result = try Self.run(arguments, environment: environment)
@@ -156,7 +158,7 @@ import Testing
                                    "--retry-initial-backoff", "50ms", "--retry-max-backoff", "2s",
                                    "--max-failure-share", "0", "--max-resource-bytes", "1048576",
                                    "--upstream-connect-timeout", "2s", "--upstream-stall-timeout", "5s",
-                                   "--upstream-timeout", "1m", "--upstream-rules-file", "rules.json"],
+                                   "--upstream-timeout", "1m", "--upstream-rules-file", "rules.json", "--webhook-max-age", "12h"],
                                   environment: ["PACKD_MAX_ACTIVE_PACKS": "many"],
                                   files: ["rules.json": Data(rules.utf8)])
         #expect(result.status == 0, "\(result.stderr)")

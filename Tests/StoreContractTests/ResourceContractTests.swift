@@ -143,7 +143,7 @@ import Testing
         try store.flush()
         let path = NSTemporaryDirectory() + "packd-contract-export-\(UUID().uuidString).db"
         defer { try? FileManager.default.removeItem(atPath: path) }
-        let written = try store.read { reader in try reader.exportMapLibre(pack: id, to: path) }
+        let written = try store.read { reader in try reader.export(PackExportRequest(pack: id, version: nil), to: path) }
         #expect(written.resources == 1 && written.tiles == 6)
         #expect(FileManager.default.fileExists(atPath: path))
         // SQLite's and MapLibre's 4096-byte pages, whatever the store's own: what a phone

@@ -25,7 +25,7 @@ import Testing
         let reader = try Database(path: pack.path, mode: .readOnly)
         let source = try PackTileSource.choose(pack: pack.pack, urlTemplate: PackFixture.vectorTemplate, in: reader)
         let output = fixture.path("pack.mbtiles")
-        let summary = try MBTilesExport.write(pack: pack.pack, source: source, name: "Test pack", from: reader, to: output)
+        let summary = try MBTilesExport.write(PackExportRequest(pack: pack.pack, version: nil, format: .mbtiles, source: source.urlTemplate), from: reader, to: output)
         #expect(summary.tileCount == pack.vectorTiles.count)
         #expect(summary.vectorLayers == ["roads", "water"])
 
@@ -60,7 +60,7 @@ import Testing
         let reader = try Database(path: pack.path, mode: .readOnly)
         let source = try PackTileSource.choose(pack: pack.pack, urlTemplate: PackFixture.vectorTemplate, in: reader)
         let output = fixture.path("pack.pmtiles")
-        let summary = try PMTilesExport.write(pack: pack.pack, source: source, name: "Test pack", from: reader, to: output)
+        let summary = try PMTilesExport.write(PackExportRequest(pack: pack.pack, version: nil, format: .pmtiles, source: source.urlTemplate), from: reader, to: output)
         #expect(summary.tileCount == pack.vectorTiles.count)
 
         var archive = try PMTilesArchiveReader(path: output)
@@ -94,7 +94,7 @@ import Testing
         let reader = try Database(path: pack.path, mode: .readOnly)
         let source = try PackTileSource.choose(pack: pack.pack, urlTemplate: PackFixture.rasterTemplate, in: reader)
         let output = fixture.path("raster.pmtiles")
-        _ = try PMTilesExport.write(pack: pack.pack, source: source, name: "raster", from: reader, to: output)
+        _ = try PMTilesExport.write(PackExportRequest(pack: pack.pack, version: nil, format: .pmtiles, source: source.urlTemplate), from: reader, to: output)
         var archive = try PMTilesArchiveReader(path: output)
         #expect(archive.header.tileType == .png)
         #expect(archive.header.tileCompression == PMTilesHeader.Compression.none)
@@ -105,7 +105,7 @@ import Testing
             #expect(tile.bytes == pack.rasterTiles[PackFixture.key(z, x, y)])
         }
         let mbtilesPath = fixture.path("raster.mbtiles")
-        let summary = try MBTilesExport.write(pack: pack.pack, source: source, name: "raster", from: reader, to: mbtilesPath)
+        let summary = try MBTilesExport.write(PackExportRequest(pack: pack.pack, version: nil, format: .mbtiles, source: source.urlTemplate), from: reader, to: mbtilesPath)
         #expect(summary.format == .png)
         let mbtiles = try Database(path: mbtilesPath, mode: .readOnly)
         #expect(try rows(mbtiles, "SELECT value FROM metadata WHERE name = 'format'") == [[.text("png")]])
@@ -121,15 +121,15 @@ import Testing
         let source = try PackTileSource.choose(pack: pack.pack, urlTemplate: PackFixture.vectorTemplate, in: reader)
         let missing = fixture.path("no-such-directory/out")
         #expect(throws: ExportError.self) {
-            try MBTilesExport.write(pack: pack.pack, source: source, name: "x", from: reader, to: missing + ".mbtiles")
+            try MBTilesExport.write(PackExportRequest(pack: pack.pack, version: nil, format: .mbtiles, source: source.urlTemplate), from: reader, to: missing + ".mbtiles")
         }
         #expect(throws: ExportError.self) {
-            try PMTilesExport.write(pack: pack.pack, source: source, name: "x", from: reader, to: missing + ".pmtiles")
+            try PMTilesExport.write(PackExportRequest(pack: pack.pack, version: nil, format: .pmtiles, source: source.urlTemplate), from: reader, to: missing + ".pmtiles")
         }
         // The reader's snapshot transaction was closed either way: a later export works. The
         // export maps the pack while it reads, then leaves the caller's connection as it was.
         try reader.execute("PRAGMA mmap_size = 12345")
-        let summary = try MBTilesExport.write(pack: pack.pack, source: source, name: "x", from: reader, to: fixture.path("ok.mbtiles"))
+        let summary = try MBTilesExport.write(PackExportRequest(pack: pack.pack, version: nil, format: .mbtiles, source: source.urlTemplate), from: reader, to: fixture.path("ok.mbtiles"))
         #expect(summary.tileCount == pack.vectorTiles.count)
         #expect(try reader.scalarInt("PRAGMA mmap_size") == 12345)
     }
@@ -156,10 +156,10 @@ import Testing
         let reader = try Database(path: fixture.path("repeats.db"), mode: .readOnly)
         let source = try PackTileSource.choose(pack: region, urlTemplate: nil, in: reader)
         let output = fixture.path("repeats.mbtiles")
-        let summary = try MBTilesExport.write(pack: region, source: source, name: "r", from: reader, to: output)
+        let summary = try MBTilesExport.write(PackExportRequest(pack: region, version: nil, format: .mbtiles, source: source.urlTemplate), from: reader, to: output)
         #expect(summary.unreadableVectorTiles == 4)
         #expect(summary.tileCount == 13)
-        let pmtiles = try PMTilesExport.write(pack: region, source: source, name: "r", from: reader, to: fixture.path("repeats.pmtiles"))
+        let pmtiles = try PMTilesExport.write(PackExportRequest(pack: region, version: nil, format: .pmtiles, source: source.urlTemplate), from: reader, to: fixture.path("repeats.pmtiles"))
         #expect(pmtiles.unreadableVectorTiles == 4)
 
         let mbtiles = try Database(path: output, mode: .readOnly)
@@ -190,7 +190,7 @@ import Testing
         let reader = try Database(path: fixture.path("bad.db"), mode: .readOnly)
         let source = try PackTileSource.choose(pack: region, urlTemplate: nil, in: reader)
         #expect {
-            try PMTilesExport.write(pack: region, source: source, name: "x", from: reader, to: fixture.path("x.pmtiles"))
+            try PMTilesExport.write(PackExportRequest(pack: region, version: nil, format: .pmtiles, source: source.urlTemplate), from: reader, to: fixture.path("x.pmtiles"))
         } throws: { error in
             guard case ExportError.invalidTile(3, 1, 2, _) = error else { return false }
             return true

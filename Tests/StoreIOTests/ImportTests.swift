@@ -30,18 +30,34 @@ import Testing
          try rows(database, "SELECT definition, description FROM regions WHERE id = ?1", [.integer(pack)]))
     }
 
+    /// The rows as an export of the pack writes them: its time in `modified` and `accessed`, no
+    /// `expires`, `etag` or `must_revalidate` (`MapLibreExport`).
+    static func exported(_ rows: (tiles: [[DatabaseValue]], resources: [[DatabaseValue]], region: [[DatabaseValue]]),
+                         time: Int64) -> (tiles: [[DatabaseValue]], resources: [[DatabaseValue]], region: [[DatabaseValue]]) {
+        func fixed(_ row: [DatabaseValue], expires: Int) -> [DatabaseValue] {
+            var row = row
+            (row[expires], row[expires + 1], row[expires + 2]) = (.null, .integer(time), .null)
+            (row[expires + 5], row[expires + 6]) = (.integer(time), .integer(0))
+            return row
+        }
+        return (rows.tiles.map { fixed($0, expires: 5) }, rows.resources.map { fixed($0, expires: 2) }, rows.region)
+    }
+
+    /// `PackFixture`'s packs were last changed then: an unversioned export's time.
+    static let fixtureTime: Int64 = 1_700_000_000
+
     @Test func maplibreExportIsExactlySchemaSixWithOnlyThePack() throws {
         let fixture = StoreIOFixture()
         let pack = try PackFixture(fixture)
         let output = fixture.path("pack.maplibre.db")
-        let summary = try MapLibreExport.write(pack: pack.pack, databasePath: pack.path, to: output)
+        let summary = try MapLibreExport.write(PackExportRequest(pack: pack.pack, version: nil), databasePath: pack.path, to: output)
         let export = try Database(path: output, mode: .readOnly)
         let reference = try Database(path: fixture.path("reference.db"), mode: .readWriteCreate)
         try reference.execute(Self.mapLibreSchema6)
         #expect(try Self.shape(export) == Self.shape(reference))
 
         let source = try Database(path: pack.path, mode: .readOnly)
-        let expected = try Self.packRows(source, pack.pack)
+        let expected = Self.exported(try Self.packRows(source, pack.pack), time: Self.fixtureTime)
         #expect(summary.tiles == expected.tiles.count && summary.resources == expected.resources.count)
         #expect(try rows(export, "SELECT id FROM regions") == [[.integer(1)]])
         // Exactly the pack: every row linked, ids renumbered densely, nothing else.
@@ -49,14 +65,14 @@ import Testing
         #expect(try export.scalarInt("SELECT count(*) FROM tiles") == Int64(expected.tiles.count))
         #expect(try export.scalarInt("SELECT max(id) FROM tiles") == Int64(expected.tiles.count))
         #expect(try export.scalarInt("SELECT count(*) FROM resources") == Int64(expected.resources.count))
-        #expect(throws: ExportError.self) { try MapLibreExport.write(pack: 99, databasePath: pack.path, to: output) }
+        #expect(throws: ExportError.self) { try MapLibreExport.write(PackExportRequest(pack: 99, version: nil), databasePath: pack.path, to: output) }
     }
 
     @Test func exportImportRoundTripKeepsEveryByteAndIsIdempotent() throws {
         let fixture = StoreIOFixture()
         let pack = try PackFixture(fixture)
         let export = fixture.path("pack.maplibre.db")
-        _ = try MapLibreExport.write(pack: pack.pack, databasePath: pack.path, to: export)
+        _ = try MapLibreExport.write(PackExportRequest(pack: pack.pack, version: nil), databasePath: pack.path, to: export)
 
         let target = try fixture.packdDatabase("target.db")
         let upload = try ValidatedImport.check(path: export, scratchDirectory: fixture.directory)
@@ -64,7 +80,7 @@ import Testing
         #expect(imported == [.init(id: 1, added: true)])
 
         let source = try Database(path: pack.path, mode: .readOnly)
-        let expected = try Self.packRows(source, pack.pack)
+        let expected = Self.exported(try Self.packRows(source, pack.pack), time: Self.fixtureTime)
         #expect(try Self.packRows(target, 1) == expected)
 
         // packd's own rows: named from the description, progress as MapLibre counts it.
@@ -89,18 +105,20 @@ import Testing
     @Test func newerModifiedWinsAndMissingModifiedNeverReplaces() throws {
         let fixture = StoreIOFixture()
         let template = "https://t/{z}/{x}/{y}"
-        // The upload: four tiles with different `modified` against the target's.
-        let side = try fixture.packdDatabase("side.db")
-        let region = try fixture.addRegion(side, definition: "{\"r\":1}", name: "up")
+        // The upload, as a phone writes one: four tiles with different `modified` against the target's.
+        let upload = fixture.path("side.maplibre.db")
+        do {
+            let side = try Database(path: upload, mode: .readWriteCreate)
+            try side.execute(Self.mapLibreSchema6)
+            try side.execute(#"INSERT INTO regions (definition, description) VALUES ('{"r":1}', '{"name":"up"}')"#)
+        }
+        let side = try Database(path: upload, mode: .readWrite)
         let cases: [(x: Int64, stored: Int64?, uploaded: Int64?, replaced: Bool)] = [
             (0, 100, 200, true), (1, 200, 100, false), (2, 100, nil, false), (3, nil, 200, false),
         ]
         for item in cases {
-            try fixture.addTile(side, region: region, template: template, z: 2, x: item.x, y: 0, body: [2, 2, 2], modified: item.uploaded)
+            try fixture.addTile(side, region: 1, template: template, z: 2, x: item.x, y: 0, body: [2, 2, 2], modified: item.uploaded)
         }
-        try side.execute("DELETE FROM packd_packs")
-        let upload = fixture.path("side.maplibre.db")
-        _ = try MapLibreExport.write(pack: region, databasePath: fixture.path("side.db"), to: upload)
 
         let target = try fixture.packdDatabase("target.db")
         let existing = try fixture.addRegion(target, definition: "{\"other\":1}", name: "kept")
@@ -153,7 +171,7 @@ import Testing
         let fixture = StoreIOFixture()
         let pack = try PackFixture(fixture, maxZoom: 2)
         let good = fixture.path("good.db")
-        _ = try MapLibreExport.write(pack: pack.pack, databasePath: pack.path, to: good)
+        _ = try MapLibreExport.write(PackExportRequest(pack: pack.pack, version: nil), databasePath: pack.path, to: good)
         let goodBytes = try Data(contentsOf: URL(fileURLWithPath: good))
 
         func variant(_ name: String, _ change: (Database) throws -> Void) throws -> String {
@@ -215,7 +233,7 @@ import Testing
         let fixture = StoreIOFixture()
         let pack = try PackFixture(fixture, maxZoom: 2)
         let upload = fixture.path("pack.maplibre.db")
-        let summary = try MapLibreExport.write(pack: pack.pack, databasePath: pack.path, to: upload)
+        let summary = try MapLibreExport.write(PackExportRequest(pack: pack.pack, version: nil), databasePath: pack.path, to: upload)
 
         let store = try OfflineDatabase(path: fixture.path("target.db"))
         // One of the upload's tiles is already here as an ambient (unlinked) row.
@@ -245,7 +263,7 @@ import Testing
         let fixture = StoreIOFixture()
         let pack = try PackFixture(fixture, maxZoom: 1)
         let upload = fixture.path("wal.maplibre.db")
-        _ = try MapLibreExport.write(pack: pack.pack, databasePath: pack.path, to: upload)
+        _ = try MapLibreExport.write(PackExportRequest(pack: pack.pack, version: nil), databasePath: pack.path, to: upload)
         do {
             let database = try Database(path: upload, mode: .readWrite)
             try database.execute("PRAGMA journal_mode = WAL")
@@ -256,7 +274,7 @@ import Testing
         let packs = try OfflineDatabaseImport.merge(try ValidatedImport.check(path: upload, scratchDirectory: fixture.directory), into: target)
         #expect(packs.count == 1)
         let source = try Database(path: pack.path, mode: .readOnly)
-        #expect(try Self.packRows(target, 1) == Self.packRows(source, pack.pack))
+        #expect(try Self.packRows(target, 1) == Self.exported(try Self.packRows(source, pack.pack), time: Self.fixtureTime))
         // Reading it created nothing beside it.
         #expect(!FileManager.default.fileExists(atPath: upload + "-shm"))
     }

@@ -1,5 +1,6 @@
 import CZlib
 import Foundation
+import Packs
 @testable import Store
 @testable import TileFormats
 
@@ -26,7 +27,12 @@ final class StoreIOFixture: @unchecked Sendable {
     func addRegion(_ database: Database, definition: String, name: String) throws -> Int64 {
         try database.execute("INSERT INTO regions (definition, description) VALUES (?1, ?2)",
                              [.text(definition), .blob(Array("{\"name\":\"\(name)\"}".utf8))])
-        return database.lastInsertedRowID
+        let id = database.lastInsertedRowID
+        // The pack row exports read (name, version, the time of an unversioned export).
+        try database.execute("""
+            INSERT INTO packd_packs (region_id, name, state, created_at, updated_at) VALUES (?1, ?2, ?3, 1700000000, 1700000000)
+            """, [.integer(id), .text(name), .text(PackState.inactive.rawValue)])
+        return id
     }
 
     func addResource(_ database: Database, region: Int64, url: String, kind: Int64, body: [UInt8]?, modified: Int64?) throws {

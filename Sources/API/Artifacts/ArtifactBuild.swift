@@ -15,7 +15,7 @@ enum ArtifactBuild {
 
     static func run(_ key: ArtifactKey, to path: String, reader: any StoreReading & PackExporting) throws {
         guard let record = try reader.pack(key.pack) else { throw PackRoutes.notFound(key.pack) }
-        let versions = PackVersions(record)
+        let versions = try PackVersions(record, reader: reader)
         guard versions.lookup(key.version) == .current else {
             throw versions.lookup(key.version) == .unknown
                 ? PackVersions.unknown(pack: key.pack, version: key.version, current: versions.current)
@@ -24,8 +24,10 @@ enum ArtifactBuild {
         if let since = key.since, !versions.deltaAvailable(from: since) {
             throw deltaUnavailable(pack: key.pack, since: since, to: key.version)
         }
-        let request = ExportRequest(format: key.format, source: key.source)
-        switch try ExportJob.run(pack: key.pack, request: request, to: path, reader: reader) {
+        // The version's bytes, the same on every build and node; the store refuses precisely if
+        // its rows moved on meanwhile (a refresh under way: `503` with `Retry-After`).
+        let request = ExportRequest(format: key.format, source: key.source, since: key.since)
+        switch try ExportJob.run(pack: key.pack, request: request, version: key.version, to: path, reader: reader) {
         case .written: return
         case .refused(let problem): throw problem
         }

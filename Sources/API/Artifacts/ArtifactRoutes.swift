@@ -42,16 +42,6 @@ final class ArtifactRoutes {
         cache.removeVersions(pack: packID, except: [])
     }
 
-    /// Called when a pack's content may change under its current version number. Today's
-    /// versions (`PackVersions`) number content only by completion, so a refresh or an import
-    /// would leave a stale version-1 artifact: drop the pack's artifacts; the next request
-    /// builds from what the pack then holds.
-    func packContentMayChange(_ packID: Int64) {
-        guard !PackVersions.versionsNumberContent else { return }
-        retainedSeen[packID] = nil
-        cache.removeVersions(pack: packID, except: [])
-    }
-
     // MARK: routes
 
     private func exportCurrent(_ request: HTTPRequest, _ responder: APIResponder) {
@@ -146,7 +136,7 @@ final class ArtifactRoutes {
     /// The pack's versions (404 when it does not exist); removes artifacts of versions no
     /// longer retained when the set moved since this server last looked.
     private func versions(of packID: Int64, _ responder: APIResponder, then: @escaping (PackVersions) -> Void) {
-        store.read({ reader in try reader.pack(packID).map(PackVersions.init) }) { [self] result in
+        store.read({ reader in try reader.pack(packID).map { try PackVersions($0, reader: reader) } }) { [self] result in
             switch result {
             case .failure(let error):
                 responder.respondInternalError(error, logger: logger, "reading pack \(packID)")
@@ -176,6 +166,9 @@ final class ArtifactRoutes {
             switch result {
             case .success(let artifact):
                 then(artifact)
+            case .failure(.build(let problem as Problem)) where problem.status == 503:
+                // A refresh is changing the pack's rows: its next version comes when it ends.
+                responder.respond(problem, headers: ["Retry-After": "30"])
             case .failure(.build(let problem as Problem)):
                 responder.respond(problem)
             case .failure(.build(let error as ExportError)) where ExportJob.problem(error, pack: key.pack) != nil:

@@ -1,10 +1,9 @@
 import Packs
 import Server
 
-/// A pack's current and retained versions as the artifact routes need them, and whether a
-/// delta from an older version can be built. Today's store has no version records: a `complete`
-/// pack is version 1 (its only retained version) and any other is version 0, and no deltas
-/// exist. This is the one place that changes when the store reads versions.
+/// A pack's current and retained versions as the artifact routes need them (read from the
+/// store: `PackRecord.version`, `PackVersionRepository.versions`), and whether a delta from an
+/// older version can be built: from any retained version below the current one.
 struct PackVersions: Equatable, Sendable {
     let current: Int64
     let retained: Set<Int64>
@@ -14,16 +13,13 @@ struct PackVersions: Equatable, Sendable {
         self.retained = retained
     }
 
-    init(_ record: PackRecord) {
-        self = record.state == .complete ? PackVersions(current: 1, retained: [1]) : PackVersions(current: 0, retained: [])
+    /// The pack's versions as `reader` holds them.
+    init(_ record: PackRecord, reader: any PackVersionRepository) throws {
+        self.init(current: record.version, retained: Set(try reader.versions(of: record.id).map(\.version)))
     }
 
-    /// Whether every change of a pack's content makes a new version. Not yet: a refresh keeps
-    /// version 1, so artifacts are dropped when a pack's content may change.
-    static let versionsNumberContent = false
-
     /// Whether `since=from` deltas to the current version can be built.
-    func deltaAvailable(from: Int64) -> Bool { false }
+    func deltaAvailable(from: Int64) -> Bool { from >= 1 && from < current && retained.contains(from) }
 
     enum Lookup: Equatable {
         /// The current version: its artifacts can be built.
@@ -37,10 +33,12 @@ struct PackVersions: Equatable, Sendable {
     }
 
     func lookup(_ version: Int64) -> Lookup {
-        if version == current, version > 0 { return .current }
-        if retained.contains(version) { return .retained }
-        if version >= 1, version < current { return .gone }
-        return .unknown
+        switch PackVersionStanding(version, current: current, retained: Array(retained)) {
+        case .current: .current
+        case .retained: .retained
+        case .notRetained: .gone
+        case .unknown: .unknown
+        }
     }
 
     /// The `410` for a version no longer kept, naming the current one.

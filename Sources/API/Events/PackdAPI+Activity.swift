@@ -6,6 +6,8 @@ import Packs
 extension PackdAPI: PackActivityListener {
     public func packTransitioned(_ packID: Int64, _ transition: PackLifecycle.Transition) {
         packs.publish(transition, packID: packID)
+        // Its webhook deliveries committed with it: they go out now rather than at the next poll.
+        if !WebhookTrigger.types(of: transition).isEmpty { webhooks.wake?() }
     }
 
     public func progressCommitted(_ packID: Int64, _ progress: StoredProgress, expected: ExpectedCounts?) {

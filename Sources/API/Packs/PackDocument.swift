@@ -40,7 +40,8 @@ struct PackDocument: Sendable {
              progress: Self.progress(progress, expected: pack.expected, rate: active ? rate : nil,
                                      transfers: active ? transfers : nil),
              limits: pack.limits, error: pack.error, updateAvailable: pack.updateCheckedAt == nil ? nil : pack.updateAvailable,
-             invalidation: pack.invalidation.map(InvalidationResult.init))
+             invalidation: pack.invalidation.map(InvalidationResult.init), version: pack.version,
+             refresh: pack.refreshEvery.map(PackRefresh.init), nextRefreshAt: pack.nextRefreshAt.map(Timestamp.init))
     }
 
     /// `rate`: `bytes_per_second` and `eta_seconds`, null when the pack is not downloading or the

@@ -1,4 +1,5 @@
 import Foundation
+import Jobs
 import Packs
 import Plan
 import Server
@@ -26,6 +27,7 @@ struct PackCreateRequest {
     let name: String?
     let start: Bool
     let limits: PackLimits
+    let refresh: RefreshSchedule?
 
     init(body: [UInt8], contentType: String?) throws(Problem) {
         let decoder = StrictJSONDecoder()
@@ -50,6 +52,7 @@ struct PackCreateRequest {
         }
         if let name = fields.name { errors += Self.nameProblems(name, pointer: "/name") }
         errors += fields.limits?.problems ?? []
+        let refresh = fields.refresh.flatMap { Self.refreshSchedule($0.every, into: &errors) }
         guard errors.isEmpty, let region else {
             throw Problem(.validationFailed, detail: "the pack cannot be created as requested", errors: errors)
         }
@@ -58,6 +61,17 @@ struct PackCreateRequest {
         name = fields.name
         start = fields.start ?? true
         limits = fields.limits ?? PackLimits()
+        self.refresh = refresh
+    }
+
+    /// `refresh.every` parsed, or a problem at `/refresh/every`.
+    static func refreshSchedule(_ every: String, into errors: inout [Problem.FieldError]) -> RefreshSchedule? {
+        do {
+            return try RefreshSchedule(every: every)
+        } catch {
+            errors.append(.init(pointer: "/refresh/every", detail: error.description))
+            return nil
+        }
     }
 
     /// The body's required `region`, validated; every problem goes to `errors` with its pointer.
@@ -94,21 +108,22 @@ struct PackCreateRequest {
     }
 }
 
-/// The body of `PATCH /v1/packs/{id}`: `context` and/or `name`, where `null` clears the field.
-/// `nil` means absent, `.some(nil)` means clear.
+/// The body of `PATCH /v1/packs/{id}`: `context`, `name` and/or `refresh`, where `null` clears
+/// the field. `nil` means absent, `.some(nil)` means clear.
 struct PackUpdateRequest {
     let context: [UInt8]??
     let name: String??
+    let refresh: RefreshSchedule??
 
     init(body: [UInt8], contentType: String?) throws(Problem) {
         let decoder = StrictJSONDecoder()
         try decoder.checkContentType(contentType)
         let object = try JSONBody.object(body, maxDepth: decoder.maxDepth)
         var errors: [Problem.FieldError] = []
-        for key in object.keys.sorted() where key != "context" && key != "name" {
+        for key in object.keys.sorted() where !["context", "name", "refresh"].contains(key) {
             errors.append(.init(pointer: "/" + JSONBody.escape(key), detail: "unknown field"))
         }
-        if object.isEmpty { errors.append(.init(pointer: "", detail: "at least one of context or name is required")) }
+        if object.isEmpty { errors.append(.init(pointer: "", detail: "at least one of context, name or refresh is required")) }
         var context: [UInt8]??
         switch object["context"] {
         case nil: context = nil
@@ -125,11 +140,27 @@ struct PackUpdateRequest {
             name = .some(text)
         default: errors.append(.init(pointer: "/name", detail: "expected a string or null"))
         }
+        var refresh: RefreshSchedule??
+        switch object["refresh"] {
+        case nil: refresh = nil
+        case is NSNull: refresh = .some(nil)
+        case let fields as [String: Any]:
+            for key in fields.keys.sorted() where key != "every" {
+                errors.append(.init(pointer: "/refresh/" + JSONBody.escape(key), detail: "unknown field"))
+            }
+            if let every = fields["every"] as? String {
+                refresh = .some(PackCreateRequest.refreshSchedule(every, into: &errors))
+            } else {
+                errors.append(.init(pointer: "/refresh/every", detail: "required: an ISO 8601 duration such as P7D"))
+            }
+        default: errors.append(.init(pointer: "/refresh", detail: "expected an object or null"))
+        }
         guard errors.isEmpty else {
             throw Problem(.validationFailed, detail: "the pack cannot be changed as requested", errors: errors)
         }
         self.context = context
         self.name = name
+        self.refresh = refresh
     }
 }
 

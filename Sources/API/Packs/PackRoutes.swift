@@ -17,11 +17,10 @@ public final class PackRoutes {
     /// What runs downloads (Jobs' scheduler, wired by `packd`): told when a pack becomes `queued`,
     /// leaves `queued`/`active`, or is removed. nil until wired (the API alone then only keeps state).
     public weak var scheduling: (any PackScheduling)?
+    /// Runs scheduled refreshes; told when a pack's schedule was set so it can wake earlier.
+    public weak var refreshes: (any RefreshScheduling)?
     /// The API's own caches of removed packs (offline serving), told before the scheduler.
     var removalObservers: [(Int64) -> Void] = []
-    /// Told when a pack's stored content may change under it: it left `complete` (a refresh or
-    /// a resumed download), or an import merged into it. Loop thread.
-    var contentChangeObservers: [(Int64) -> Void] = []
     /// What the fetcher is doing for each pack it holds transfers or a throttle for
     /// (`transfers_in_flight`, `throttled`): `packd` wires its fetcher. nil: every pack is idle.
     public var transferStatuses: (() -> [Int64: PackTransferStatus])?
@@ -180,11 +179,15 @@ public final class PackRoutes {
         let template = PackRecord(
             name: body.name ?? "", state: body.start ? .queued : .inactive, context: body.context,
             definition: body.region.mapLibreJSON, limits: body.limits,
-            expectedResources: Int64(tileCount ?? 0), expectedTiles: Int64(tileCount ?? 0), expectedIsPrecise: tileCount != nil)
+            expectedResources: Int64(tileCount ?? 0), expectedTiles: Int64(tileCount ?? 0), expectedIsPrecise: tileCount != nil,
+            refreshEvery: body.refresh?.every)
+        let refresh = body.refresh
         let clock = clock
         store.write({ database in
             let now = clock.now
             var record = template
+            var random = SystemRandomNumberGenerator()
+            record.nextRefreshAt = refresh?.next(after: now, random: &random)
             record.id = try database.createPack(record, now: now)
             record.createdAt = now
             record.updatedAt = now
@@ -206,6 +209,7 @@ public final class PackRoutes {
                 // A subscriber to `/v1/events` learns of the new pack as of any other state change.
                 publishState(document.packID, state: document.state, previous: nil)
                 if document.state == .queued { scheduling?.packQueued(document.packID) }
+                if refresh != nil { refreshes?.rescheduled() }
             }
         }
     }
@@ -343,15 +347,22 @@ public final class PackRoutes {
         }
         let name = change.name.map { $0 ?? "" }
         let context = change.context
+        let refresh = change.refresh
         let clock = clock
         store.write({ database in
-            try database.updatePack(packID, name: name, context: context, now: clock.now)
+            let now = clock.now
+            if name != nil || context != nil { try database.updatePack(packID, name: name, context: context, now: now) }
+            if let refresh {
+                var random = SystemRandomNumberGenerator()
+                try database.setRefresh(packID, every: refresh?.every, next: refresh?.next(after: now, random: &random), now: now)
+            }
         }) { [self] result in
             if case .failure(let error) = result {
                 return responder.respondInternalError(error, logger: logger, "updating the pack")
             }
             // An unknown id changed nothing; the read answers 404 for it.
             respondWithPack(packID, request: request, status: .ok, responder)
+            if refresh != nil { refreshes?.rescheduled() }
         }
     }
 
@@ -391,9 +402,6 @@ public final class PackRoutes {
                 guard let state = try? JSONDecoder().decode(StateEvent.self, from: Data(event.payload)),
                       published[event.packID]?.removed != true else { continue }
                 if state.state != .active { progressRates.forget(packID: event.packID) }
-                if state.previousState == .complete, state.state != .complete {
-                    for observer in contentChangeObservers { observer(event.packID) }
-                }
                 published[event.packID, default: PublishedPack()].state = state.state
             case .packRemoved:
                 guard published[event.packID]?.removed != true else { continue }
@@ -448,6 +456,19 @@ public final class PackRoutes {
             default: break
             }
         }
+        // The versions its completion cut: this pack's, and those of packs sharing rows it changed.
+        publishVersions(transition.createdVersions)
+    }
+
+    /// A `version_created` event (and a log line) per version cut, by a completion or an import.
+    func publishVersions(_ versions: [PackVersion]) {
+        for version in versions {
+            documents.invalidate(version.packID)
+            events.publish(.versionCreated(VersionCreatedEvent(packID: version.packID, version: PackVersionSummary(version))))
+            logger.info("pack version created", metadata: ["pack_id": "\(version.packID)", "version": "\(version.version)",
+                                                           "changed_resources": "\(version.changedResources)",
+                                                           "removed_resources": "\(version.removedResources)"])
+        }
     }
 
     /// A `state` event: never coalesced; the broadcaster's log hook makes it durable.
@@ -455,9 +476,6 @@ public final class PackRoutes {
     func publishState(_ packID: Int64, state: PackState, previous: PackState?, error: PackError? = nil) {
         // A rate describes one stretch of downloading; the next starts afresh.
         if state != .active { progressRates.forget(packID: packID) }
-        if previous == .complete, state != .complete {
-            for observer in contentChangeObservers { observer(packID) }
-        }
         published[packID, default: PublishedPack()].state = state
         documents.invalidate(packID)
         events.publish(.state(StateEvent(packID: packID, state: state, previousState: previous, error: error)))
@@ -474,7 +492,6 @@ public final class PackRoutes {
             if pack.added {
                 publishState(pack.record.id, state: pack.record.state, previous: nil)
             } else {
-                for observer in contentChangeObservers { observer(pack.record.id) }
                 // The event carries the state the pack has, not what this server last published.
                 published[pack.record.id, default: PublishedPack()].state = pack.record.state
             }

@@ -29,7 +29,7 @@ final class ExportRoutes {
         }
         let path = settings.scratchPath("export", query.format.fileExtension)
         let started = ContinuousClock.now
-        store.read({ reader in try ExportJob.run(pack: packID, request: query, to: path, reader: reader) }) { [self] result in
+        store.read({ reader in try ExportJob.run(pack: packID, request: query, version: nil, to: path, reader: reader) }) { [self] result in
             slots.release()
             switch result {
             case .failure(let error):

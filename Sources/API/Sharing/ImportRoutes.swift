@@ -92,6 +92,7 @@ final class ImportRoutes {
                         case .success(let result):
                             responder.respond(.json(bytes: result.body))
                             context.packs.packsImported(result.changed)
+                            context.packs.publishVersions(merged.createdVersions)
                         }
                     }
                 }

@@ -30,7 +30,6 @@ struct SharingRoutes {
         let artifactRoutes = ArtifactRoutes(context, cache: artifacts, scratchExports: ExportRoutes(context))
         artifactRoutes.register(in: &router, using: routes)
         packs.removalObservers.append { [artifactRoutes] in artifactRoutes.packRemoved($0) }
-        packs.contentChangeObservers.append { [artifactRoutes] in artifactRoutes.packContentMayChange($0) }
         ImportRoutes(context).register(in: &router, using: routes)
     }
 }

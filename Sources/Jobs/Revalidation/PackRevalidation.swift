@@ -228,15 +228,16 @@ public final class PackRevalidation {
             guard let self else { return }
             comparing -= 1
             guard !ended else { return }
-            // The body is written either way: a 200 brings validators (`ETag`, `Last-Modified`)
-            // the next revalidation must send, even when the bytes are the same.
-            let stored: StoredBody
+            // A 200 brings validators (`ETag`, `Last-Modified`) the next revalidation must send,
+            // even when the content is the same: those are stored either way, the body only when
+            // it changed (the row's content, and so the pack's version, stays otherwise).
+            let content: ResourceWrite.Content
             switch result {
-            case .success(.same(let body)):
-                stored = body
+            case .success(.same):
+                content = .unchangedBody
                 unchanged += 1
             case .success(.changed(let body)):
-                stored = body
+                content = .body(body)
                 updated += 1
             case .success(.undecodable):
                 return recordFailure(row, url: url, status: response.status, message: "the body could not be decoded",
@@ -245,7 +246,7 @@ public final class PackRevalidation {
                 return recordFailure(row, url: url, status: response.status, message: "comparing the stored copy failed: \(error)",
                                      attempts: 1)
             }
-            store.submit([ResourceWrite(key: row.key, content: .body(stored), cache: response.headers.cacheHeaders(now: clock.now),
+            store.submit([ResourceWrite(key: row.key, content: content, cache: response.headers.cacheHeaders(now: clock.now),
                                         packID: packID)])
             resolved()
         }

@@ -30,8 +30,8 @@ final class StoredDocuments: DocumentSource {
 /// A 200's body against the stored copy, compared decoded, so a gzip and a plain copy of the
 /// same bytes are the same.
 enum BodyComparison: Sendable {
-    /// The stored content, in the stored form of the new body.
-    case same(StoredBody)
+    /// The stored content (the stored copy stays).
+    case same
     /// Other bytes (or nothing was stored): the new stored form.
     case changed(StoredBody)
     /// A gzip body that does not inflate.
@@ -42,8 +42,8 @@ enum BodyComparison: Sendable {
         guard let encoded = try? StoredBody.encoding(body) else { return .undecodable }
         let stored = (try? reader.resource(key, linkedTo: nil)) ?? nil
         guard let storedBody = stored?.body else { return .changed(encoded) }
-        if storedBody == encoded { return .same(encoded) }
+        if storedBody == encoded { return .same }
         guard let old = try? storedBody.decoded(), let new = try? encoded.decoded() else { return .changed(encoded) }
-        return old == new ? .same(encoded) : .changed(encoded)
+        return old == new ? .same : .changed(encoded)
     }
 }

@@ -51,13 +51,17 @@ public struct ImportOutcome: Sendable, Equatable {
     public let unchangedPacks: Set<Int64>
     /// Upload regions that matched an existing pack and brought nothing new or newer.
     public let unchangedRegions: Int64
+    /// The versions the merge cut: complete packs whose content it changed (`version_created`).
+    public var createdVersions: [PackVersion] = []
 
-    public init(packs: [ImportedPack], resources: Int64, tiles: Int64, unchangedPacks: Set<Int64>, unchangedRegions: Int64) {
+    public init(packs: [ImportedPack], resources: Int64, tiles: Int64, unchangedPacks: Set<Int64>, unchangedRegions: Int64,
+                createdVersions: [PackVersion] = []) {
         self.packs = packs
         self.resources = resources
         self.tiles = tiles
         self.unchangedPacks = unchangedPacks
         self.unchangedRegions = unchangedRegions
+        self.createdVersions = createdVersions
     }
 }
 

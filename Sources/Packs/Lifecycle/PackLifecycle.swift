@@ -66,6 +66,9 @@ public enum PackLifecycle {
         case storeExpected(ExpectedCounts)
         /// Remove the pack's rows (links go; rows no other pack uses become ambient cache).
         case removeRows
+        /// The pack is complete: cut its first version, or the next one if its content changed
+        /// since the last (and the next of every other complete pack whose content changed).
+        case recordVersion
 
         // Loop side (after the commit).
         /// The scheduler should pick the pack up.
@@ -83,7 +86,7 @@ public enum PackLifecycle {
 
         public var isStorageAction: Bool {
             switch self {
-            case .clearFailures, .restartRevalidation, .storeExpected, .removeRows: true
+            case .clearFailures, .restartRevalidation, .storeExpected, .removeRows, .recordVersion: true
             default: false
             }
         }
@@ -98,6 +101,9 @@ public enum PackLifecycle {
         /// change away from `failed` clears it).
         public let error: PackError?
         public let actions: [Action]
+        /// The versions `recordVersion` cut, filled in by `record(_:in:now:)` (a `version_created`
+        /// event each, on the loop side); empty from the pure rules.
+        public internal(set) var createdVersions: [PackVersion] = []
 
         public init(from: PackState?, to: PackState?, error: PackError? = nil, actions: [Action]) {
             self.from = from
@@ -148,7 +154,8 @@ public enum PackLifecycle {
             guard imported == .complete || imported == .inactive else {
                 return refuse("an imported pack is complete or inactive, not \(imported)")
             }
-            return move(to: imported, [.publishState, .publishProgress])
+            return move(to: imported, imported == .complete ? [.recordVersion, .publishState, .publishProgress]
+                                                            : [.publishState, .publishProgress])
         default:
             break
         }
@@ -198,7 +205,7 @@ public enum PackLifecycle {
             if failed > 0 {
                 return failure(PackError(.resourcesFailed, "\(failed) resources failed after retries; resume retries them"))
             }
-            return move(to: .complete, [.stopTransfers, .publishState])
+            return move(to: .complete, [.recordVersion, .stopTransfers, .publishState])
         case (.finished, _):
             return refuse("only an active pack can finish; this one is \(state)")
 

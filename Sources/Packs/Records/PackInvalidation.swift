@@ -1,6 +1,6 @@
 /// The counts of a pack's last revalidation (`POST /v1/packs/{id}/invalidate`), as committed:
 /// each count only includes resources whose new row (or refreshed cache columns) is durable.
-public struct PackInvalidation: Sendable, Equatable {
+public struct PackInvalidation: Sendable, Equatable, Codable {
     /// 304, or a 200 with the stored bytes: only the cache columns were refreshed.
     public var unchanged: Int64
     /// A 200 with other bytes: the stored body was replaced.

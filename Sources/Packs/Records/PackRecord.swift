@@ -1,6 +1,6 @@
 /// A pack as a store keeps it: MapLibre's region (definition + description) plus packd's own
 /// columns (state, name, error, limits, expected counts, update check, last revalidation).
-public struct PackRecord: Sendable, Equatable {
+public struct PackRecord: Sendable, Equatable, Codable {
     public var id: Int64
     public var name: String
     public var state: PackState
@@ -22,12 +22,19 @@ public struct PackRecord: Sendable, Equatable {
     public var updateCheckedAt: Int64?
     /// The last `invalidate` of the pack; nil: never revalidated.
     public var invalidation: PackInvalidation?
+    /// The pack's current version (`PackVersion`): 0 until it first completed.
+    public var version: Int64
+    /// The scheduled refresh's interval as an ISO 8601 duration (`P7D`); nil: none.
+    public var refreshEvery: String?
+    /// When the scheduled refresh is next due (Unix seconds); nil without a schedule.
+    public var nextRefreshAt: Int64?
 
     public init(id: Int64 = 0, name: String, state: PackState, error: PackError? = nil, context: [UInt8]? = nil,
                 definition: String, createdAt: Int64 = 0, updatedAt: Int64 = 0, completedAt: Int64? = nil,
                 limits: PackLimits = PackLimits(), expectedResources: Int64 = 0, expectedTiles: Int64 = 0,
                 expectedIsPrecise: Bool = false, updateAvailable: Bool = false,
-                updateCheckedAt: Int64? = nil, invalidation: PackInvalidation? = nil) {
+                updateCheckedAt: Int64? = nil, invalidation: PackInvalidation? = nil, version: Int64 = 0,
+                refreshEvery: String? = nil, nextRefreshAt: Int64? = nil) {
         self.id = id
         self.name = name
         self.state = state
@@ -44,6 +51,9 @@ public struct PackRecord: Sendable, Equatable {
         self.updateAvailable = updateAvailable
         self.updateCheckedAt = updateCheckedAt
         self.invalidation = invalidation
+        self.version = version
+        self.refreshEvery = refreshEvery
+        self.nextRefreshAt = nextRefreshAt
     }
 
     /// The expected counts as stored (not precise until the plan was known).

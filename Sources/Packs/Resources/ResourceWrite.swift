@@ -7,6 +7,10 @@ public struct ResourceWrite: Sendable {
         case noContent
         /// 304: only `accessed`, `expires` and `must_revalidate` change; the body stays.
         case notModified
+        /// A 200 whose content equals the stored copy (a revalidation compared them): the cache
+        /// columns take the response's validators (`modified`, `etag` too); the stored body stays,
+        /// and the row's content has not changed (no new pack version for it).
+        case unchangedBody
         /// Already stored (by another pack or the ambient cache) and fresh: only link it.
         case linkExisting
     }

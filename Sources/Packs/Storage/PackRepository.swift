@@ -37,6 +37,26 @@ public protocol PackRepository: AnyObject {
     func storedBytes() throws -> Int64
     /// Bytes the ambient cache holds (rows no pack links), and its configured maximum.
     func ambientCache() throws -> (size: Int64, maximumSize: Int64)
+
+    /// Packs whose scheduled refresh is due at `now`, earliest first, at most `limit`.
+    func dueRefreshes(now: Int64, limit: Int) throws -> [DueRefresh]
+    /// When the earliest scheduled refresh is due, nil when no pack has one.
+    func earliestRefresh() throws -> Int64?
+}
+
+/// A pack whose scheduled refresh is due.
+public struct DueRefresh: Sendable, Equatable {
+    public var packID: Int64
+    /// The interval (`PackRecord.refreshEvery`).
+    public var every: String
+    /// The due time as stored: `claimRefresh` moves it only if it is still this.
+    public var due: Int64
+
+    public init(packID: Int64, every: String, due: Int64) {
+        self.packID = packID
+        self.every = every
+        self.due = due
+    }
 }
 
 /// Changes to packs, applied by the store's one writer (GRDB's writer role). Each method is one
@@ -54,6 +74,15 @@ public protocol MutablePackRepository: PackRepository {
     func updatePack(_ packID: Int64, name: String?, context: [UInt8]??, now: Int64) throws -> Bool
     /// The result of a `check-update`.
     func setUpdateAvailable(_ packID: Int64, _ available: Bool, now: Int64) throws
+    /// Sets (`every` and `next`) or clears (both nil) the pack's scheduled refresh; false when
+    /// there is no such pack.
+    @discardableResult
+    func setRefresh(_ packID: Int64, every: String?, next: Int64?, now: Int64) throws -> Bool
+    /// Claims a due refresh, exactly once however many nodes try: moves the pack's due time from
+    /// `due` to `next`, and if the pack is `complete` applies `invalidate` — in one transaction.
+    /// nil when the due time is no longer `due` (claimed meanwhile, or changed); otherwise the
+    /// transition's outcome (`.refused` for a pack not complete: this round is skipped).
+    func claimRefresh(_ packID: Int64, due: Int64, next: Int64, now: Int64) throws -> TransitionOutcome?
     /// Records a resource that failed for good and counts it; keeps the latest 1,000 per pack.
     func recordFailure(packID: Int64, url: String, status: Int64?, message: String, attempts: Int64, now: Int64) throws
     /// Forgets the pack's failures (a run retries them).

@@ -10,3 +10,10 @@ public protocol PackScheduling: AnyObject {
     /// The pack is gone (deleted, or a storage reset).
     func packRemoved(_ packID: Int64)
 }
+
+/// What the API tells the component that runs scheduled refreshes (`Jobs.PackRefresher`): a
+/// pack's schedule was set or changed, so the next due time may be earlier than it planned for.
+/// Loop thread.
+public protocol RefreshScheduling: AnyObject {
+    func rescheduled()
+}

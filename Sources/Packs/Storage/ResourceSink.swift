@@ -27,7 +27,7 @@ public protocol ResourceSink: AnyObject, Sendable {
     var pendingWrites: Int { get }
 }
 
-/// The reads of a store: packs and stored resources.
-public typealias StoreReading = PackRepository & ResourceIndex
+/// The reads of a store: packs, their versions, stored resources and webhooks.
+public typealias StoreReading = PackRepository & ResourceIndex & PackVersionRepository & WebhookRepository
 /// The writes of a store's one writer (which may read in the same transaction).
-public typealias StoreWriting = MutablePackRepository & MutableResourceIndex & PackImporting
+public typealias StoreWriting = MutablePackRepository & MutableResourceIndex & PackImporting & MutableWebhookRepository

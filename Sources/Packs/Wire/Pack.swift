@@ -20,10 +20,17 @@ public struct Pack: Sendable, Equatable, Codable {
     public var updateAvailable: Bool?
     /// The last revalidation; nil before the first.
     public var invalidation: InvalidationResult?
+    /// The current version: 0 until the pack first completed (`GET /v1/packs/{id}/versions`).
+    public var version: Int64
+    /// The scheduled refresh; nil: none.
+    public var refresh: PackRefresh?
+    /// When the scheduled refresh is next due; nil without one.
+    public var nextRefreshAt: Timestamp?
 
     public init(id: Int64, name: String?, region: Region, context: Base64Bytes?, state: PackState, createdAt: Timestamp,
                 updatedAt: Timestamp, completedAt: Timestamp?, progress: PackProgress, limits: PackLimits, error: PackError?,
-                updateAvailable: Bool?, invalidation: InvalidationResult?) {
+                updateAvailable: Bool?, invalidation: InvalidationResult?, version: Int64 = 0, refresh: PackRefresh? = nil,
+                nextRefreshAt: Timestamp? = nil) {
         self.id = id
         self.name = name
         self.region = region
@@ -37,10 +44,14 @@ public struct Pack: Sendable, Equatable, Codable {
         self.error = error
         self.updateAvailable = updateAvailable
         self.invalidation = invalidation
+        self.version = version
+        self.refresh = refresh
+        self.nextRefreshAt = nextRefreshAt
     }
 
     private enum CodingKeys: String, CodingKey {
-        case id, name, region, context, state, progress, limits, error, invalidation
+        case id, name, region, context, state, progress, limits, error, invalidation, version, refresh
+        case nextRefreshAt = "next_refresh_at"
         case createdAt = "created_at"
         case updatedAt = "updated_at"
         case completedAt = "completed_at"
@@ -63,6 +74,19 @@ public struct Pack: Sendable, Equatable, Codable {
         try container.encode(error, forKey: .error)
         try container.encode(updateAvailable, forKey: .updateAvailable)
         try container.encode(invalidation, forKey: .invalidation)
+        try container.encode(version, forKey: .version)
+        try container.encode(refresh, forKey: .refresh)
+        try container.encode(nextRefreshAt, forKey: .nextRefreshAt)
+    }
+}
+
+/// A pack's scheduled refresh (`"refresh": {"every": "P7D"}` on create and `PATCH`): revalidated
+/// every `every` (an ISO 8601 duration of at least an hour), jittered.
+public struct PackRefresh: Sendable, Equatable, Hashable, Codable {
+    public var every: String
+
+    public init(every: String) {
+        self.every = every
     }
 }
 

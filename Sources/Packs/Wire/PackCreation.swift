@@ -10,12 +10,16 @@ public struct PackCreation: Sendable, Equatable, Encodable {
         public var name: String?
         public var start: Bool?
         public var limits: PackLimits?
+        /// A scheduled refresh (`{"every": "P7D"}`).
+        public var refresh: PackRefresh?
 
-        public init(context: [UInt8]? = nil, name: String? = nil, start: Bool? = nil, limits: PackLimits? = nil) {
+        public init(context: [UInt8]? = nil, name: String? = nil, start: Bool? = nil, limits: PackLimits? = nil,
+                    refresh: PackRefresh? = nil) {
             self.context = context.map(Base64.encode)
             self.name = name
             self.start = start
             self.limits = limits
+            self.refresh = refresh
         }
     }
 

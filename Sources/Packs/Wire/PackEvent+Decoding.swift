@@ -13,6 +13,7 @@ extension PackEvent {
         case .resourceError: self = .resourceError(try decoder.decode(ResourceErrorEvent.self, from: data))
         case .tileLimitExceeded: self = .tileLimitExceeded(try decoder.decode(TileLimitExceededEvent.self, from: data))
         case .packRemoved: self = .packRemoved(try decoder.decode(PackRemovedEvent.self, from: data))
+        case .versionCreated: self = .versionCreated(try decoder.decode(VersionCreatedEvent.self, from: data))
         }
     }
 }

@@ -7,6 +7,7 @@ public enum PackEvent: Sendable, Equatable {
     case resourceError(ResourceErrorEvent)
     case tileLimitExceeded(TileLimitExceededEvent)
     case packRemoved(PackRemovedEvent)
+    case versionCreated(VersionCreatedEvent)
 
     /// The `event:` field. Only `progress` may be coalesced or dropped for a slow client; every
     /// other kind is a fact a client cannot reconstruct from a later event.
@@ -16,6 +17,7 @@ public enum PackEvent: Sendable, Equatable {
         case resourceError = "resource_error"
         case tileLimitExceeded = "tile_limit_exceeded"
         case packRemoved = "pack_removed"
+        case versionCreated = "version_created"
 
         /// Whether a later event of the same kind makes this one redundant.
         public var isDroppable: Bool { self == .progress }
@@ -28,6 +30,7 @@ public enum PackEvent: Sendable, Equatable {
         case .resourceError: .resourceError
         case .tileLimitExceeded: .tileLimitExceeded
         case .packRemoved: .packRemoved
+        case .versionCreated: .versionCreated
         }
     }
 
@@ -38,6 +41,7 @@ public enum PackEvent: Sendable, Equatable {
         case .resourceError(let event): event.packID
         case .tileLimitExceeded(let event): event.packID
         case .packRemoved(let event): event.packID
+        case .versionCreated(let event): event.packID
         }
     }
 
@@ -49,6 +53,7 @@ public enum PackEvent: Sendable, Equatable {
         case .resourceError(let event): event
         case .tileLimitExceeded(let event): event
         case .packRemoved(let event): event
+        case .versionCreated(let event): event
         }
     }
 }

@@ -23,12 +23,16 @@ public enum MBTilesExport {
         PRAGMA cache_size = -16384
         """
 
-    /// Exports `source` of `pack` read through `database` (a read-only connection) to a new
-    /// file at `path` (replaced if present). `name` becomes the tileset's `name`.
-    public static func write(pack: Int64, source: PackTileSource, name: String, from database: Database,
+    /// Exports the tileset `request` names (`request.source`, or the pack's only one), read
+    /// through `database` (a read-only connection to a packd database or a staged copy) in one
+    /// read transaction, to a new file at `path` (replaced if present). The version's name
+    /// becomes the tileset's `name`. Deterministic: tiles in z/x/y order, metadata in a fixed
+    /// order, no time field.
+    public static func write(_ request: PackExportRequest, from database: Database,
                              to path: String) throws(ExportError) -> ArchiveExportSummary {
         try ExportError.inReadTransaction(database) { () throws(ExportError) in
-            try writeSnapshot(pack: pack, source: source, name: name, from: database, to: path)
+            let (exported, source) = try ExportedVersion.resolveArchive(request, in: database)
+            return try writeSnapshot(pack: request.pack, source: source, name: exported.name, from: database, to: path)
         }
     }
 

@@ -8,10 +8,13 @@ import TileFormats
 /// `PMTilesWriter` on a second thread. Memory stays flat in tile bodies (a few 512 KiB batches in
 /// flight); only ids and directory entries scale with the tile count.
 public enum PMTilesExport {
-    public static func write(pack: Int64, source: PackTileSource, name: String, from database: Database,
+    /// As `MBTilesExport.write`: the tileset `request` names, in one read transaction.
+    /// Deterministic: tiles in Hilbert order, duplicates found by content, metadata sorted.
+    public static func write(_ request: PackExportRequest, from database: Database,
                              to path: String) throws(ExportError) -> ArchiveExportSummary {
         try ExportError.inReadTransaction(database) { () throws(ExportError) in
-            try writeSnapshot(pack: pack, source: source, name: name, from: database, to: path)
+            let (exported, source) = try ExportedVersion.resolveArchive(request, in: database)
+            return try writeSnapshot(pack: request.pack, source: source, name: exported.name, from: database, to: path)
         }
     }
 

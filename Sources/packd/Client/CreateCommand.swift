@@ -24,6 +24,8 @@ struct CreateCommand: ParsableCommand {
     @Flag(inversion: .prefixedNo, help: "Start downloading at once (--no-start: an inactive pack).") var start = true
     @Option(help: "The most tiles this pack may download.") var maxTiles: Int64?
     @Option(help: "A rolling-average bandwidth cap in bytes per second.") var maxBytesPerSecond: Int64?
+    @Option(help: ArgumentHelp("Revalidate the pack on this schedule, an ISO 8601 duration of at least an hour (P7D, PT12H).",
+                               valueName: "duration")) var refresh: String?
     @Flag(help: "Follow the pack until it is complete (exit 0) or fails (exit 1).") var wait = false
     @OptionGroup var output: OutputOptions
 
@@ -36,7 +38,8 @@ struct CreateCommand: ParsableCommand {
             let client = try connection.client()
             let limits = maxTiles != nil || maxBytesPerSecond != nil ? PackLimits(maxTiles: maxTiles, maxBytesPerSecond: maxBytesPerSecond) : nil
             let creation = PackCreation(region: try region.region(), settings: .init(
-                context: try contextFile.map(Self.context), name: name, start: start ? nil : false, limits: limits))
+                context: try contextFile.map(Self.context), name: name, start: start ? nil : false, limits: limits,
+                refresh: refresh.map(PackRefresh.init)))
             let pack = try client.send(Pack.self, "POST", "/v1/packs", json: creation)
             if output.forPerson {
                 Terminal.standardOutput("created pack \(pack.id)" + (pack.name.map { " \"\($0)\"" } ?? "") + " (\(pack.state.rawValue))\n")

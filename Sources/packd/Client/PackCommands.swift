@@ -89,14 +89,22 @@ struct DeleteCommand: ParsableCommand {
     @Argument(help: "The pack's id.") var packID: Int64
 
     func run() throws {
-        guard yes || !Terminal.inputIsTerminal else {
-            Terminal.standardError("packd delete: pack \(packID) is not deleted: from a terminal, confirm with --yes\n")
+        try connection.delete("/v1/packs/\(packID)", confirmed: yes, command: "delete", what: "pack \(packID)", done: "deleted")
+    }
+}
+
+extension ServerConnectionOptions {
+    /// `DELETE path` for a subcommand that removes something: typed at a terminal (standard input
+    /// is one) only with `--yes` (`confirmed`); a terminal hears what was removed.
+    func delete(_ path: String, confirmed: Bool, command: String, what: String, done: String) throws {
+        guard confirmed || !Terminal.inputIsTerminal else {
+            Terminal.standardError("packd \(command): \(what) is not \(done): from a terminal, confirm with --yes\n")
             throw ExitCode(ClientExit.usage)
         }
-        try ClientExit.run("delete") {
-            let response = try connection.client().send("DELETE", "/v1/packs/\(packID)")
+        try ClientExit.run(command) {
+            let response = try client().send("DELETE", path)
             guard response.isSuccess else { throw ClientFailure.refusal(status: response.status, body: response.body) }
-            if Terminal.outputIsTerminal { Terminal.standardOutput("deleted pack \(packID)\n") }
+            if Terminal.outputIsTerminal { Terminal.standardOutput("\(done) \(what)\n") }
         }
     }
 }

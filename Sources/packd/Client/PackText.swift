@@ -51,6 +51,10 @@ enum PackText {
             field("error", describe(error))
         }
         if let updateAvailable = pack.updateAvailable { field("update", updateAvailable ? "available" : "none") }
+        if pack.version > 0 { field("version", "\(pack.version) (packd versions \(pack.id) lists them)") }
+        if let refresh = pack.refresh {
+            field("refresh", "every \(refresh.every)" + (pack.nextRefreshAt.map { ", next \($0.rfc3339)" } ?? ""))
+        }
         if let failures, !failures.errors.isEmpty {
             field("failures", "\(HumanUnits.count(failures.total)) resources, latest first:")
             for failure in failures.errors {

@@ -52,6 +52,10 @@ final class ProgressBar: PackEventView {
             printLine("pack \(packID): needs \(HumanUnits.count(limit.count)) tiles, the limit is \(HumanUnits.count(limit.maximum))")
         case .packRemoved:
             printLine("pack \(packID) was deleted")
+        case .versionCreated(let created):
+            let version = created.version
+            printLine("pack \(created.packID): version \(version.version), \(HumanUnits.count(version.changedResources)) changed, "
+                      + "\(HumanUnits.count(version.removedResources)) removed")
         }
     }
 
