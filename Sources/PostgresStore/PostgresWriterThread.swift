@@ -320,6 +320,8 @@ final class PostgresWriterThread: @unchecked Sendable {
                 guard retryable, attempt < configuration.maximumAttempts || outageLeft else {
                     return PostgresStoreConnection.failedBatch(batch, error)
                 }
+                // A lost connection may still look usable to libpq: the next attempt opens a fresh one.
+                if postgres?.isConnectionLost == true { connection = nil }
                 Thread.sleep(forTimeInterval: min(2.0, 0.05 * Double(1 << min(attempt, 6))))
             }
         }
