@@ -19,7 +19,7 @@ if [ -n "$$missing" ]; then \
 fi
 endef
 
-.PHONY: deps bench-deps build release run test check-openapi bench bench-server soak verify verify-clients verify-api verify-render bench-wan sanitize fuzz clean
+.PHONY: deps bench-deps build release run test check-openapi bench bench-server soak verify verify-clients verify-api verify-render verify-glyphs bench-wan sanitize fuzz clean
 .PHONY: dashboard-assets verify-dashboard install lint-docker verify-webhooks
 
 ## Python tools come from PyPI into a virtual environment under .build/ (a distribution's own
@@ -131,6 +131,17 @@ verify-render: deps $(VENV)/render.installed
 	$(SWIFT) build
 	EGL_PLATFORM=surfaceless $(VENV_PATH) scripts/verify-render.sh
 
+## Glyph subsetting is invisible to the eye: the labelled test map (packd-bench label-fixture)
+## with the fixture's real glyphs, served by nginx; a "glyphs": "region" pack must fetch exactly
+## the expected ranges, and MapLibre Native (PyPI mapli) must render it offline pixel-identical to
+## the "all" pack at several places and zooms, where labels are drawn. Installs nginx and the
+## Python packages when missing; a missing tool fails, never skips.
+verify-glyphs: deps $(VENV)/render.installed
+	$(call install-missing,nginx curl)
+	$(SWIFT) build --product packd
+	$(SWIFT) build --product packd-bench
+	EGL_PLATFORM=surfaceless $(VENV_PATH) scripts/verify-glyphs.sh
+
 ## The dashboard's map library: MapLibre GL JS from the PyPI package `maplibre` (pinned in
 ## scripts/python/dashboard.txt, installed in the venv) copied into .build/maplibre-gl/, where
 ## `packd serve` finds it beside the built binary. Never committed; without it the dashboard works
@@ -176,7 +187,7 @@ sanitize: deps
 ## (rewritten by scripts/fuzz-seeds.py); new inputs collect in .build-fuzz/corpus, a crash, hang
 ## or leak stops the run with its input in .build-fuzz/artifacts. Targets: Sources/packd-fuzz.
 FUZZ_SECONDS ?= 60
-FUZZ_TARGETS ?= http-request region style import tile-readers upstream-response
+FUZZ_TARGETS ?= http-request region style import tile-readers upstream-response labels
 fuzz: deps
 	$(SWIFT) build --product packd-fuzz --scratch-path .build-fuzz --sanitize=fuzzer \
 	  -Xswiftc -sanitize=fuzzer,address -Xswiftc -DPACKD_FUZZ_ENGINE

@@ -71,7 +71,7 @@ let package = Package(
             dependencies: ["Packs", "Webhooks", "Postgres", "PostgresTestSupport", "PackdTestSupport", "packd"]
         ),
         // The download engine: one pack's state machine and the scheduler of packs.
-        .target(name: "Jobs", dependencies: ["Packs", "Loop", "Fetch", "Plan", "Geo", "WorkSharing"]),
+        .target(name: "Jobs", dependencies: ["Packs", "Loop", "Fetch", "Plan", "Geo", "WorkSharing", "TileFormats"]),
 
         .executableTarget(
             name: "packd",
@@ -103,6 +103,8 @@ let package = Package(
                 "CSQLite",
                 "CZlib",
                 "Geo",
+                "Plan",
+                "Jobs",
                 "Fetch",
                 "Postgres",
                 "PostgresTestSupport",
@@ -145,7 +147,8 @@ let package = Package(
         // libFuzzer targets (`make fuzz`); a plain build makes `packd-fuzz TARGET FILE…`, a replay tool.
         .executableTarget(
             name: "packd-fuzz",
-            dependencies: ["Server", "Loop", "Packs", "Plan", "Geo", "Store", "Fetch", "TileFormats", .product(name: "Logging", package: "swift-log")]
+            dependencies: ["Server", "Loop", "Packs", "Plan", "Geo", "Store", "Fetch", "TileFormats", "Jobs",
+                           .product(name: "Logging", package: "swift-log")]
         ),
 
         .testTarget(name: "PacksTests", dependencies: ["Packs", "CZlib", "PackdTestSupport"]),
@@ -172,6 +175,7 @@ let package = Package(
         .testTarget(name: "StoreTests", dependencies: ["Store", "Packs", "PackdTestSupport", "packd-store-crash-writer"]),
         .testTarget(name: "StoreIOTests", dependencies: ["Store", "Packs", "CZlib", "PackdTestSupport", "TileFormats"]),
         .testTarget(name: "GeoTests", dependencies: ["Geo"]),
+        .testTarget(name: "TileFormatsTests", dependencies: ["TileFormats", "PackdTestSupport"]),
         .testTarget(name: "PlanTests", dependencies: ["Plan", "Packs", "Geo"]),
         // The in-process upstream and fetch harness shared by the network tests.
         .target(name: "PackdTestSupport", dependencies: ["Packs", "Fetch", "Loop", "CZlib", "Store"], path: "Tests/PackdTestSupport"),

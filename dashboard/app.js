@@ -51,6 +51,7 @@ const form = new CreateForm($("#create-form"), {
     showOnMap(pack);
   },
   draftChanged: (bounds) => regionMap?.setDraft(bounds),
+  startAreaChanged: (area) => regionMap?.setStartArea(area),
   unauthorized: () => connect(),
 });
 
@@ -129,6 +130,7 @@ function listen() {
   });
   on("resource_error", (data) => packs.resourceFailed(data));
   on("version_created", (data) => { if (!packs.versionCreated(data)) refreshPack(data.pack_id); });
+  on("start_area_ready", (data) => packs.startAreaReady(data));
 }
 
 async function loadPacks() {
@@ -235,6 +237,7 @@ async function startMaps(available) {
     container.dataset.state = "ready";
     packsChanged();
     regionMap.setDraft(form.radio("region-kind") === "bounds" ? form.bounds() : null);
+    regionMap.setStartArea(form.startArea());
   });
   note.textContent = "Outlines of every pack's region. A complete pack can be the backdrop, served offline by packd.";
   $("#backdrop-field").hidden = false;
@@ -260,6 +263,26 @@ async function startMaps(available) {
     cancel = regionMap.drawRectangle((bounds) => {
       reset();
       form.setBounds(bounds);
+    });
+  });
+  const pick = $("#pick-start");
+  pick.hidden = false;
+  let cancelPick = null;
+  const resetPick = () => {
+    cancelPick = null;
+    pick.setAttribute("aria-pressed", "false");
+    pick.textContent = "Click the map where to start";
+  };
+  pick.addEventListener("click", () => {
+    if (cancelPick) {
+      cancelPick();
+      return resetPick();
+    }
+    pick.setAttribute("aria-pressed", "true");
+    pick.textContent = "Click on the map… (click here to cancel)";
+    cancelPick = regionMap.pickPoint((center) => {
+      resetPick();
+      form.setStartCenter(center);
     });
   });
 }

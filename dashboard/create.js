@@ -1,5 +1,6 @@
 // The form that creates a pack: a style URL or a tile template, a region (a rectangle typed or
-// drawn on the map, or pasted GeoJSON), zooms and a name. The estimate (`POST /v1/estimates`)
+// drawn on the map, or pasted GeoJSON), zooms, the lean options (only the glyphs the labels need,
+// a start area typed or clicked on the map) and a name. The estimate (`POST /v1/estimates`)
 // is shown before Create can be pressed; every problem the API reports is shown at the field its
 // `errors[].pointer` points to.
 
@@ -16,7 +17,7 @@ class FormProblem extends Error {
 }
 
 export class CreateForm {
-  /** `hooks`: `created(pack)`, `draftChanged(bounds | null)`, `unauthorized(error)`. */
+  /** `hooks`: `created(pack)`, `draftChanged(bounds | null)`, `startAreaChanged(area | null)`, `unauthorized(error)`. */
   constructor(form, hooks) {
     this.form = form;
     this.hooks = hooks;
@@ -47,6 +48,25 @@ export class CreateForm {
     this.changed();
   }
 
+  /** Fills the start area's centre (a click on the map). */
+  setStartCenter([longitude, latitude]) {
+    const round = (value) => Math.round(value * 100_000) / 100_000;
+    this.field("start-longitude").value = String(round(longitude));
+    this.field("start-latitude").value = String(round(latitude));
+    this.changed();
+  }
+
+  /** The request's `start_area`, or null when no centre is given. */
+  startArea() {
+    const longitude = this.field("start-longitude").value.trim();
+    const latitude = this.field("start-latitude").value.trim();
+    if (longitude === "" && latitude === "") return null;
+    const area = { center: [Number(longitude), Number(latitude)] };
+    const radius = this.field("start-radius").value.trim();
+    if (radius !== "") area.radius_m = Number(radius);
+    return area;
+  }
+
   bounds() {
     const values = ["west", "south", "east", "north"].map((id) => this.field(id).value.trim());
     return values.some((value) => value === "") ? null : values.map(Number);
@@ -71,6 +91,7 @@ export class CreateForm {
   changed() {
     this.showChoices();
     this.hooks.draftChanged(this.radio("region-kind") === "bounds" ? this.bounds() : null);
+    this.hooks.startAreaChanged?.(this.startArea());
     const key = this.regionKey();
     if (key === this.key) return;
     this.key = key;
@@ -108,6 +129,7 @@ export class CreateForm {
     region.min_zoom = zoom("min-zoom") ?? 0;
     const maxZoom = zoom("max-zoom");
     if (maxZoom !== undefined) region.max_zoom = maxZoom;
+    if (region.style_url !== undefined && this.field("region-glyphs").checked) region.glyphs = "region";
     return region;
   }
 
@@ -178,6 +200,8 @@ export class CreateForm {
     }
     const name = this.field("name").value.trim();
     if (name) body.name = name;
+    const startArea = this.startArea();
+    if (startArea) body.start_area = startArea;
     this.clearProblems();
     this.createButton.disabled = true;
     try {

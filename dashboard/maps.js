@@ -58,6 +58,7 @@ export class RegionMap {
     this.container = container;
     this.packs = empty;
     this.draft = empty;
+    this.startArea = empty;
     this.map = new maplibregl.Map({
       container, style: this.withOverlay(plainStyle), center: [10, 30], zoom: 0.6,
       attributionControl: false, dragRotate: false, pitchWithRotate: false, transformRequest,
@@ -75,6 +76,7 @@ export class RegionMap {
         ...style.sources,
         "packd-packs": { type: "geojson", data: this.packs },
         "packd-draft": { type: "geojson", data: this.draft },
+        "packd-start": { type: "geojson", data: this.startArea },
       },
       layers: [
         ...style.layers,
@@ -85,6 +87,8 @@ export class RegionMap {
         { id: "packd-draft-fill", type: "fill", source: "packd-draft", paint: { "fill-color": "#9a6200", "fill-opacity": 0.15 } },
         { id: "packd-draft-line", type: "line", source: "packd-draft",
           paint: { "line-color": "#9a6200", "line-width": 2, "line-dasharray": [2, 1] } },
+        { id: "packd-start-fill", type: "fill", source: "packd-start", paint: { "fill-color": "#1b6ac9", "fill-opacity": 0.25 } },
+        { id: "packd-start-line", type: "line", source: "packd-start", paint: { "line-color": "#1b6ac9", "line-width": 2 } },
       ],
     };
   }
@@ -104,6 +108,31 @@ export class RegionMap {
   setDraft(bounds) {
     this.draft = bounds ? { type: "FeatureCollection", features: [{ type: "Feature", properties: {}, geometry: boxPolygon(bounds) }] } : empty;
     this.map.getSource("packd-draft")?.setData(this.draft);
+  }
+
+  /** The start area as a circle (null: none). */
+  setStartArea(area) {
+    const valid = area && area.center.every(Number.isFinite) && Number.isFinite(area.radius_m ?? 5000);
+    this.startArea = valid ? { type: "FeatureCollection", features: [{ type: "Feature", properties: {},
+      geometry: circlePolygon(area.center, area.radius_m ?? 5000) }] } : empty;
+    this.map.getSource("packd-start")?.setData(this.startArea);
+  }
+
+  /** Lets a person click one place; calls `done([longitude, latitude])` once. Returns a function that cancels. */
+  pickPoint(done) {
+    const map = this.map;
+    this.container.classList.add("drawing");
+    const click = (event) => {
+      finish();
+      const point = event.lngLat.wrap();
+      done([point.lng, point.lat]);
+    };
+    const finish = () => {
+      map.off("click", click);
+      this.container.classList.remove("drawing");
+    };
+    map.on("click", click);
+    return finish;
   }
 
   fit(bounds) {
@@ -222,4 +251,17 @@ export function previewPack(maplibregl, container, pack, report) {
     }
   });
   return map;
+}
+
+/** A circle of `radius` metres around `[longitude, latitude]`, as a 64-gon (metres to degrees at its latitude). */
+function circlePolygon([longitude, latitude], radius) {
+  const metresPerDegree = 111_320;
+  const ring = [];
+  for (let step = 0; step <= 64; step += 1) {
+    const angle = (step / 64) * 2 * Math.PI;
+    const dy = (radius * Math.sin(angle)) / metresPerDegree;
+    const dx = (radius * Math.cos(angle)) / (metresPerDegree * Math.max(Math.cos((latitude * Math.PI) / 180), 0.01));
+    ring.push([longitude + dx, Math.max(-85, Math.min(85, latitude + dy))]);
+  }
+  return { type: "Polygon", coordinates: [ring] };
 }

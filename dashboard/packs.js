@@ -106,6 +106,14 @@ export class PackList {
     return true;
   }
 
+  /** A `start_area_ready` event: the start area is usable offline. */
+  startAreaReady({ pack_id: id, ready_at: readyAt }) {
+    const pack = this.packs.get(id);
+    if (!pack) return;
+    pack.start_area_ready_at = readyAt;
+    this.render(pack, this.items.get(id));
+  }
+
   /** A `resource_error` event: the latest failed request, shown until the next one. */
   resourceFailed({ pack_id: id, url, status, error, attempt, will_retry: willRetry }) {
     const item = this.items.get(id);
@@ -171,6 +179,14 @@ export class PackList {
       notes.push(`Refreshed every ${pack.refresh.every}`
         + `${pack.next_refresh_at ? `; next ${format.date(pack.next_refresh_at)}` : ""}.`);
     }
+    if (pack.start_area) {
+      const [longitude, latitude] = pack.start_area.center;
+      const where = `${format.count(pack.start_area.radius_m)} m around ${longitude}, ${latitude}`;
+      notes.push(pack.start_area_ready_at ? `Start area (${where}) ready ${format.date(pack.start_area_ready_at)}.`
+        : `Start area: ${where}, downloaded first.`);
+    }
+    const skipped = pack.skipped_glyph_ranges;
+    if (skipped) notes.push(`${format.count(skipped.ranges)} glyph ranges the labels do not need were left out.`);
     const check = pack.invalidation;
     if (check) {
       notes.push(`Revalidation${check.completed_at ? "" : " under way"}: ${format.count(check.unchanged)} unchanged, `

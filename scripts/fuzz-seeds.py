@@ -192,3 +192,37 @@ write("upstream-response", "not-modified", "HTTP/1.1 304 Not Modified\r\nETag: \
 write("upstream-response", "redirect", "HTTP/1.1 302 Found\r\nLocation: /other\r\nContent-Length: 0\r\n\r\n")
 write("upstream-response", "retry-after", "HTTP/1.1 429 Too Many\r\nRetry-After: 120\r\nContent-Length: 0\r\n\r\n")
 write("upstream-response", "http10-close", "HTTP/1.0 200 OK\r\n\r\nbody until close")
+
+# --- labels: a selector byte, then a vector tile (even) or a symbol layer's JSON (odd)
+def varint(value):
+    out = bytearray()
+    while value >= 0x80:
+        out.append((value & 0x7F) | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
+
+
+def field(number, payload):
+    return varint(number << 3 | 2) + varint(len(payload)) + payload
+
+
+def mvt_layer(name, features, keys, values):
+    body = varint(15 << 3) + varint(2) + field(1, name.encode())
+    for tags, kind in features:
+        packed = b"".join(varint(index) for index in tags)
+        body += field(2, field(2, packed) + varint(3 << 3) + varint(kind) + field(4, varint(9) + varint(0) + varint(0)))
+    body += b"".join(field(3, key.encode()) for key in keys)
+    body += b"".join(field(4, field(1, value.encode())) for value in values)
+    return field(3, body)
+
+
+tile = mvt_layer("places", [([0, 0, 1, 1], 1), ([0, 2], 1)], ["name", "class"], ["Москва", "city", "東京(とうきょう)"]) \
+    + mvt_layer("roads", [([0, 0, 1, 1], 2)], ["class", "ref"], ["a", "Α1"])
+write("labels", "tile-places-roads", b"\x00" + tile)
+write("labels", "layer-format", b"\x01" + json.dumps({"id": "x", "type": "symbol", "source": "s", "layout": {
+    "text-field": ["format", ["get", "name"], {"text-font": ["literal", ["B"]]}, ["get", "list"], {}],
+    "text-transform": ["get", "t"]}}).encode())
+write("labels", "layer-legacy", b"\x01" + json.dumps({"id": "y", "type": "symbol", "source": "s",
+    "filter": ["any", ["in", "class", "a", "b"], ["has", "flag"]],
+    "layout": {"text-field": {"type": "identity", "property": "name"}, "symbol-placement": "line"}}).encode())

@@ -6,8 +6,10 @@ usage:
   verify_dashboard.py main URL STYLE_URL UPSTREAM_PID_FILE SHOTS_DIR
       packd without keys and with MapLibre GL JS: `/` redirects to the page; a validation error
       shows at its field; the estimate shows; a pack created through the form (its rectangle
-      drawn on the map) reaches 100 % from server-sent events; a second pack is suspended and
-      resumed, then deleted after a confirmation (cancelled once); with the upstream stopped the
+      drawn on the map, its start area clicked on it) says its start area is ready (the
+      start_area_ready event) and reaches 100 % from server-sent events; a second pack (only the
+      glyphs its labels need) is suspended and resumed, then deleted after a confirmation
+      (cancelled once); with the upstream stopped the
       first pack's preview draws from packd's offline style.json (canvas pixels read back); the
       webhooks panel shows an endpoint, pings it, lists its delivery and retries it.
   verify_dashboard.py keyed URL READ_KEY SHOTS_DIR
@@ -166,6 +168,18 @@ def main(url, style_url, upstream_pid_file, shots):
         for side, value in zip(["west", "south", "east", "north"], ["-20", "25", "40", "65"]):
             run.type(f"#{side}", value)
 
+        # The start area is a click on the map; the pack downloads only the glyphs its labels need.
+        run.find("#pick-start").click()
+        ActionChains(driver).move_to_element_with_offset(canvas, 20, -10).click().perform()
+        center = [run.find(f"#start-{axis}").get_attribute("value") for axis in ["longitude", "latitude"]]
+        if not all(value.strip() for value in center):
+            raise Failed(f"clicking the map did not fill the start area: {center}")
+        run.step(f"clicked the start area {center} on the map")
+        # A fixed start area inside the region, so the download does not depend on the click.
+        run.type("#start-longitude", "10")
+        run.type("#start-latitude", "47.5")
+        run.type("#start-radius", "50000")
+
         # A validation error first, shown at the field the problem's pointer names.
         run.allow(r"/v1/estimates - Failed to load resource: the server responded with a status of 422",
                   "422 from POST /v1/estimates for min_zoom above max_zoom")
@@ -194,13 +208,18 @@ def main(url, style_url, upstream_pid_file, shots):
         # Create; the bar moves with progress events and reaches 100 %.
         run.find("#create-button").click()
         item = run.wait(lambda: run.pack_item("verify-dashboard"), 20, "the new pack in the list")
+        # The start_area_ready event reaches the page (watched while the bar moves).
         percents = set()
+        ready_text = None
         screenshot_taken = False
         deadline = time.monotonic() + 240
         while time.monotonic() < deadline:
             item = run.pack_item("verify-dashboard")
             percent = int(item.get_attribute("data-percent") or 0)
             percents.add(percent)
+            if ready_text is None and "ready" in item.find_element(By.CSS_SELECTOR, ".update").text:
+                ready_text = item.find_element(By.CSS_SELECTOR, ".update").text
+                run.step(f"start_area_ready shown at {percent} %: {ready_text}")
             if 20 <= percent <= 90 and not screenshot_taken:
                 run.shot("03-downloading.png", f"the first pack downloading at {percent} %, rate and ETA from progress events")
                 screenshot_taken = True
@@ -211,6 +230,10 @@ def main(url, style_url, upstream_pid_file, shots):
             time.sleep(0.05)
         else:
             raise Failed(f"the pack did not complete: {item.text}")
+        if ready_text is None:
+            run.wait(lambda: "ready" in run.pack_item("verify-dashboard").find_element(By.CSS_SELECTOR, ".update").text, 20,
+                     "the start area shown ready")
+            run.step("start_area_ready shown: " + run.pack_item("verify-dashboard").find_element(By.CSS_SELECTOR, ".update").text)
         bar = run.find(".bar", item)
         if bar.get_attribute("value") != bar.get_attribute("max"):
             raise Failed(f"bar at {bar.get_attribute('value')} of {bar.get_attribute('max')}")
@@ -243,10 +266,17 @@ def main(url, style_url, upstream_pid_file, shots):
         run.type("#east", "180")
         run.type("#north", "85")
         run.type("#max-zoom", "6")
+        # This one downloads only the glyphs its labels need (the checkbox reaches the region).
+        run.find("#region-glyphs").click()
         run.wait(lambda: run.find("#estimate").get_attribute("data-state") == "ready"
                  and run.find("#create-button").is_enabled(), 20, "the second estimate")
         run.find("#create-button").click()
         run.wait(lambda: run.pack_state("suspend-me") in ("active", "queued"), 20, "the second pack downloading")
+        glyphs = run.js("""return fetch('/v1/packs').then((r) => r.json())
+                           .then((list) => list.packs.filter((p) => p.name === 'suspend-me').map((p) => p.region.glyphs))""")
+        if glyphs != ["region"]:
+            raise Failed(f"the only-needed-glyphs checkbox did not reach the region: {glyphs}")
+        run.step("only the needed glyphs: the second pack's region says glyphs: region")
         second = run.pack_item("suspend-me")
         run.find('button[data-action="suspend"]', second).click()
         run.wait(lambda: run.pack_state("suspend-me") == "inactive", 20, "the second pack suspended")

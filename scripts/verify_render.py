@@ -40,7 +40,10 @@ def compare(a, b):
     if first.size != second.size:
         print(f"{a} and {b} differ in size: {first.size} != {second.size}")
         return 1
-    box = ImageChops.difference(first, second).getbbox()
+    # Colour and alpha apart: the bbox of an RGBA image is its alpha channel's alone (Pillow), so a
+    # difference of two opaque pictures would always look empty.
+    box = ImageChops.difference(first.convert("RGB"), second.convert("RGB")).getbbox() \
+        or ImageChops.difference(first.getchannel("A"), second.getchannel("A")).getbbox()
     colours = len(first.getcolors(1 << 24) or [])
     if box is not None:
         print(f"{a} and {b} differ inside {box}")

@@ -58,7 +58,7 @@ public struct PlanBuilder: Sendable {
             }
             return ResourcePlan(
                 fixed: fixedResources(styleResource, style), pyramids: pyramids(style),
-                pendingDocuments: missingTileJSONURLs.count)
+                pendingDocuments: missingTileJSONURLs.count, glyphSubset: glyphSubset(style))
         }
     }
 
@@ -74,7 +74,7 @@ public struct PlanBuilder: Sendable {
         resources += style.geoJSONURLs.map { PlannedResource(kind: .source, url: $0) }
         resources += style.imageURLs.map { PlannedResource(kind: .image, url: $0) }
         resources += style.spriteURLs.flatMap(SpriteFiles.resources(base:))
-        if let template = style.glyphsTemplate {
+        if let template = style.glyphsTemplate, region.glyphs == .all {
             let starts = GlyphRanges.starts(includeIdeographs: region.includeIdeographs)
             for stack in style.fontStacks {
                 resources += starts.map {
@@ -87,18 +87,29 @@ public struct PlanBuilder: Sendable {
         return resources.filter { seen.insert($0.url).inserted }
     }
 
+    /// With `"glyphs": "region"`, the glyph ranges are left out of the fixed resources and chosen
+    /// once the tiles and GeoJSON are stored: what decides them.
+    private func glyphSubset(_ style: StyleDocument) -> GlyphSubset? {
+        guard region.glyphs == .region, let template = style.glyphsTemplate, !style.fontStacks.isEmpty else { return nil }
+        var sources: [GlyphSubset.TileSource] = []
+        for source in style.tileSources where source.kind == .vector {
+            guard let tileset = tileset(of: source) else { continue }
+            sources.append(GlyphSubset.TileSource(
+                sourceID: source.id, urlTemplate: tileset.template.template,
+                pixelRatio: tileset.template.storedPixelRatio(for: region.pixelRatio), maxZoom: tileset.zoomRange.upperBound))
+        }
+        return GlyphSubset(
+            template: template, stacks: style.fontStacks, starts: GlyphRanges.starts(includeIdeographs: region.includeIdeographs),
+            layers: style.labelLayers, tileSources: sources, geoJSONSources: style.geoJSONSources,
+            area: LabelArea(region: region.area, minZoom: region.minZoom))
+    }
+
     /// One pyramid per distinct (template, pixel ratio stored, clip); sources sharing a template
     /// share tiles in MapLibre's `tiles` table, so their zooms are merged rather than counted twice.
     private func pyramids(_ style: StyleDocument) -> [TilePyramid] {
         var pyramids: [TilePyramid] = []
         for source in style.tileSources {
-            let tileset: Tileset
-            switch source.tiles {
-            case .inline(let inline): tileset = inline
-            case .tileJSON(let url):
-                guard let loaded = tilesets[url] else { continue }
-                tileset = loaded
-            }
+            guard let tileset = tileset(of: source) else { continue }
             let zooms = TilePyramid.coveringZooms(
                 minZoom: region.minZoom, maxZoom: region.maxZoom, kind: source.kind, tileSize: source.tileSize,
                 sourceRange: tileset.zoomRange)
@@ -120,6 +131,14 @@ public struct PlanBuilder: Sendable {
             }
         }
         return pyramids
+    }
+
+    /// A source's inline tileset, or its TileJSON's once added.
+    private func tileset(of source: StyleDocument.TileSource) -> Tileset? {
+        switch source.tiles {
+        case .inline(let inline): inline
+        case .tileJSON(let url): tilesets[url]
+        }
     }
 
     /// The smallest box holding both clips; `nil` (no clip) when either is unclipped, or when one

@@ -12,7 +12,7 @@ struct RegionDecoder {
 
     static let apiFields: Set<String> = [
         "style_url", "tiles", "subdomains", "scheme", "tile_size", "bounds", "geometry", "min_zoom", "max_zoom",
-        "pixel_ratio", "include_ideographs",
+        "pixel_ratio", "include_ideographs", "glyphs",
     ]
     static let maxTemplates = 16
     static let maxSubdomains = 64
@@ -56,12 +56,22 @@ struct RegionDecoder {
                 report("/include_ideographs", "must be true or false")
             }
         }
+        var glyphs = RegionDefinition.Glyphs.all
+        if let value = object["glyphs"] {
+            if format == .api, case .tiles? = content {
+                report("/glyphs", "only a style region downloads glyphs; a tiles region has none")
+            } else if let name = value as? String, let choice = RegionDefinition.Glyphs(rawValue: name) {
+                glyphs = choice
+            } else if format == .api {
+                report("/glyphs", "must be \"all\" (every range of every font stack) or \"region\" (the ranges the region's labels need)")
+            }
+        }
         guard problems.isEmpty, let content, let area, let zooms, let pixelRatio else {
             throw RegionError(problems)
         }
         return RegionDefinition(
             content: content, area: area, minZoom: zooms.min, maxZoom: zooms.max, pixelRatio: pixelRatio,
-            includeIdeographs: includeIdeographs)
+            includeIdeographs: includeIdeographs, glyphs: glyphs)
     }
 
     private mutating func report(_ pointer: String, _ detail: String) {

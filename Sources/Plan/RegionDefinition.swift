@@ -21,6 +21,13 @@ public struct RegionDefinition: Hashable, Sendable {
         case tiles(TemplateSource)
     }
 
+    /// Which glyph ranges a style region downloads: every range of every font stack (`all`,
+    /// MapLibre's behaviour), or only those the region's labels can need (`region`), decided
+    /// from the stored tiles and GeoJSON once they are downloaded.
+    public enum Glyphs: String, Hashable, Sendable, CaseIterable {
+        case all, region
+    }
+
     /// The highest zoom a region may ask for.
     public static let maxZoomLimit = 30.0
 
@@ -31,10 +38,11 @@ public struct RegionDefinition: Hashable, Sendable {
     public let maxZoom: Double?
     public let pixelRatio: Double
     public let includeIdeographs: Bool
+    public let glyphs: Glyphs
 
     public init(
         content: Content, area: TileRegion, minZoom: Double = 0, maxZoom: Double?, pixelRatio: Double = 1,
-        includeIdeographs: Bool = true
+        includeIdeographs: Bool = true, glyphs: Glyphs = .all
     ) {
         self.content = content
         self.area = area
@@ -42,6 +50,7 @@ public struct RegionDefinition: Hashable, Sendable {
         self.maxZoom = maxZoom
         self.pixelRatio = pixelRatio
         self.includeIdeographs = includeIdeographs
+        self.glyphs = glyphs
     }
 
     /// Decodes and validates an API region object (from `JSONSerialization`); unknown fields are
@@ -69,6 +78,7 @@ public struct RegionDefinition: Hashable, Sendable {
         case .style(let url):
             region.styleURL = url
             region.includeIdeographs = includeIdeographs
+            region.glyphs = glyphs.rawValue
         case .tiles(let source):
             region.tiles = source.templates
             region.scheme = source.scheme.rawValue
@@ -95,6 +105,8 @@ public struct RegionDefinition: Hashable, Sendable {
         if let maxZoom { fields.append(("max_zoom", maxZoom)) }
         fields.append(("pixel_ratio", pixelRatio))
         fields.append(("include_ideographs", includeIdeographs))
+        // Only when not MapLibre's own behaviour: the definitions of `all` packs stay as they were.
+        if glyphs != .all { fields.append(("glyphs", glyphs.rawValue)) }
         switch area {
         case .bounds(let bounds): fields.append(("bounds", [bounds.south, bounds.west, bounds.north, bounds.east]))
         case .geometry(let geometry): fields.append(("geometry", geometry.geoJSONObject))

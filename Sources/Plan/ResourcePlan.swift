@@ -9,15 +9,28 @@ public struct ResourcePlan: Sequence, Sendable {
     public let pyramids: [TilePyramid]
     /// Documents still to fetch before the plan is complete (the style, then TileJSONs).
     public let pendingDocuments: Int
+    /// With `"glyphs": "region"`: the glyph ranges still to choose (not in `fixed`).
+    public let glyphSubset: GlyphSubset?
 
-    public init(fixed: [PlannedResource], pyramids: [TilePyramid], pendingDocuments: Int) {
+    public init(fixed: [PlannedResource], pyramids: [TilePyramid], pendingDocuments: Int, glyphSubset: GlyphSubset? = nil) {
         self.fixed = fixed
         self.pyramids = pyramids
         self.pendingDocuments = pendingDocuments
+        self.glyphSubset = glyphSubset
     }
 
-    /// True once the style and every TileJSON are in: `expectedResources` is then final.
-    public var isPrecise: Bool { pendingDocuments == 0 }
+    /// True once the style and every TileJSON are in and no glyph range is left to choose:
+    /// `expectedResources` is then final.
+    public var isPrecise: Bool { pendingDocuments == 0 && glyphSubset == nil }
+
+    /// The plan with every candidate glyph range among the fixed resources, as `"glyphs": "all"`
+    /// has them (for a download that cannot choose: a cluster's units).
+    public var withEveryGlyphRange: ResourcePlan {
+        guard let glyphSubset else { return self }
+        var seen = Set(fixed.map(\.url))
+        let glyphs = glyphSubset.candidates.filter { seen.insert($0.url).inserted }
+        return ResourcePlan(fixed: fixed + glyphs, pyramids: pyramids, pendingDocuments: pendingDocuments)
+    }
 
     /// Tile counts per source and zoom, computed (never enumerated).
     public var tileCounts: [TileCount] { pyramids.flatMap(\.tileCounts) }

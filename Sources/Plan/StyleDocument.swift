@@ -35,6 +35,10 @@ public struct StyleDocument: Hashable, Sendable {
     public let glyphsTemplate: String?
     /// Every font stack the symbol layers can use, sorted.
     public let fontStacks: [[String]]
+    /// The symbol layers that can draw text, in style order (glyph subsetting reads them).
+    public let labelLayers: [LabelLayer]
+    /// GeoJSON sources by id: where their data is (a URL, stored with the pack) or the data itself.
+    public let geoJSONSources: [GeoJSONLabelSource]
 
     /// Parses `data`, the style fetched from `url`.
     public init(style data: Data, url: String, limits: PlanLimits = .init()) throws(PlanError) {
@@ -60,7 +64,8 @@ public struct StyleDocument: Hashable, Sendable {
         }
         let sources = try Self.sources(style["sources"], styleURL: url, limits: limits)
         tileSources = sources.tiles
-        geoJSONURLs = sources.geoJSON
+        geoJSONURLs = sources.geoJSON.compactMap(\.url)
+        geoJSONSources = sources.geoJSON
         imageURLs = sources.images
         spriteURLs = try Self.sprites(style["sprite"], styleURL: url, limits: limits)
         if let glyphs = style["glyphs"] {
@@ -72,10 +77,15 @@ public struct StyleDocument: Hashable, Sendable {
             glyphsTemplate = nil
         }
         fontStacks = try Self.fontStacks(style["layers"], limits: limits)
+        labelLayers = ((style["layers"] as? [Any]) ?? []).compactMap { layer in
+            guard let layer = layer as? [String: Any], layer["type"] as? String == "symbol",
+                  case .object(let object)? = StyleJSON.value(layer, depth: limits.maxExpressionDepth) else { return nil }
+            return LabelLayer(object)
+        }
     }
 
     private static func sources(_ value: Any?, styleURL: String, limits: PlanLimits) throws(PlanError)
-        -> (tiles: [TileSource], geoJSON: [String], images: [String])
+        -> (tiles: [TileSource], geoJSON: [GeoJSONLabelSource], images: [String])
     {
         guard let value else { return ([], [], []) }
         guard let sources = value as? [String: Any] else {
@@ -85,7 +95,7 @@ public struct StyleDocument: Hashable, Sendable {
             throw PlanError(.documentTooLarge, "more than \(limits.maxSources) sources", pointer: "/sources")
         }
         var tiles: [TileSource] = []
-        var geoJSON: [String] = []
+        var geoJSON: [GeoJSONLabelSource] = []
         var images: [String] = []
         for id in sources.keys.sorted() {
             let pointer = JSONPointer.appending("/sources", id)
@@ -100,8 +110,10 @@ public struct StyleDocument: Hashable, Sendable {
             case "geojson":
                 // Inline object data needs nothing downloaded.
                 if let data = source["data"] as? String {
-                    geoJSON.append(try ResourceURL.resolve(data, against: styleURL,
-                        pointer: JSONPointer.appending(pointer, "data")))
+                    geoJSON.append(GeoJSONLabelSource(id: id, data: .url(try ResourceURL.resolve(data, against: styleURL,
+                        pointer: JSONPointer.appending(pointer, "data")))))
+                } else if let data = source["data"], let inline = StyleJSON.value(data) {
+                    geoJSON.append(GeoJSONLabelSource(id: id, data: .inline(inline)))
                 }
             case "image":
                 guard let imageURL = source["url"] as? String else {

@@ -365,6 +365,12 @@ public enum PostgresSchema {
         ALTER TABLE packd_packs ADD COLUMN next_refresh_at bigint;
         CREATE INDEX packd_packs_next_refresh ON packd_packs (next_refresh_at) WHERE next_refresh_at IS NOT NULL;
         """,
+        // Lean packs (as SQLite's migration of the same name).
+        """
+        ALTER TABLE packd_packs ADD COLUMN start_area text;
+        ALTER TABLE packd_packs ADD COLUMN start_area_ready_at bigint;
+        ALTER TABLE packd_packs ADD COLUMN skipped_glyph_ranges text;
+        """,
         // Cluster sharing (issue 30): each node publishes the part of the per-host allowances it
         // holds (`ClusterShare`), so a newcomer grows into what the others released instead of
         // waiting, and records its session so a dead node's part is known free sooner; what a

@@ -10,7 +10,7 @@ extension PostgresStoreConnection {
                p.completed_at, p.limits, p.expected_resources, p.expected_tiles, p.expected_is_precise,
                p.update_available, p.update_checked_at,
                i.unchanged, i.updated, i.removed, i.started_at, i.completed_at, p.version,
-               p.refresh_every, p.next_refresh_at
+               p.refresh_every, p.next_refresh_at, p.start_area, p.start_area_ready_at, p.skipped_glyph_ranges
         FROM packd_packs p JOIN regions r ON r.id = p.region_id
         LEFT JOIN packd_invalidations i ON i.pack_id = p.region_id
         """
@@ -33,7 +33,10 @@ extension PostgresStoreConnection {
                           expectedResources: try row.int64(10), expectedTiles: try row.int64(11),
                           expectedIsPrecise: try row.bool(12), updateAvailable: try row.bool(13),
                           updateCheckedAt: try row.int64OrNil(14), invalidation: invalidation, version: try row.int64(20),
-                          refreshEvery: try row.stringOrNil(21), nextRefreshAt: try row.int64OrNil(22))
+                          refreshEvery: try row.stringOrNil(21), nextRefreshAt: try row.int64OrNil(22),
+                          startArea: try row.stringOrNil(23).flatMap(PackRecord.decodeStartArea),
+                          startAreaReadyAt: try row.int64OrNil(24),
+                          skippedGlyphRanges: try row.stringOrNil(25).flatMap(PackRecord.decodeSkippedGlyphRanges))
     }
 
     // MARK: PackRepository
@@ -156,13 +159,14 @@ extension PostgresStoreConnection {
             try query("""
                 INSERT INTO packd_packs (region_id, name, state, error, context, created_at, updated_at, completed_at,
                   limits, expected_resources, expected_tiles, expected_is_precise, update_available, refresh_every,
-                  next_refresh_at)
-                VALUES ($1, $2, $3, $4, $5, $6, $6, NULL, $7, $8, $9, $10, $11, $12, $13)
+                  next_refresh_at, start_area)
+                VALUES ($1, $2, $3, $4, $5, $6, $6, NULL, $7, $8, $9, $10, $11, $12, $13, $14)
                 """, [.int8(id), .text(record.name), .text(record.state.rawValue),
                       PostgresValue(record.error.flatMap(PackRecord.encodeJSON)), PostgresValue(record.context), .int8(now),
                       PostgresValue(PackRecord.encodeJSON(record.limits)), .int8(record.expectedResources),
                       .int8(record.expectedTiles), .bool(record.expectedIsPrecise), .bool(record.updateAvailable),
-                      PostgresValue(record.refreshEvery), PostgresValue(record.nextRefreshAt)])
+                      PostgresValue(record.refreshEvery), PostgresValue(record.nextRefreshAt),
+                      PostgresValue(record.startArea.flatMap(PackRecord.encodeJSON))])
             try query("INSERT INTO packd_progress (pack_id) VALUES ($1)", [.int8(id)])
             return id
         }
@@ -241,6 +245,18 @@ extension PostgresStoreConnection {
                 try enqueueWebhookMessages([.packUpdateAvailable], packID: packID)
             }
         }
+    }
+
+    public func recordSkippedGlyphRanges(_ packID: Int64, _ skipped: SkippedGlyphRanges, now: Int64) throws {
+        try query("UPDATE packd_packs SET skipped_glyph_ranges = $2, updated_at = $3 WHERE region_id = $1",
+                  [.int8(packID), PostgresValue(PackRecord.encodeJSON(skipped)), .int8(now)])
+    }
+
+    public func recordStartAreaReady(_ packID: Int64, at time: Int64) throws -> Bool {
+        !(try query("""
+            UPDATE packd_packs SET start_area_ready_at = $2, updated_at = $2
+            WHERE region_id = $1 AND start_area_ready_at IS NULL RETURNING region_id
+            """, [.int8(packID), .int8(time)]).first == nil)
     }
 
     public func recordFailure(packID: Int64, url: String, status: Int64?, message: String, attempts: Int64, now: Int64) throws {

@@ -85,6 +85,41 @@ extension PostgresStoreConnection {
         }
     }
 
+    /// Tiles with content of `urlTemplates`, by tile id (see `SQLiteConnection.tileBodies`).
+    public func tileBodies(packID: Int64, urlTemplates: [String], afterRowID: Int64, limit: Int,
+                           maxBytes: Int) throws -> [StoredTileBody] {
+        guard !urlTemplates.isEmpty else { return [] }
+        let rows = try query("""
+            SELECT t.id, tt.url_template, t.pixel_ratio::int8, t.z::int8, t.x::int8, t.y::int8, t.data, t.compressed
+            FROM region_tiles rt JOIN tiles t ON t.id = rt.tile_id JOIN tile_templates tt ON tt.id = t.template_id
+            WHERE rt.region_id = $1 AND rt.tile_id > $2 AND t.data IS NOT NULL AND tt.url_template = ANY($4)
+            ORDER BY rt.tile_id LIMIT $3
+            """, [.int8(packID), .int8(afterRowID), .int8(Int64(max(1, limit))), .textArray(urlTemplates)])
+        var page: [StoredTileBody] = []
+        var bytes = 0
+        for row in rows where bytes <= maxBytes {
+            let data = try row.bytes(6)
+            bytes += data.count
+            page.append(StoredTileBody(
+                rowID: try row.int64(0),
+                key: TileKey(urlTemplate: try row.string(1), pixelRatio: try row.int64(2), z: try row.int64(3),
+                             x: try row.int64(4), y: try row.int64(5)),
+                body: StoredBody(data: data, compressed: try row.bool(7))))
+        }
+        return page
+    }
+
+    /// See `SQLiteConnection.storedSizes`.
+    public func storedSizes(urls: [String]) throws -> [String: Int64] {
+        guard !urls.isEmpty else { return [:] }
+        var sizes: [String: Int64] = [:]
+        for row in try query("SELECT url, octet_length(data)::int8 FROM resources WHERE data IS NOT NULL AND url = ANY($1)",
+                             [.textArray(urls)]) {
+            sizes[try row.string(0)] = try row.int64(1)
+        }
+        return sizes
+    }
+
     /// Every style and TileJSON (at most `limit`), the first sprite JSON and the first glyph
     /// range by URL (see `SQLiteConnection.updateProbes`).
     public func updateProbes(packID: Int64, limit: Int) throws -> [StoredValidators] {

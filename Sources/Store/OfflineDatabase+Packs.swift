@@ -16,13 +16,15 @@ extension OfflineDatabase {
             let id = database.lastInsertedRowID
             try database.execute("""
                 INSERT INTO packd_packs (region_id, name, state, error, context, created_at, updated_at, completed_at,
-                  limits, expected_resources, expected_tiles, expected_is_precise, update_available, refresh_every, next_refresh_at)
-                VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6, NULL, ?7, ?8, ?9, ?10, ?11, ?12, ?13)
+                  limits, expected_resources, expected_tiles, expected_is_precise, update_available, refresh_every, next_refresh_at,
+                  start_area)
+                VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6, NULL, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)
                 """, [.integer(id), .text(pack.name), .text(pack.state.rawValue), DatabaseValue(pack.error.flatMap(PackRecord.encodeJSON)),
                       DatabaseValue(pack.context), .integer(now), DatabaseValue(PackRecord.encodeJSON(pack.limits)),
                       .integer(pack.expectedResources), .integer(pack.expectedTiles),
                       DatabaseValue(pack.expectedIsPrecise), DatabaseValue(pack.updateAvailable),
-                      DatabaseValue(pack.refreshEvery), DatabaseValue(pack.nextRefreshAt)])
+                      DatabaseValue(pack.refreshEvery), DatabaseValue(pack.nextRefreshAt),
+                      DatabaseValue(pack.startArea.flatMap(PackRecord.encodeJSON))])
             try database.execute("INSERT INTO packd_progress (pack_id) VALUES (?1)", [.integer(id)])
             return id
         }
@@ -96,6 +98,18 @@ extension OfflineDatabase {
                 try enqueueWebhookMessages([.packUpdateAvailable], packID: packID)
             }
         }
+    }
+
+    public func recordSkippedGlyphRanges(_ packID: Int64, _ skipped: SkippedGlyphRanges, now: Int64) throws {
+        try database.execute("UPDATE packd_packs SET skipped_glyph_ranges = ?2, updated_at = ?3 WHERE region_id = ?1",
+                             [.integer(packID), DatabaseValue(PackRecord.encodeJSON(skipped)), .integer(now)])
+    }
+
+    public func recordStartAreaReady(_ packID: Int64, at time: Int64) throws -> Bool {
+        try database.execute("""
+            UPDATE packd_packs SET start_area_ready_at = ?2, updated_at = ?2 WHERE region_id = ?1 AND start_area_ready_at IS NULL
+            """, [.integer(packID), .integer(time)])
+        return database.changes > 0
     }
 
     /// Appends an event and returns its id (ids never repeat, across restarts too): `id` when the

@@ -9,7 +9,7 @@ extension PackRecord {
                p.completed_at, p.limits, p.expected_resources, p.expected_tiles, p.expected_is_precise,
                p.update_available, p.update_checked_at,
                i.unchanged, i.updated, i.removed, i.started_at, i.completed_at, p.version,
-               p.refresh_every, p.next_refresh_at
+               p.refresh_every, p.next_refresh_at, p.start_area, p.start_area_ready_at, p.skipped_glyph_ranges
         FROM packd_packs p JOIN regions r ON r.id = p.region_id
         LEFT JOIN packd_invalidations i ON i.pack_id = p.region_id
         """
@@ -33,6 +33,8 @@ extension PackRecord {
                       PackInvalidation(unchanged: row.int64(at: 15), updated: row.int64(at: 16), removed: row.int64(at: 17),
                                        startedAt: startedAt, completedAt: row.optionalInt64(at: 19))
                   },
-                  version: row.int64(at: 20), refreshEvery: row.string(at: 21), nextRefreshAt: row.optionalInt64(at: 22))
+                  version: row.int64(at: 20), refreshEvery: row.string(at: 21), nextRefreshAt: row.optionalInt64(at: 22),
+                  startArea: row.string(at: 23).flatMap(Self.decodeStartArea), startAreaReadyAt: row.optionalInt64(at: 24),
+                  skippedGlyphRanges: row.string(at: 25).flatMap(Self.decodeSkippedGlyphRanges))
     }
 }

@@ -221,6 +221,13 @@ public enum PackdSchema {
         ALTER TABLE packd_packs ADD COLUMN next_refresh_at INTEGER;
         CREATE INDEX packd_packs_next_refresh ON packd_packs (next_refresh_at) WHERE next_refresh_at IS NOT NULL;
         """,
+        // Lean packs: the start area posted with the pack, when its tiles were all stored, and the
+        // glyph ranges a `"glyphs": "region"` pack left out (JSON).
+        """
+        ALTER TABLE packd_packs ADD COLUMN start_area TEXT;
+        ALTER TABLE packd_packs ADD COLUMN start_area_ready_at INTEGER;
+        ALTER TABLE packd_packs ADD COLUMN skipped_glyph_ranges TEXT;
+        """,
     ]
 
     /// The version a fully migrated database has.

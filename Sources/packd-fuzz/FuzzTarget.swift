@@ -12,6 +12,8 @@ enum FuzzTarget: String, CaseIterable {
     case importDatabase = "import"
     /// PMTiles headers, vector tiles and gzip/zlib bodies as the export and store read them.
     case tileReaders = "tile-readers"
+    /// Vector tiles and symbol layers through glyph subsetting's label analysis.
+    case labels
     /// A whole upstream response (status line, headers, body) received by the `Fetcher`.
     case upstreamResponse = "upstream-response"
 
@@ -25,6 +27,7 @@ enum FuzzTarget: String, CaseIterable {
         case .importDatabase: ImportTarget.run(bytes)
         case .tileReaders: TileReadersTarget.run(bytes)
         case .upstreamResponse: UpstreamResponseTarget.shared.run(bytes)
+        case .labels: LabelsTarget.run(bytes)
         }
     }
 }

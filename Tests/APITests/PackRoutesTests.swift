@@ -84,6 +84,40 @@ import Testing
         }
     }
 
+    /// `start_area` and `region.glyphs`: stored and shown as posted, and every problem named at
+    /// its pointer.
+    @Test func leanPackOptionsAreValidatedAndShown() throws {
+        try withServer { server in
+            let style = #"{"style_url": "https://maps.example.org/style.json", "bounds": [5, 44, 15, 50], "max_zoom": 8"#
+            let created = try server.send("POST", "/v1/packs", json: """
+                {"region": \(style), "glyphs": "region"}, "start": false, "start_area": {"center": [8.54, 47.37]}}
+                """)
+            #expect(created.status == 201, "\(created.body)")
+            #expect((created.json["region"] as? [String: Any])?["glyphs"] as? String == "region")
+            let area = try #require(created.json["start_area"] as? [String: Any])
+            #expect(area["center"] as? [Double] == [8.54, 47.37] && area["radius_m"] as? Double == 5_000, "the default radius")
+            #expect(created.json["start_area_ready_at"] is NSNull)
+            let plain = try server.send("POST", "/v1/packs", json: #"{"region": \#(style)}, "start": false}"#)
+            #expect((plain.json["region"] as? [String: Any])?["glyphs"] as? String == "all")
+            #expect(plain.json["start_area"] is NSNull && plain.json["skipped_glyph_ranges"] is NSNull)
+
+            func pointers(_ body: String) throws -> [String] {
+                let reply = try server.send("POST", "/v1/packs", json: body)
+                #expect(reply.status == 422, "\(reply.body)")
+                return (reply.json["errors"] as? [[String: Any]] ?? []).compactMap { $0["pointer"] as? String }
+            }
+            #expect(try pointers(#"{"region": \#(style), "glyphs": "some"}}"#) == ["/region/glyphs"])
+            #expect(try pointers(#"{"region": \#(RoutesFixture.templateRegion().dropLast()), "glyphs": "region"}}"#)
+                    == ["/region/glyphs"])
+            #expect(try pointers(#"{"region": \#(style)}, "start_area": {"center": [200, 95], "radius_m": 0}}"#)
+                    == ["/start_area/center/0", "/start_area/center/1", "/start_area/radius_m"])
+            #expect(try pointers(#"{"region": \#(style)}, "start_area": {"center": [1]}}"#) == ["/start_area/center"])
+            #expect(try pointers(#"{"region": \#(style)}, "start_area": {"center": [1, 2], "radius": 5}}"#)
+                    == ["/start_area/radius"])
+            #expect(try pointers(#"{"region": \#(style)}, "start_area": {"radius_m": 5}}"#).first?.hasPrefix("/start_area") == true)
+        }
+    }
+
     @Test func tileLimitIsCheckedForTemplateRegions() throws {
         try withServer { server in
             let over = try server.send("POST", "/v1/packs", json: #"{"region": \#(RoutesFixture.templateRegion(maxZoom: 3)), "limits": {"max_tiles": 20}}"#)

@@ -61,6 +61,31 @@ import Testing
         #expect(pack.state == .complete && pack.progress.completedTiles == 13 && pack.name == "small")
     }
 
+    /// `--glyphs region` and `--start-area LON,LAT,RADIUS_M` reach the pack; `--wait --json`
+    /// shows the `start_area_ready` event before the pack completes.
+    @Test func createTakesGlyphsAndAStartArea() throws {
+        let upstream = try LabelUpstream()
+        defer { upstream.stop() }
+        let server = try PackdServer()
+        defer { server.remove() }
+        let region = ["--style", upstream.styleURL, "--bbox", LabelWorld.region.map { "\($0)" }.joined(separator: ","),
+                      "--zooms", "\(LabelWorld.minZoom)-\(LabelWorld.maxZoom)", "--glyphs", "region"]
+        let run = try PackdCommand.run(["create"] + Self.server(server) + region + ["--start-area", "8.54,47.37,20000", "--wait"])
+        #expect(run.status == 0, "\(run.stderr)")
+        let events = try Self.events(run.stdout)
+        let ready = events.compactMap { entry -> StartAreaReadyEvent? in
+            if case .startAreaReady(let ready) = entry.event { return ready }
+            return nil
+        }
+        #expect(ready.count == 1 && ready.first?.startArea == StartArea(longitude: 8.54, latitude: 47.37, radiusM: 20_000))
+        let packID = try #require(events.first?.event.packID)
+        let pack = try JSONDecoder().decode(Pack.self, from: Data(PackdCommand.run(["show", "\(packID)"] + Self.server(server)).stdout.utf8))
+        #expect(pack.region.glyphs == "region" && pack.skippedGlyphRanges != nil && pack.startAreaReadyAt != nil)
+        // A start area that is not two or three numbers is a usage error, before any request.
+        let bad = try PackdCommand.run(["create"] + Self.server(server) + region + ["--start-area", "8.54"])
+        #expect(bad.status == 64 && bad.stderr.contains("--start-area"))
+    }
+
     @Test func aForbiddenUpstreamFailsThePackWithExitOne() throws {
         let upstream = try Self.tileUpstream { _ in .respond(status: 403) }
         defer { upstream.stop() }

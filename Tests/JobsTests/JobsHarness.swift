@@ -23,6 +23,8 @@ final class JobsHarness: @unchecked Sendable {
     private var errors: [Int64: String] = [:]
     private var expected: [Int64: ExpectedCounts] = [:]
     private var batchSizes: [Int] = []
+    /// Per pack, each `start_area_ready` heard: when, and the progress last published before it.
+    private var startAreaReady: [Int64: [(at: Int64, progress: StoredProgress?)]] = [:]
 
     init(path: String, settings: DownloadSettings = JobsHarness.fastRetries, maxActive: Int = 2,
          fetch: FetchConfiguration = FetchConfiguration(addressPolicy: .loopbackForTests),
@@ -73,6 +75,15 @@ final class JobsHarness: @unchecked Sendable {
         }
 
         func resourceFailed(_ failure: ResourceErrorEvent) {}
+
+        func startAreaReady(_ packID: Int64, _ startArea: StartArea, at time: Int64) {
+            harness?.record { harness?.startAreaReady[packID, default: []].append((time, harness?.progress[packID])) }
+        }
+    }
+
+    /// Each `start_area_ready` of `packID`, with the progress published before it.
+    func startAreaReadyHeard(_ packID: Int64) -> [(at: Int64, progress: StoredProgress?)] {
+        condition.withLock { startAreaReady[packID, default: []] }
     }
 
     /// Hears each revalidation's committed counts (set on the loop thread).
@@ -84,10 +95,11 @@ final class JobsHarness: @unchecked Sendable {
     static let fastRetries = DownloadSettings(maxInFlight: 8, initialBackoff: .milliseconds(5), maxBackoff: .milliseconds(50))
 
     /// Creates a pack in `queued` (as the API does for `start: true`) and returns its id.
-    func createQueuedPack(region json: [String: Any], limits: PackLimits = PackLimits()) throws -> Int64 {
+    func createQueuedPack(region json: [String: Any], limits: PackLimits = PackLimits(),
+                          startArea: StartArea? = nil) throws -> Int64 {
         let region = try RegionDefinition(json: json)
         let record = PackRecord(name: "test", state: .queued, definition: region.mapLibreJSON, createdAt: 0, updatedAt: 0,
-                                limits: limits)
+                                limits: limits, startArea: startArea)
         return try performAndWait { try $0.createPack(record, now: 0) }
     }
 
@@ -110,6 +122,14 @@ final class JobsHarness: @unchecked Sendable {
     @discardableResult
     func waitForState(_ packID: Int64, _ state: String, count: Int, deadline: Duration = .seconds(120)) -> Bool {
         waitFor(deadline) { self.states[packID, default: []].filter { $0 == state }.count >= count }
+    }
+
+    /// Waits until `packID` published at least `count` states, the last one of `wanted`.
+    func waitFor(states packID: Int64, count: Int, _ wanted: Set<String>, deadline: Duration = .seconds(120)) -> Bool {
+        waitFor(deadline) {
+            let states = self.states[packID, default: []]
+            return states.count >= count && states.last.map(wanted.contains) == true
+        }
     }
 
     /// Waits until the committed progress of `packID` satisfies `predicate`.

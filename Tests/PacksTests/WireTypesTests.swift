@@ -28,7 +28,8 @@ import Testing
             "completed_tile_bytes":18000000,"completed_tiles":1150,"eta_seconds":17,"expected_is_precise":true,\
             "expected_resources":5290,"failed_resources":0,"throttled":null,"transfers_in_flight":0},"refresh":null,"region":{"bounds":[-11.0,35.5,20.0,60.0],\
             "include_ideographs":false,"max_zoom":5.0,"min_zoom":0.0,"pixel_ratio":1.0,\
-            "style_url":"https://example.org/style.json"},"state":"active","update_available":null,\
+            "style_url":"https://example.org/style.json"},"skipped_glyph_ranges":null,"start_area":null,\
+            "start_area_ready_at":null,"state":"active","update_available":null,\
             "updated_at":"2026-11-23T20:01:01Z","version":0}
             """)
         #expect(try JSONDecoder().decode(Pack.self, from: Data(bytes)) == Self.pack)

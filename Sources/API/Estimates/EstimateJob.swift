@@ -64,7 +64,9 @@ final class EstimateJob: DocumentSource {
     private func count(_ builder: PlanBuilder) {
         guard !answered else { return }
         store.read({ reader -> [UInt8] in
-            let estimate = RegionEstimate(plan: builder.plan, region: builder.region, style: builder.style)
+            // `"glyphs": "region"` chooses its ranges from stored tiles: every candidate is counted
+            // (an upper bound of what the pack downloads).
+            let estimate = RegionEstimate(plan: builder.plan.withEveryGlyphRange, region: builder.region, style: builder.style)
             return JSONBody.encode(try estimate.document(reader))
         }) { [self] result in
             guard !answered else { return }

@@ -19,6 +19,10 @@ extension PackdAPI: PackActivityListener {
         maintenance.publishInvalidation(packID, counts, progress: progress, expected: expected)
     }
 
+    public func startAreaReady(_ packID: Int64, _ startArea: StartArea, at time: Int64) {
+        packs.publishStartAreaReady(StartAreaReadyEvent(packID: packID, startArea: startArea, readyAt: Timestamp(time)))
+    }
+
     public func resourceFailed(_ failure: ResourceErrorEvent) {
         packs.publishResourceError(failure)
     }

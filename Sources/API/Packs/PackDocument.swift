@@ -41,7 +41,9 @@ struct PackDocument: Sendable {
                                      transfers: active ? transfers : nil),
              limits: pack.limits, error: pack.error, updateAvailable: pack.updateCheckedAt == nil ? nil : pack.updateAvailable,
              invalidation: pack.invalidation.map(InvalidationResult.init), version: pack.version,
-             refresh: pack.refreshEvery.map(PackRefresh.init), nextRefreshAt: pack.nextRefreshAt.map(Timestamp.init))
+             refresh: pack.refreshEvery.map(PackRefresh.init), nextRefreshAt: pack.nextRefreshAt.map(Timestamp.init),
+             startArea: pack.startArea, startAreaReadyAt: pack.startAreaReadyAt.map(Timestamp.init),
+             skippedGlyphRanges: pack.skippedGlyphRanges)
     }
 
     /// `rate`: `bytes_per_second` and `eta_seconds`, null when the pack is not downloading or the

@@ -19,6 +19,27 @@ extension PackLimits {
     }
 }
 
+extension StartArea {
+    /// What is wrong with a posted start area, with pointers.
+    var problems: [Problem.FieldError] {
+        var errors: [Problem.FieldError] = []
+        if center.count != 2 {
+            errors.append(.init(pointer: "/start_area/center", detail: "must be [longitude, latitude]"))
+        } else {
+            if !(center[0].isFinite && abs(center[0]) <= 180) {
+                errors.append(.init(pointer: "/start_area/center/0", detail: "longitude must be from -180 to 180"))
+            }
+            if !(center[1].isFinite && abs(center[1]) <= 85.051128779806604) {
+                errors.append(.init(pointer: "/start_area/center/1", detail: "latitude must be from -85.0511 to 85.0511 (Web Mercator)"))
+            }
+        }
+        if !(radiusM.isFinite && radiusM >= 1 && radiusM <= Self.maximumRadius) {
+            errors.append(.init(pointer: "/start_area/radius_m", detail: "must be from 1 to \(Int(Self.maximumRadius)) metres"))
+        }
+        return errors
+    }
+}
+
 /// The body of `POST /v1/packs`, validated: every problem is collected so a client fixes its
 /// request in one round trip.
 struct PackCreateRequest {
@@ -28,6 +49,7 @@ struct PackCreateRequest {
     let start: Bool
     let limits: PackLimits
     let refresh: RefreshSchedule?
+    let startArea: StartArea?
 
     init(body: [UInt8], contentType: String?) throws(Problem) {
         let decoder = StrictJSONDecoder()
@@ -53,6 +75,7 @@ struct PackCreateRequest {
         if let name = fields.name { errors += Self.nameProblems(name, pointer: "/name") }
         errors += fields.limits?.problems ?? []
         let refresh = fields.refresh.flatMap { Self.refreshSchedule($0.every, into: &errors) }
+        errors += fields.startArea?.problems ?? []
         guard errors.isEmpty, let region else {
             throw Problem(.validationFailed, detail: "the pack cannot be created as requested", errors: errors)
         }
@@ -62,6 +85,7 @@ struct PackCreateRequest {
         start = fields.start ?? true
         limits = fields.limits ?? PackLimits()
         self.refresh = refresh
+        startArea = fields.startArea
     }
 
     /// `refresh.every` parsed, or a problem at `/refresh/every`.

@@ -180,7 +180,7 @@ public final class PackRoutes {
             name: body.name ?? "", state: body.start ? .queued : .inactive, context: body.context,
             definition: body.region.mapLibreJSON, limits: body.limits,
             expectedResources: Int64(tileCount ?? 0), expectedTiles: Int64(tileCount ?? 0), expectedIsPrecise: tileCount != nil,
-            refreshEvery: body.refresh?.every)
+            refreshEvery: body.refresh?.every, startArea: body.startArea)
         let refresh = body.refresh
         let clock = clock
         store.write({ database in
@@ -595,6 +595,11 @@ public final class PackRoutes {
 
     /// A `resource_error` event: one failed request of a download (`url` is the canonical URL,
     /// without an upstream rule's credentials). Dropped once the pack is removed.
+    public func publishStartAreaReady(_ event: StartAreaReadyEvent) {
+        guard published[event.packID]?.removed != true else { return }
+        events.publish(.startAreaReady(event))
+    }
+
     public func publishResourceError(_ failure: ResourceErrorEvent) {
         guard published[failure.packID]?.removed != true else { return }
         events.publish(.resourceError(failure))

@@ -15,7 +15,7 @@ import WorkSharing
 /// In cluster mode a pack's work is shared between nodes: one download only plans it (`.plan`),
 /// others each take one work unit (`.unit`): the same engine, restricted to the unit's fixed
 /// resources or tiles.
-public final class PackDownload {
+public final class PackDownload: GlyphChoosingJob {
     /// What a download covers.
     public enum Scope: Sendable {
         /// The whole pack: documents, the plan's counts, every resource and tile.
@@ -46,6 +46,12 @@ public final class PackDownload {
     private let bandwidth: BandwidthGate?
     /// The pack's own `max_tiles`: checked against the exact count before any tile is fetched.
     public let maxTiles: Int64?
+    /// Where to download first (a whole pack's download only); the watch of its tiles, unless
+    /// it was recorded whole before (a resume keeps the order, the event is not repeated).
+    private let startArea: StartArea?
+    private var startAreaWatch: StartAreaWatch?
+    /// The start area's record is being committed: tiles beyond it wait.
+    private var startAreaRecording = false
     private let watchdog: LoopTimer
     private var documentPhase: DocumentPhase?
     /// Style and TileJSON answers, stored with the fixed resources instead of being fetched again.
@@ -64,14 +70,19 @@ public final class PackDownload {
     /// Known with the plan (its budget depends on the expected count).
     private var failures: FailureLedger?
     private var downloading = false
+    /// With `"glyphs": "region"`: the glyph ranges to choose once every tile is stored.
+    private var glyphSubset: GlyphSubset?
+    /// Choosing them: the tiles are committed and being read.
+    var glyphSelection: GlyphSelection?
+    private var choosingGlyphs = false
     /// Everything resolved; waiting for the writer to commit before reporting.
     private var finishing = false
-    private var ended = false
+    private(set) var ended = false
 
     public init(packID: Int64, region: RegionDefinition, limits: PackLimits, loop: EventLoop, fetcher: Fetcher,
                 store: any PackStore, settings: DownloadSettings, clock: WallClock, owner: any JobOwner,
                 listener: (any PackActivityListener)?, scope: Scope = .pack, transferOwner: UInt64? = nil,
-                plan: ResourcePlan? = nil) {
+                startArea: StartArea? = nil, startAreaRecorded: Bool = false, plan: ResourcePlan? = nil) {
         self.packID = packID
         self.scope = scope
         if case .unit = scope { knownPlan = plan } else { knownPlan = nil }
@@ -85,6 +96,8 @@ public final class PackDownload {
         self.owner = owner
         self.listener = listener
         maxTiles = limits.maxTiles
+        if case .pack = scope { self.startArea = startArea } else { self.startArea = nil }
+        if self.startArea != nil, !startAreaRecorded { startAreaWatch = StartAreaWatch() }
         resolver = UpstreamResolver(loop: loop, fetcher: fetcher, settings: settings, policy: .download(settings),
                                     packID: packID, clock: clock, listener: listener)
         writes = WriteQueue(packID: packID, loop: loop, sink: store, settings: settings, clock: clock)
@@ -129,6 +142,8 @@ public final class PackDownload {
         // they hold, alive for good.
         documentPhase?.stop()
         documentPhase = nil
+        glyphSelection?.stop()
+        glyphSelection = nil
         resolver.stop()
         lookup?.stop()
         writes.stop()
@@ -139,7 +154,12 @@ public final class PackDownload {
 
     // MARK: Resources
 
-    private func beginResources(_ plan: ResourcePlan) {
+    private func beginResources(_ documentsPlan: ResourcePlan) {
+        // Only a whole pack's download sees every tile stored before its glyphs: a cluster's
+        // units cannot choose, and download every range as `"glyphs": "all"` does.
+        let plan: ResourcePlan
+        if case .pack = scope { plan = documentsPlan } else { plan = documentsPlan.withEveryGlyphRange }
+        glyphSubset = plan.glyphSubset
         let counts = ExpectedCounts(resources: Int64(clamping: plan.expectedResources), tiles: Int64(clamping: plan.expectedTiles),
                                     precise: plan.isPrecise)
         expected = counts
@@ -160,8 +180,12 @@ public final class PackDownload {
         pyramids = plan.pyramids
         failures = FailureLedger(packID: packID, store: store,
                                  budget: settings.failureBudget(expectedResources: Int(clamping: counts.resources)))
+        let order = startArea.map { TileOrder(pyramids: plan.pyramids, startArea: $0) }
+            ?? TileOrder(pyramids: plan.pyramids, scope: unit)
         let lookup = StoredLookup(packID: packID, store: store, clock: clock, pyramids: plan.pyramids,
-                                  bandTiles: settings.lookupBatchTiles, scope: unit)
+                                  bandTiles: settings.lookupBatchTiles, order: order)
+        startAreaWatch?.onWhole = { [weak self] in self?.startAreaWhole() }
+        startAreaWatch?.onSettled = { [weak self] in self?.pump() }
         lookup.onLinked = { [weak self] progress in
             guard let self, !ended else { return }
             owner?.jobLinked(packID, progress)
@@ -185,29 +209,66 @@ public final class PackDownload {
     private func pump() {
         guard !ended, downloading, let lookup else { return }
         while busy - writes.encoding < settings.maxInFlight, !writes.isFull, !pending.isEmpty {
+            // Nothing beyond the start area starts before it is settled (its tiles commit first).
+            if let watch = startAreaWatch, !watch.isSettled || startAreaRecording,
+               pending.first?.isTileOutsideStartArea == true { break }
             guard bandwidth?.allowsStart(ready: { [weak self] in self?.pump() }) ?? true else { break }
             switch pending.popFirst() {
             case .fixed(let resource): download(resource)
-            case .tile(let pyramid, let tile): download(pyramids[pyramid].resource(for: tile))
+            case .tile(let pyramid, let tile, let inStartArea):
+                download(pyramids[pyramid].resource(for: tile), inStartArea: inStartArea && startAreaWatch != nil)
             case nil: break
             }
         }
         // Look the next band up while half a band is still pending, so transfers do not wait for it.
         if pending.count < max(settings.maxInFlight, settings.lookupBatchTiles / 2), !lookup.lookingUp, !lookup.exhausted {
-            lookup.nextBand(deliver: { [weak self] tiles in
+            let started = lookup.nextBand(deliver: { [weak self] tiles in
                 guard let self, !ended else { return }
+                if let watch = startAreaWatch { watch.tilesQueued(tiles.filter(\.inStartArea).count) }
                 pending.append(contentsOf: tiles)
                 pump()
-            }, done: { [weak self] in
+            }, done: { [weak self, inStartArea = lookup.lookingUpStartArea] in
+                if inStartArea { self?.startAreaWatch?.bandSettled() }
                 self?.pump()
             })
+            if started { startAreaWatch?.bandStarted(inStartArea: lookup.lookingUpStartArea) } else { startAreaWatch?.walkEnded() }
         }
         if busy == 0, pending.isEmpty, lookup.exhausted, !lookup.lookingUp {
+            if let subset = glyphSubset {
+                glyphSubset = nil
+                return chooseGlyphs(subset)
+            }
             finish()
         }
     }
 
-    private func download(_ resource: PlannedResource) {
+    /// Every tile is resolved: once the writer committed them, the stored tiles and GeoJSON say
+    /// which glyph ranges the labels need; the counts become exact, the choice is recorded, and
+    /// the needed ranges are fetched (or linked) like any fixed resource.
+    private func chooseGlyphs(_ subset: GlyphSubset) {
+        downloading = false
+        choosingGlyphs = true
+        chooseGlyphs(subset, packID: packID, store: store)
+    }
+
+    func glyphsChosen(_ outcome: GlyphSelection.Outcome) {
+        guard let lookup, let before = expected else { return }
+        let counts = ExpectedCounts(resources: before.resources + Int64(outcome.needed.count), tiles: before.tiles,
+                                    precise: true)
+        expected = counts
+        guard owner?.jobPlanKnown(packID, counts) == true else { return stop() }
+        let (packID, skipped, now) = (packID, outcome.skipped, clock.now)
+        store.inBatch({ database in try database.recordSkippedGlyphRanges(packID, skipped, now: now) }, then: nil)
+        lookup.fixed(outcome.needed, refetch: []) { [weak self] toFetch in
+            guard let self, !ended else { return }
+            choosingGlyphs = false
+            pending.append(contentsOf: toFetch.map(PendingResources.Entry.fixed))
+            downloading = true
+            pump()
+        }
+    }
+
+    private func download(_ resource: PlannedResource, inStartArea: Bool = false) {
         busy += 1
         if let document = documents.removeValue(forKey: resource.url) {
             return store(resource, document)
@@ -216,11 +277,12 @@ public final class PackDownload {
             guard let self, !ended else { return }
             switch resolution {
             case .body(let response):
-                store(resource, response)
+                store(resource, response, inStartArea: inStartArea)
                 pump() // the transfer slot is free while the body is encoded
             case .noContent where resource.kind == .tile:
                 writes.storeNoContent(resource)
                 listener?.resourceDownloaded()
+                if inStartArea { startAreaWatch?.tileResolved(stored: true) }
                 resolved()
             case .noContent(let status):
                 recordFailure(resource, status: status, message: "the upstream has no content here", attempts: 1)
@@ -231,6 +293,7 @@ public final class PackDownload {
             case .refused:
                 end(.fail(Self.addressRefused(resource.url)))
             case .failed(let status, let message, let attempts):
+                if inStartArea { startAreaWatch?.tileResolved(stored: false) }
                 recordFailure(resource, status: status, message: message, attempts: attempts)
             case .stopped:
                 break
@@ -238,9 +301,10 @@ public final class PackDownload {
         }
     }
 
-    private func store(_ resource: PlannedResource, _ response: FetchResponse) {
+    private func store(_ resource: PlannedResource, _ response: FetchResponse, inStartArea: Bool = false) {
         writes.store(resource, response) { [weak self] encoded in
             guard let self, !ended else { return }
+            if inStartArea { startAreaWatch?.tileResolved(stored: encoded) }
             if encoded {
                 listener?.resourceDownloaded()
                 resolved()
@@ -265,6 +329,22 @@ public final class PackDownload {
         pump()
     }
 
+    /// Every tile of the start area is resolved and handed to the writer: the open batch is
+    /// committed at once with the record that the area is whole (once: a resumed download whose
+    /// start area was recorded has no watch), then the event, then the tiles beyond it may start —
+    /// so the pack is usable around its start as soon as its own tiles are, not a batch later.
+    private func startAreaWhole() {
+        guard let startArea else { return }
+        let (packID, now) = (packID, clock.now)
+        startAreaRecording = true
+        store.write({ database in try database.recordStartAreaReady(packID, at: now) }) { [weak self] result in
+            guard let self, !ended else { return }
+            startAreaRecording = false
+            if case .success(true) = result { listener?.startAreaReady(packID, startArea, at: now) }
+            pump()
+        }
+    }
+
     /// Everything is resolved: waits for the writer to commit it, then reports.
     private func finish() {
         downloading = false
@@ -287,14 +367,14 @@ public final class PackDownload {
         guard !ended else { return }
         let accounted = fetcher.transferCount(owner: transferOwner) + resolver.retriesWaiting + writes.encoding
         let waiting = documentPhase != nil || lookup?.lookingUp == true || finishing || bandwidth?.isWaiting == true
-            || writes.isFull
+            || writes.isFull || choosingGlyphs || startAreaRecording
         if busy > accounted || (busy == 0 && !waiting) {
             end(.fail(PackError(.internalError, "the download stalled with \(busy) resources under way, "
                                 + "\(accounted) accounted for; resume continues it")))
         }
     }
 
-    private func end(_ event: PackLifecycle.Event) {
+    func end(_ event: PackLifecycle.Event) {
         guard !ended else { return }
         stop()
         owner?.jobEnded(packID, event)

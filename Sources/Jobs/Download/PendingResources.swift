@@ -8,10 +8,21 @@ import Plan
 struct PendingResources {
     enum Entry {
         case fixed(PlannedResource)
-        case tile(pyramid: Int, TileID)
+        case tile(pyramid: Int, TileID, inStartArea: Bool)
+
+        var inStartArea: Bool {
+            if case .tile(_, _, let inStartArea) = self { return inStartArea }
+            return false
+        }
+
+        var isTileOutsideStartArea: Bool {
+            if case .tile(_, _, let inStartArea) = self { return !inStartArea }
+            return false
+        }
     }
 
     private var entries: [Entry] = []
+
     private var next = 0
 
     /// Entries not started yet.
@@ -25,6 +36,9 @@ struct PendingResources {
     mutating func append(contentsOf more: some Sequence<Entry>) {
         entries.append(contentsOf: more)
     }
+
+    /// The next entry to start, left in place.
+    var first: Entry? { next < entries.count ? entries[next] : nil }
 
     /// The next entry to start; the started ones are dropped in bulk once they are most of the array.
     mutating func popFirst() -> Entry? {

@@ -23,14 +23,17 @@ final class StoredLookup {
     /// Every band was looked up.
     var exhausted: Bool { bands == nil }
 
-    /// `scope`: only a work unit's tiles (nil: every tile of the pyramids).
+    /// The band being looked up lies in the pack's start area.
+    private(set) var lookingUpStartArea = false
+
+    /// `order`: which tiles, in which order (every tile of the pyramids zoom by zoom by default).
     init(packID: Int64, store: any PackStore, clock: WallClock, pyramids: [TilePyramid], bandTiles: Int,
-         scope: WorkUnit.Scope? = nil) {
+         order: TileOrder) {
         self.packID = packID
         self.store = store
         self.clock = clock
         self.pyramids = pyramids
-        bands = TileBands(pyramids: pyramids, limit: bandTiles, scope: scope)
+        bands = TileBands(pyramids: pyramids, limit: bandTiles, order: order)
     }
 
     func stop() {
@@ -68,6 +71,7 @@ final class StoredLookup {
             return false
         }
         lookingUp = true
+        lookingUpStartArea = band.inStartArea
         let packID = packID
         let template = band.pyramid.template.template
         let ratio = Int64(band.pyramid.template.storedPixelRatio(for: band.pyramid.pixelRatio))
@@ -94,7 +98,8 @@ final class StoredLookup {
                             linkable.append([y, Int64(x), Int64(x)])
                         }
                     } else {
-                        fetch.append(.tile(pyramid: band.pyramidIndex, TileID(z: band.zoom, x: x, y: span.y)))
+                        fetch.append(.tile(pyramid: band.pyramidIndex, TileID(z: band.zoom, x: x, y: span.y),
+                                           inStartArea: band.inStartArea))
                     }
                 }
             }
@@ -114,7 +119,8 @@ final class StoredLookup {
                 var missed: [PendingResources.Entry] = []
                 for run in runs {
                     for x in run[1]...run[2] where linked?.contains(x: x, y: run[0]) != true {
-                        missed.append(.tile(pyramid: band.pyramidIndex, TileID(z: band.zoom, x: Int(x), y: Int(run[0]))))
+                        missed.append(.tile(pyramid: band.pyramidIndex, TileID(z: band.zoom, x: Int(x), y: Int(run[0])),
+                                            inStartArea: band.inStartArea))
                     }
                 }
                 lookingUp = false

@@ -9,7 +9,10 @@ struct TileBand {
     /// `pyramid`'s position in the pyramids the bands were cut from.
     let pyramidIndex: Int
     let zoom: Int
+    /// Rows ascending; a row may hold several spans.
     let spans: [TileSpan]
+    /// Every tile of the band is in the pack's start area.
+    let inStartArea: Bool
 
     var xRange: ClosedRange<Int64> {
         let low = spans.map(\.xRange.lowerBound).min() ?? 0
@@ -22,25 +25,70 @@ struct TileBand {
     }
 }
 
-/// Walks every pyramid's covers zoom by zoom, span by span, cutting them into bands of at most
-/// `limit` tiles whose bounding window also stays under `TileBitmap.maximumTiles`. Lazy: memory
-/// is one band, whatever the region's size. With a work unit's `scope`, only the unit's tiles:
-/// its pyramid, its zooms, its window of rows and columns.
-struct TileBands: IteratorProtocol {
+/// The order a download fetches a pack's tiles in, as runs of tiles: zoom by zoom, row by row
+/// (the default, or a work unit's share), or nearest first from a start area.
+struct TileOrder {
+    /// A run of tiles and the group it belongs to: runs of one group share a pyramid and zoom
+    /// and ascend by row, so they can share a band.
+    struct Run {
+        let pyramid: Int
+        let zoom: Int
+        let group: Int
+        let span: TileSpan
+        let inStartArea: Bool
+    }
+
+    private var zoomOrder: ZoomOrder?
+    private var nearest: NearestFirstWalk?
+    /// The walk's covers: (pyramid, zoom) of each.
+    private var layers: [(pyramid: Int, zoom: Int)] = []
+    private let startBands: Int
+
+    /// Every pyramid zoom by zoom; with a work unit's `scope`, only the unit's tiles.
+    init(pyramids: [TilePyramid], scope: WorkUnit.Scope? = nil) {
+        zoomOrder = ZoomOrder(pyramids: pyramids, scope: scope)
+        startBands = 0
+    }
+
+    /// Nearest first from `startArea`'s centre; the bands closer than its radius are its tiles.
+    init(pyramids: [TilePyramid], startArea: StartArea) {
+        var covers: [TileCover] = []
+        for (index, pyramid) in pyramids.enumerated() {
+            for zoom in pyramid.zooms {
+                covers.append(pyramid.cover(zoom: zoom))
+                layers.append((index, zoom))
+            }
+        }
+        nearest = NearestFirstWalk(center: LngLat(longitude: startArea.longitude, latitude: startArea.latitude),
+                                   bandWidth: startArea.radiusM / Double(Self.bandsPerRadius), covers: covers)
+        startBands = Self.bandsPerRadius
+    }
+
+    /// Bands of distance within the start area's radius (its tiles are those of the first four).
+    static let bandsPerRadius = 4
+
+    mutating func next() -> Run? {
+        if nearest != nil {
+            guard let step = nearest!.next() else { return nil }
+            let layer = layers[step.cover]
+            return Run(pyramid: layer.pyramid, zoom: layer.zoom, group: step.band * layers.count + step.cover,
+                       span: step.span, inStartArea: step.band < startBands)
+        }
+        return zoomOrder?.next()
+    }
+}
+
+/// Every pyramid's covers zoom by zoom, span by span; with a work unit's `scope`, only the
+/// unit's tiles: its pyramid, its zooms, its window of rows and columns.
+private struct ZoomOrder {
     private let pyramids: [TilePyramid]
-    private let limit: Int
     private let scope: WorkUnit.Scope?
     private var pyramidIndex = 0
     private var zoomIndex = 0
     private var spans: TileSpans.Iterator?
-    /// The remainder of a span wider than `limit`, cut on the next call.
-    private var carry: TileSpan?
-    /// A span that did not fit the previous band; it starts the next one.
-    private var pushedBack: TileSpan?
 
-    init(pyramids: [TilePyramid], limit: Int, scope: WorkUnit.Scope? = nil) {
+    init(pyramids: [TilePyramid], scope: WorkUnit.Scope?) {
         self.pyramids = pyramids
-        self.limit = max(1, min(limit, TileBitmap.maximumTiles))
         self.scope = scope
         if scope?.pyramid == nil, scope != nil { pyramidIndex = pyramids.count }  // fixed resources: no tiles
         if let pyramid = scope?.pyramid { pyramidIndex = min(pyramid, pyramids.count) }
@@ -64,7 +112,7 @@ struct TileBands: IteratorProtocol {
         return pyramid.cover(zoom: zoom).spans
     }
 
-    mutating func next() -> TileBand? {
+    mutating func next() -> TileOrder.Run? {
         while pyramidIndex < pyramids.count {
             let pyramid = pyramids[pyramidIndex]
             guard zoomIndex < pyramid.zooms.count, scope?.pyramid.map({ $0 == pyramidIndex }) ?? true else {
@@ -78,49 +126,85 @@ struct TileBands: IteratorProtocol {
                 continue
             }
             if spans == nil { spans = self.spans(of: pyramid, zoom: zoom).makeIterator() }
-            var band: [TileSpan] = []
-            var tiles = 0
-            var low = Int.max
-            var high = Int.min
-            while let span = nextSpan() {
-                let newLow = min(low, span.xRange.lowerBound)
-                let newHigh = max(high, span.xRange.upperBound)
-                let rows = (band.first.map { span.y - $0.y } ?? 0) + 1
-                let window = (newHigh - newLow + 1).multipliedReportingOverflow(by: rows)
-                if !band.isEmpty && (tiles + span.count > limit || window.overflow || window.partialValue > limit) {
-                    pushedBack = span
-                    break
-                }
-                band.append(span)
-                tiles += span.count
-                low = newLow
-                high = newHigh
+            if let span = spans?.next() {
+                return TileOrder.Run(pyramid: pyramidIndex, zoom: zoom, group: pyramidIndex << 8 | zoom, span: span,
+                                     inStartArea: false)
             }
-            if !band.isEmpty { return TileBand(pyramid: pyramid, pyramidIndex: pyramidIndex, zoom: zoom, spans: band) }
             spans = nil
             zoomIndex += 1
         }
         return nil
     }
+}
 
-    /// The next span, cut to at most `limit` tiles.
-    private mutating func nextSpan() -> TileSpan? {
-        if let span = pushedBack {
-            pushedBack = nil
-            return span
+/// Cuts a `TileOrder` into bands of at most `limit` tiles whose bounding window also stays
+/// under `TileBitmap.maximumTiles`; a band never mixes groups. Lazy: memory is one band,
+/// whatever the region's size.
+struct TileBands: IteratorProtocol {
+    private let pyramids: [TilePyramid]
+    private var order: TileOrder
+    private let limit: Int
+    /// The remainder of a run wider than `limit`, cut on the next call.
+    private var carry: TileOrder.Run?
+    /// A run that did not fit the previous band; it starts the next one.
+    private var pushedBack: TileOrder.Run?
+
+    init(pyramids: [TilePyramid], limit: Int, order: TileOrder) {
+        self.pyramids = pyramids
+        self.order = order
+        self.limit = max(1, min(limit, TileBitmap.maximumTiles))
+    }
+
+    init(pyramids: [TilePyramid], limit: Int, scope: WorkUnit.Scope? = nil) {
+        self.init(pyramids: pyramids, limit: limit, order: TileOrder(pyramids: pyramids, scope: scope))
+    }
+
+    mutating func next() -> TileBand? {
+        guard let first = nextRun() else { return nil }
+        var band = [first.span]
+        var tiles = first.span.count
+        var low = first.span.xRange.lowerBound
+        var high = first.span.xRange.upperBound
+        while let run = nextRun() {
+            let newLow = min(low, run.span.xRange.lowerBound)
+            let newHigh = max(high, run.span.xRange.upperBound)
+            let rows = run.span.y - first.span.y + 1
+            let window = (newHigh - newLow + 1).multipliedReportingOverflow(by: rows)
+            if run.group != first.group || run.span.y < band[band.count - 1].y || tiles + run.span.count > limit
+                || window.overflow || window.partialValue > limit {
+                pushedBack = run
+                break
+            }
+            band.append(run.span)
+            tiles += run.span.count
+            low = newLow
+            high = newHigh
         }
-        let span: TileSpan
+        return TileBand(pyramid: pyramids[first.pyramid], pyramidIndex: first.pyramid, zoom: first.zoom, spans: band,
+                        inStartArea: first.inStartArea)
+    }
+
+    /// The next run, cut to at most `limit` tiles.
+    private mutating func nextRun() -> TileOrder.Run? {
+        if let run = pushedBack {
+            pushedBack = nil
+            return run
+        }
+        let run: TileOrder.Run
         if let carried = carry {
             carry = nil
-            span = carried
-        } else if let following = spans?.next() {
-            span = following
+            run = carried
+        } else if let following = order.next() {
+            run = following
         } else {
             return nil
         }
-        guard span.count > limit else { return span }
-        let cut = span.xRange.lowerBound + limit - 1
-        carry = TileSpan(y: span.y, xRange: (cut + 1)...span.xRange.upperBound)
-        return TileSpan(y: span.y, xRange: span.xRange.lowerBound...cut)
+        guard run.span.count > limit else { return run }
+        let cut = run.span.xRange.lowerBound + limit - 1
+        carry = TileOrder.Run(pyramid: run.pyramid, zoom: run.zoom, group: run.group,
+                              span: TileSpan(y: run.span.y, xRange: (cut + 1)...run.span.xRange.upperBound),
+                              inStartArea: run.inStartArea)
+        return TileOrder.Run(pyramid: run.pyramid, zoom: run.zoom, group: run.group,
+                             span: TileSpan(y: run.span.y, xRange: run.span.xRange.lowerBound...cut), inStartArea: run.inStartArea)
     }
 }

@@ -13,7 +13,7 @@ import Plan
 /// body (`updated`); 404/410 (and 204 for a tile) stores a tile as no content (`removed`; another
 /// resource keeps its copy, so the pack still renders). Counts ride the writer's batches after
 /// the writes they count and are reported only once committed.
-public final class PackRevalidation {
+public final class PackRevalidation: GlyphChoosingJob {
     private enum Phase {
         case resources(after: Int64)
         case tiles(after: Int64)
@@ -26,8 +26,9 @@ public final class PackRevalidation {
     static let commitEvery = 256
 
     public let packID: Int64
-    /// The pack's stored expected counts, handed with its committed progress.
-    public let expected: ExpectedCounts
+    /// The pack's stored expected counts, handed with its committed progress (grown by the glyph
+    /// ranges a region-glyphs pack's refreshed tiles need).
+    public private(set) var expected: ExpectedCounts
     private let region: RegionDefinition
     private let loop: EventLoop
     private let fetcher: Fetcher
@@ -39,6 +40,9 @@ public final class PackRevalidation {
     private let watchdog: LoopTimer
     private var templatePhase: DocumentPhase?
     private var templates: [String: TileURLTemplate] = [:]
+    /// With `"glyphs": "region"`: the glyph ranges to choose again once every row is revalidated.
+    private var glyphSubset: GlyphSubset?
+    var glyphSelection: GlyphSelection?
     private var phase = Phase.resources(after: 0)
     private var pending: [StoredValidators] = []
     private var pendingIndex = 0
@@ -53,7 +57,7 @@ public final class PackRevalidation {
     private var failures: FailureLedger
     private var walking = false
     private var finishing = false
-    private var ended = false
+    private(set) var ended = false
 
     public init(packID: Int64, region: RegionDefinition, expected: ExpectedCounts, loop: EventLoop, fetcher: Fetcher,
                 store: any PackStore, settings: DownloadSettings, clock: WallClock, owner: any JobOwner,
@@ -89,6 +93,7 @@ public final class PackRevalidation {
             templatePhase = nil
             if case .success(let builder) = result {
                 for pyramid in builder.plan.pyramids { templates[pyramid.template.template] = pyramid.template }
+                glyphSubset = builder.plan.glyphSubset
             }
             walking = true
             pump()
@@ -100,6 +105,8 @@ public final class PackRevalidation {
         guard !ended else { return }
         ended = true
         templatePhase?.stop()
+        glyphSelection?.stop()
+        glyphSelection = nil
         resolver.stop()
         watchdog.close()
         fetcher.cancelAll(owner: UInt64(bitPattern: packID))
@@ -292,10 +299,38 @@ public final class PackRevalidation {
     private func finish() {
         walking = false
         finishing = true
+        if let subset = glyphSubset {
+            glyphSubset = nil
+            return chooseGlyphs(subset, packID: packID, store: store)
+        }
         commitCounts(completed: true) { [weak self] in
             guard let self, !ended else { return }
             end(failures.count == 0 ? .finished(failedResources: 0) : .fail(PackError(
                 .resourcesFailed, "\(failures.count) resources could not be revalidated; their stored copies are kept")))
+        }
+    }
+
+    /// The needed ranges the pack lacks are fetched as rows without validators (stored and
+    /// linked like any 200).
+    func glyphsChosen(_ outcome: GlyphSelection.Outcome) {
+        let (packID, skipped, now) = (packID, outcome.skipped, clock.now)
+        let needed = outcome.needed
+        store.read({ reader in try reader.storedResourceURLs(packID: packID) }) { [weak self] result in
+            guard let self, !ended else { return }
+            guard case .success(let stored) = result else {
+                return end(.fail(PackError(.storageError, "reading the pack's stored resources failed")))
+            }
+            let missing = needed.filter { !stored.contains($0.url) }
+            if !missing.isEmpty {
+                expected.resources += Int64(missing.count)
+                guard owner?.jobPlanKnown(packID, expected) == true else { return stop() }
+            }
+            store.inBatch({ database in try database.recordSkippedGlyphRanges(packID, skipped, now: now) }, then: nil)
+            pending += missing.map { StoredValidators(rowID: 0, key: .resource(url: $0.url, kind: .glyphs), etag: nil,
+                                                      modified: nil, hasBody: false) }
+            finishing = false
+            walking = true
+            pump()
         }
     }
 
@@ -304,14 +339,14 @@ public final class PackRevalidation {
     private func checkProgressing() {
         guard !ended else { return }
         let accounted = fetcher.transferCount(owner: UInt64(bitPattern: packID)) + resolver.retriesWaiting + comparing
-        let waiting = templatePhase != nil || readingPage || finishing || !pending.isEmpty
+        let waiting = templatePhase != nil || readingPage || finishing || !pending.isEmpty || glyphSelection != nil
         if busy > accounted || (busy == 0 && !waiting) {
             end(.fail(PackError(.internalError, "the revalidation stalled with \(busy) resources under way, "
                                 + "\(accounted) accounted for; resume continues it")))
         }
     }
 
-    private func end(_ event: PackLifecycle.Event) {
+    func end(_ event: PackLifecycle.Event) {
         guard !ended else { return }
         stop()
         owner?.jobEnded(packID, event)

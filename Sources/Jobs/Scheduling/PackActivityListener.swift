@@ -15,6 +15,8 @@ public protocol PackActivityListener: AnyObject {
                                expected: ExpectedCounts)
     /// One failed request of a download (`url` without credentials).
     func resourceFailed(_ failure: ResourceErrorEvent)
+    /// Every tile of the pack's start area is durably stored (recorded once, at `time`).
+    func startAreaReady(_ packID: Int64, _ startArea: StartArea, at time: Int64)
     /// A resource was downloaded and handed to the writer (a body, or a tile's "no content").
     func resourceDownloaded()
     /// A request is tried again after a transient failure.

@@ -187,7 +187,8 @@ public final class PackScheduler: PackScheduling, JobOwner {
         } else {
             job = .download(PackDownload(
                 packID: packID, region: region, limits: record.limits, loop: loop, fetcher: fetcher, store: store,
-                settings: settings, clock: clock, owner: self, listener: listener))
+                settings: settings, clock: clock, owner: self, listener: listener, startArea: record.startArea,
+                startAreaRecorded: record.startAreaReadyAt != nil))
         }
         active[packID] = job
         transition(packID, .start)

@@ -13,6 +13,14 @@ extension PackRecord {
         try? JSONDecoder().decode(PackLimits.self, from: Data(json.utf8))
     }
 
+    public static func decodeStartArea(_ json: String) -> StartArea? {
+        try? JSONDecoder().decode(StartArea.self, from: Data(json.utf8))
+    }
+
+    public static func decodeSkippedGlyphRanges(_ json: String) -> SkippedGlyphRanges? {
+        try? JSONDecoder().decode(SkippedGlyphRanges.self, from: Data(json.utf8))
+    }
+
     /// The columns' JSON: sorted keys, as the API writes documents.
     public static func encodeJSON(_ value: some Encodable) -> String? {
         (try? SortedJSONEncoder.encode(value)).map { String(decoding: $0, as: UTF8.self) }

@@ -28,13 +28,20 @@ public struct PackRecord: Sendable, Equatable, Codable {
     public var refreshEvery: String?
     /// When the scheduled refresh is next due (Unix seconds); nil without a schedule.
     public var nextRefreshAt: Int64?
+    /// Where to download first; nil: zoom by zoom.
+    public var startArea: StartArea?
+    /// When every tile of the start area was first durably stored.
+    public var startAreaReadyAt: Int64?
+    /// With `"glyphs": "region"`, once chosen: the glyph ranges left out.
+    public var skippedGlyphRanges: SkippedGlyphRanges?
 
     public init(id: Int64 = 0, name: String, state: PackState, error: PackError? = nil, context: [UInt8]? = nil,
                 definition: String, createdAt: Int64 = 0, updatedAt: Int64 = 0, completedAt: Int64? = nil,
                 limits: PackLimits = PackLimits(), expectedResources: Int64 = 0, expectedTiles: Int64 = 0,
                 expectedIsPrecise: Bool = false, updateAvailable: Bool = false,
                 updateCheckedAt: Int64? = nil, invalidation: PackInvalidation? = nil, version: Int64 = 0,
-                refreshEvery: String? = nil, nextRefreshAt: Int64? = nil) {
+                refreshEvery: String? = nil, nextRefreshAt: Int64? = nil, startArea: StartArea? = nil,
+                startAreaReadyAt: Int64? = nil, skippedGlyphRanges: SkippedGlyphRanges? = nil) {
         self.id = id
         self.name = name
         self.state = state
@@ -54,6 +61,9 @@ public struct PackRecord: Sendable, Equatable, Codable {
         self.version = version
         self.refreshEvery = refreshEvery
         self.nextRefreshAt = nextRefreshAt
+        self.startArea = startArea
+        self.startAreaReadyAt = startAreaReadyAt
+        self.skippedGlyphRanges = skippedGlyphRanges
     }
 
     /// The expected counts as stored (not precise until the plan was known).

@@ -83,6 +83,11 @@ public protocol MutablePackRepository: PackRepository {
     /// nil when the due time is no longer `due` (claimed meanwhile, or changed); otherwise the
     /// transition's outcome (`.refused` for a pack not complete: this round is skipped).
     func claimRefresh(_ packID: Int64, due: Int64, next: Int64, now: Int64) throws -> TransitionOutcome?
+    /// Records the glyph ranges a `"glyphs": "region"` pack left out (each choice replaces the last).
+    func recordSkippedGlyphRanges(_ packID: Int64, _ skipped: SkippedGlyphRanges, now: Int64) throws
+    /// Records that the pack's start area is stored, unless that was recorded before; true when
+    /// this call recorded it (the `start_area_ready` event is published once).
+    func recordStartAreaReady(_ packID: Int64, at time: Int64) throws -> Bool
     /// Records a resource that failed for good and counts it; keeps the latest 1,000 per pack.
     func recordFailure(packID: Int64, url: String, status: Int64?, message: String, attempts: Int64, now: Int64) throws
     /// Forgets the pack's failures (a run retries them).

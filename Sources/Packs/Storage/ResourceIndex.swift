@@ -15,12 +15,33 @@ public protocol ResourceIndex: AnyObject {
     func resourceValidators(packID: Int64, afterRowID: Int64, limit: Int) throws -> [StoredValidators]
     /// A page of the pack's stored tiles with their validators, by row id.
     func tileValidators(packID: Int64, afterRowID: Int64, limit: Int) throws -> [StoredValidators]
+    /// A page of the pack's stored tiles with content, by tile row id after `afterRowID`, of the
+    /// templates in `urlTemplates`: at most `limit` rows, and no row past the one that brings the
+    /// page's bodies over `maxBytes` (glyph subsetting reads every tile, memory stays flat).
+    func tileBodies(packID: Int64, urlTemplates: [String], afterRowID: Int64, limit: Int, maxBytes: Int) throws -> [StoredTileBody]
+    /// The stored size (`LENGTH(data)`) of each of `urls` the store holds with content, in any
+    /// pack or the ambient cache; not an access (nothing is touched).
+    func storedSizes(urls: [String]) throws -> [String: Int64]
     /// What `check-update` asks the upstream about: the style, TileJSONs and a sample of sprite
     /// and glyph rows, at most `limit`.
     func updateProbes(packID: Int64, limit: Int) throws -> [StoredValidators]
     /// Stored tiles of one template, ratio and zoom, and their bytes, over at most `limit` rows
     /// (for byte estimates).
     func tileSizeSample(urlTemplate: String, pixelRatio: Int64, z: Int64, limit: Int) throws -> (tiles: Int64, bytes: Int64)
+}
+
+/// A stored tile's body as `tileBodies` pages it: the row id (the page cursor), where the tile is,
+/// and its stored body (zlib when `compressed`).
+public struct StoredTileBody: Sendable {
+    public var rowID: Int64
+    public var key: TileKey
+    public var body: StoredBody
+
+    public init(rowID: Int64, key: TileKey, body: StoredBody) {
+        self.rowID = rowID
+        self.key = key
+        self.body = body
+    }
 }
 
 /// Links rows already stored — by another pack, or in the ambient cache — to a pack instead of

@@ -26,11 +26,18 @@ public struct Pack: Sendable, Equatable, Codable {
     public var refresh: PackRefresh?
     /// When the scheduled refresh is next due; nil without one.
     public var nextRefreshAt: Timestamp?
+    /// Where the pack downloads first; nil: zoom by zoom.
+    public var startArea: StartArea?
+    /// When every tile of the start area was durably stored; nil until then (or without one).
+    public var startAreaReadyAt: Timestamp?
+    /// With `"glyphs": "region"`, once its labels' ranges are chosen: the ranges left out.
+    public var skippedGlyphRanges: SkippedGlyphRanges?
 
     public init(id: Int64, name: String?, region: Region, context: Base64Bytes?, state: PackState, createdAt: Timestamp,
                 updatedAt: Timestamp, completedAt: Timestamp?, progress: PackProgress, limits: PackLimits, error: PackError?,
                 updateAvailable: Bool?, invalidation: InvalidationResult?, version: Int64 = 0, refresh: PackRefresh? = nil,
-                nextRefreshAt: Timestamp? = nil) {
+                nextRefreshAt: Timestamp? = nil, startArea: StartArea? = nil, startAreaReadyAt: Timestamp? = nil,
+                skippedGlyphRanges: SkippedGlyphRanges? = nil) {
         self.id = id
         self.name = name
         self.region = region
@@ -47,11 +54,17 @@ public struct Pack: Sendable, Equatable, Codable {
         self.version = version
         self.refresh = refresh
         self.nextRefreshAt = nextRefreshAt
+        self.startArea = startArea
+        self.startAreaReadyAt = startAreaReadyAt
+        self.skippedGlyphRanges = skippedGlyphRanges
     }
 
     private enum CodingKeys: String, CodingKey {
         case id, name, region, context, state, progress, limits, error, invalidation, version, refresh
         case nextRefreshAt = "next_refresh_at"
+        case startArea = "start_area"
+        case startAreaReadyAt = "start_area_ready_at"
+        case skippedGlyphRanges = "skipped_glyph_ranges"
         case createdAt = "created_at"
         case updatedAt = "updated_at"
         case completedAt = "completed_at"
@@ -77,6 +90,9 @@ public struct Pack: Sendable, Equatable, Codable {
         try container.encode(version, forKey: .version)
         try container.encode(refresh, forKey: .refresh)
         try container.encode(nextRefreshAt, forKey: .nextRefreshAt)
+        try container.encode(startArea, forKey: .startArea)
+        try container.encode(startAreaReadyAt, forKey: .startAreaReadyAt)
+        try container.encode(skippedGlyphRanges, forKey: .skippedGlyphRanges)
     }
 }
 

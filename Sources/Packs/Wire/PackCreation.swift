@@ -12,14 +12,22 @@ public struct PackCreation: Sendable, Equatable, Encodable {
         public var limits: PackLimits?
         /// A scheduled refresh (`{"every": "P7D"}`).
         public var refresh: PackRefresh?
+        /// Where to download first.
+        public var startArea: StartArea?
 
         public init(context: [UInt8]? = nil, name: String? = nil, start: Bool? = nil, limits: PackLimits? = nil,
-                    refresh: PackRefresh? = nil) {
+                    refresh: PackRefresh? = nil, startArea: StartArea? = nil) {
             self.context = context.map(Base64.encode)
             self.name = name
             self.start = start
             self.limits = limits
             self.refresh = refresh
+            self.startArea = startArea
+        }
+
+        private enum CodingKeys: String, CodingKey {
+            case context, name, start, limits, refresh
+            case startArea = "start_area"
         }
     }
 

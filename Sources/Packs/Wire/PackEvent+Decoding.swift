@@ -14,6 +14,7 @@ extension PackEvent {
         case .tileLimitExceeded: self = .tileLimitExceeded(try decoder.decode(TileLimitExceededEvent.self, from: data))
         case .packRemoved: self = .packRemoved(try decoder.decode(PackRemovedEvent.self, from: data))
         case .versionCreated: self = .versionCreated(try decoder.decode(VersionCreatedEvent.self, from: data))
+        case .startAreaReady: self = .startAreaReady(try decoder.decode(StartAreaReadyEvent.self, from: data))
         }
     }
 }

@@ -8,6 +8,7 @@ public enum PackEvent: Sendable, Equatable {
     case tileLimitExceeded(TileLimitExceededEvent)
     case packRemoved(PackRemovedEvent)
     case versionCreated(VersionCreatedEvent)
+    case startAreaReady(StartAreaReadyEvent)
 
     /// The `event:` field. Only `progress` may be coalesced or dropped for a slow client; every
     /// other kind is a fact a client cannot reconstruct from a later event.
@@ -18,6 +19,7 @@ public enum PackEvent: Sendable, Equatable {
         case tileLimitExceeded = "tile_limit_exceeded"
         case packRemoved = "pack_removed"
         case versionCreated = "version_created"
+        case startAreaReady = "start_area_ready"
 
         /// Whether a later event of the same kind makes this one redundant.
         public var isDroppable: Bool { self == .progress }
@@ -31,6 +33,7 @@ public enum PackEvent: Sendable, Equatable {
         case .tileLimitExceeded: .tileLimitExceeded
         case .packRemoved: .packRemoved
         case .versionCreated: .versionCreated
+        case .startAreaReady: .startAreaReady
         }
     }
 
@@ -42,6 +45,7 @@ public enum PackEvent: Sendable, Equatable {
         case .tileLimitExceeded(let event): event.packID
         case .packRemoved(let event): event.packID
         case .versionCreated(let event): event.packID
+        case .startAreaReady(let event): event.packID
         }
     }
 
@@ -54,6 +58,7 @@ public enum PackEvent: Sendable, Equatable {
         case .tileLimitExceeded(let event): event
         case .packRemoved(let event): event
         case .versionCreated(let event): event
+        case .startAreaReady(let event): event
         }
     }
 }
@@ -173,5 +178,25 @@ public struct PackRemovedEvent: Sendable, Equatable, Codable {
 
     private enum CodingKeys: String, CodingKey {
         case packID = "pack_id"
+    }
+}
+
+/// `event: start_area_ready` — every tile of every zoom of the pack's start area is durably
+/// stored (once per pack; `start_area_ready_at` in the pack says when).
+public struct StartAreaReadyEvent: Sendable, Equatable, Codable {
+    public var packID: Int64
+    public var startArea: StartArea
+    public var readyAt: Timestamp
+
+    public init(packID: Int64, startArea: StartArea, readyAt: Timestamp) {
+        self.packID = packID
+        self.startArea = startArea
+        self.readyAt = readyAt
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case packID = "pack_id"
+        case startArea = "start_area"
+        case readyAt = "ready_at"
     }
 }

@@ -16,10 +16,13 @@ public struct Region: Sendable, Hashable, Codable {
     public var maxZoom: Double?
     public var pixelRatio: Double?
     public var includeIdeographs: Bool?
+    /// `all` or `region` (style regions only): which glyph ranges are downloaded.
+    public var glyphs: String?
 
     public init(styleURL: String? = nil, tiles: [String]? = nil, subdomains: [String]? = nil, scheme: String? = nil,
                 tileSize: Int? = nil, bounds: [Double]? = nil, geometry: JSONValue? = nil, minZoom: Double? = nil,
-                maxZoom: Double? = nil, pixelRatio: Double? = nil, includeIdeographs: Bool? = nil) {
+                maxZoom: Double? = nil, pixelRatio: Double? = nil, includeIdeographs: Bool? = nil,
+                glyphs: String? = nil) {
         self.styleURL = styleURL
         self.tiles = tiles
         self.subdomains = subdomains
@@ -31,10 +34,11 @@ public struct Region: Sendable, Hashable, Codable {
         self.maxZoom = maxZoom
         self.pixelRatio = pixelRatio
         self.includeIdeographs = includeIdeographs
+        self.glyphs = glyphs
     }
 
     private enum CodingKeys: String, CodingKey {
-        case tiles, subdomains, scheme, bounds, geometry
+        case tiles, subdomains, scheme, bounds, geometry, glyphs
         case styleURL = "style_url"
         case tileSize = "tile_size"
         case minZoom = "min_zoom"

@@ -8,7 +8,10 @@ public struct ProtobufReader {
     public enum Value {
         case varint(UInt64)
         case bytes(UnsafeRawBufferPointer)
-        case fixed
+        /// Wire type 5 (`fixed32`, `sfixed32`, `float`), little-endian.
+        case fixed32(UInt32)
+        /// Wire type 1 (`fixed64`, `sfixed64`, `double`), little-endian.
+        case fixed64(UInt64)
     }
 
     private let bytes: UnsafeRawBufferPointer
@@ -30,8 +33,8 @@ public struct ProtobufReader {
         case 0:
             guard let value = try nextVarint() else { throw .malformed("truncated varint") }
             return (number, .varint(value))
-        case 1: try skip(8); return (number, .fixed)
-        case 5: try skip(4); return (number, .fixed)
+        case 1: return (number, .fixed64(try fixed(8)))
+        case 5: return (number, .fixed32(UInt32(truncatingIfNeeded: try fixed(4))))
         case 2:
             guard let length = try nextVarint(), length <= UInt64(bytes.count - position) else {
                 throw .malformed("length beyond the buffer")
@@ -44,8 +47,12 @@ public struct ProtobufReader {
         }
     }
 
-    private mutating func skip(_ count: Int) throws(ProtobufFailure) {
+    /// The next `count` bytes as a little-endian integer.
+    private mutating func fixed(_ count: Int) throws(ProtobufFailure) -> UInt64 {
         guard bytes.count - position >= count else { throw .malformed("truncated fixed field") }
+        var value: UInt64 = 0
+        for index in 0..<count { value |= UInt64(bytes[position + index]) << (8 * UInt64(index)) }
         position += count
+        return value
     }
 }

@@ -26,20 +26,39 @@ struct CreateCommand: ParsableCommand {
     @Option(help: "A rolling-average bandwidth cap in bytes per second.") var maxBytesPerSecond: Int64?
     @Option(help: ArgumentHelp("Revalidate the pack on this schedule, an ISO 8601 duration of at least an hour (P7D, PT12H).",
                                valueName: "duration")) var refresh: String?
+    // `.unconditional`: a western longitude is negative, and must not read as a flag.
+    @Option(parsing: .unconditional, help: ArgumentHelp(
+        "Download the tiles around this place first: every zoom within RADIUS_M metres (default 5000) before the rest.",
+        valueName: "lon,lat[,radius_m]"))
+    var startArea: String?
     @Flag(help: "Follow the pack until it is complete (exit 0) or fails (exit 1).") var wait = false
     @OptionGroup var output: OutputOptions
 
     func validate() throws {
         guard !(wait && !start) else { throw ValidationError("--wait would never end with --no-start") }
+        if let startArea { _ = try Self.startArea(startArea) }
+    }
+
+    /// `LON,LAT` or `LON,LAT,RADIUS_M`.
+    static func startArea(_ text: String) throws -> StartArea {
+        let numbers = text.split(separator: ",", omittingEmptySubsequences: false).map { Double($0.trimmingCharacters(in: .whitespaces)) }
+        guard (2...3).contains(numbers.count), numbers.allSatisfy({ $0?.isFinite == true }) else {
+            throw ValidationError("--start-area must be LON,LAT or LON,LAT,RADIUS_M, e.g. 8.54,47.37,5000")
+        }
+        let values = numbers.compactMap { $0 }
+        return StartArea(longitude: values[0], latitude: values[1], radiusM: values.count == 3 ? values[2] : StartArea.defaultRadius)
     }
 
     func run() throws {
         let code = try ClientExit.run("create") { () throws(ClientFailure) -> Int32 in
             let client = try connection.client()
             let limits = maxTiles != nil || maxBytesPerSecond != nil ? PackLimits(maxTiles: maxTiles, maxBytesPerSecond: maxBytesPerSecond) : nil
+            let area = try startArea.map { text throws(ClientFailure) in
+                do { return try Self.startArea(text) } catch { throw .invalidInput("\(error)") }
+            }
             let creation = PackCreation(region: try region.region(), settings: .init(
                 context: try contextFile.map(Self.context), name: name, start: start ? nil : false, limits: limits,
-                refresh: refresh.map(PackRefresh.init)))
+                refresh: refresh.map(PackRefresh.init), startArea: area))
             let pack = try client.send(Pack.self, "POST", "/v1/packs", json: creation)
             if output.forPerson {
                 Terminal.standardOutput("created pack \(pack.id)" + (pack.name.map { " \"\($0)\"" } ?? "") + " (\(pack.state.rawValue))\n")

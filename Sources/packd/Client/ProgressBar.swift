@@ -56,6 +56,9 @@ final class ProgressBar: PackEventView {
             let version = created.version
             printLine("pack \(created.packID): version \(version.version), \(HumanUnits.count(version.changedResources)) changed, "
                       + "\(HumanUnits.count(version.removedResources)) removed")
+        case .startAreaReady(let ready):
+            printLine("pack \(packID): the start area (\(HumanUnits.count(Int64(ready.startArea.radiusM))) m around "
+                      + "\(ready.startArea.longitude), \(ready.startArea.latitude)) is stored and usable offline")
         }
     }
 

@@ -40,6 +40,10 @@ struct RegionOptions: ParsableArguments {
     @Option(help: ArgumentHelp("Pixel ratio of a style's raster tiles and sprites (default 1).", valueName: "ratio"))
     var pixelRatio: Double?
 
+    @Option(help: ArgumentHelp("all: every glyph range of every font stack (default); region: only those the region's labels need.",
+                               valueName: "all|region"))
+    var glyphs: String?
+
     func validate() throws {
         guard style != nil || !tiles.isEmpty else { throw ValidationError("give --style URL or --tiles TEMPLATE") }
         guard style == nil || tiles.isEmpty else { throw ValidationError("give either --style or --tiles, not both") }
@@ -68,6 +72,7 @@ struct RegionOptions: ParsableArguments {
         }
         if let geojson { region.geometry = try Self.geometry(geojson) }
         region.pixelRatio = pixelRatio
+        region.glyphs = glyphs
         return region
     }
 

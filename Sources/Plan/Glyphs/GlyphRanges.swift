@@ -22,9 +22,30 @@ public enum GlyphRanges {
     public static func url(template: String, fontStack: [String], rangeStart: Int) -> String {
         let encodedStack = percentEncode(fontStack.joined(separator: ","))
         let range = "\(rangeStart)-\(rangeStart + rangeSize - 1)"
-        return template
-            .replacingOccurrences(of: "{fontstack}", with: encodedStack)
-            .replacingOccurrences(of: "{range}", with: range)
+        return replacing(["{fontstack}": encodedStack, "{range}": range], in: template)
+    }
+
+    /// Every occurrence of each key of `replacements` in `text`, replaced, in one pass over its
+    /// bytes (Foundation's `replacingOccurrences` cost tens of microseconds a call, and a plan
+    /// formats 256 URLs per font stack).
+    static func replacing(_ replacements: [String: String], in text: String) -> String {
+        let bytes = Array(text.utf8)
+        let keys = replacements.map { (Array($0.key.utf8), Array($0.value.utf8)) }
+        var out: [UInt8] = []
+        out.reserveCapacity(bytes.count + 32)
+        var index = 0
+        scan: while index < bytes.count {
+            if bytes[index] == UInt8(ascii: "{") {
+                for (key, value) in keys where bytes[index...].starts(with: key) {
+                    out += value
+                    index += key.count
+                    continue scan
+                }
+            }
+            out.append(bytes[index])
+            index += 1
+        }
+        return String(decoding: out, as: UTF8.self)
     }
 
     static func percentEncode(_ text: String) -> String {
