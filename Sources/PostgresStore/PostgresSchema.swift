@@ -376,6 +376,8 @@ public enum PostgresSchema {
         ALTER TABLE packd_progress ADD COLUMN archive_requests bigint NOT NULL DEFAULT 0;
         ALTER TABLE packd_progress ADD COLUMN archive_bytes bigint NOT NULL DEFAULT 0;
         """,
+        // The packs each of the writer's transactions changed (`changedPacksMigration`).
+        changedPacksMigration,
         // Cluster sharing (issue 30): each node publishes the part of the per-host allowances it
         // holds (`ClusterShare`), so a newcomer grows into what the others released instead of
         // waiting, and records its session so a dead node's part is known free sooner; what a
@@ -403,12 +405,6 @@ public enum PostgresSchema {
 /// The channel `packd_append_events` notifies with the highest event id of each append.
 public enum EventChannel {
     public static let name = "packd_events"
-}
-
-/// The channel every batch that changed packs notifies (payload: the node id), so every node's
-/// cache of rendered packs learns that another node committed.
-public enum CommitChannel {
-    public static let name = "packd_commits"
 }
 
 /// The channel a node notifies when it joins, leaves, or publishes a smaller part of the
