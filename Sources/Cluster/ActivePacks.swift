@@ -16,7 +16,8 @@ import WorkSharing
 /// through the lifecycle) and stores its cut once (`WorkUnitCut`; nodes planning at once store
 /// one). Packs that stopped being active are stopped here. Loop thread only.
 final class ActivePacks {
-    weak var listener: (any PackActivityListener)?
+    /// The scheduler's listener (the API's event publisher), held weakly.
+    private(set) weak var listener: (any PackActivityListener)?
     var onError: ((String, any Error) -> Void)?
     /// A pack became claimable (cut, planned) or the list changed: look for units to claim.
     var onReady: (() -> Void)?
@@ -43,9 +44,10 @@ final class ActivePacks {
     /// many batches a second); the node's own reasons refresh at once.
     static let remoteRefreshInterval: Duration = .milliseconds(100)
 
-    init(loop: EventLoop, fetcher: Fetcher, store: PostgresStore, coordination: PostgresConnectionThread,
-         settings: ClusterScheduler.Settings, clock: WallClock, owners: TransferOwners) {
+    init(loop: EventLoop, fetcher: Fetcher, store: PostgresStore, listener: any PackActivityListener,
+         coordination: PostgresConnectionThread, settings: ClusterScheduler.Settings, clock: WallClock, owners: TransferOwners) {
         self.loop = loop
+        self.listener = listener
         self.fetcher = fetcher
         self.store = store
         self.coordination = coordination
@@ -143,8 +145,7 @@ final class ActivePacks {
                 stopPack(id)
             case .success(let record?):
                 do {
-                    let json = try JSONSerialization.jsonObject(with: Data(record.definition.utf8))
-                    pack.region = try RegionDefinition(mapLibreJSON: json)
+                    pack.region = try RegionDefinition(stored: record.definition)
                 } catch {
                     return fail(id, PackError(.invalidDocument, "the stored region definition is unreadable: \(error)"))
                 }
@@ -211,7 +212,7 @@ final class ActivePacks {
     /// Applies `event` in the writer's open batch and, once committed, tells the listener.
     func transition(_ packID: Int64, _ event: PackLifecycle.Event) {
         let now = clock.now
-        let owned = LoopBound(self)
+        let owned = LoopBound(self, loop: loop)
         store.inBatch({ database in try database.transition(packID, event, now: now) }) { result in
             guard case .success(.applied(let transition)) = result, transition.changesState else { return }
             owned.value.listener?.packTransitioned(packID, transition)

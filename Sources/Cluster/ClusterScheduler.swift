@@ -20,7 +20,7 @@ import WorkSharing
 /// and the pack's counters commit in one transaction (the store's batch, which also adds to the
 /// unit's `stored_tiles`); the node finishing a pack's last unit finishes the pack in the same
 /// transaction. Loop thread only.
-public final class ClusterScheduler: PackScheduling {
+public final class ClusterScheduler: PackScheduling, CommittedBatchListener, ClusterActivityListener {
     public struct Settings: Sendable {
         /// Packs active at once in the whole cluster.
         public var maxActivePacks: Int
@@ -51,13 +51,9 @@ public final class ClusterScheduler: PackScheduling {
         }
     }
 
-    /// Hears committed transitions, progress and revalidation counts, and failed requests.
-    public weak var listener: (any PackActivityListener)? {
-        didSet {
-            packs.listener = listener
-            runner.listener = listener
-        }
-    }
+    /// Hears committed transitions, progress and revalidation counts, and failed requests (the
+    /// API's event publisher; given at `init`, held weakly, and handed to the parts that report).
+    public private(set) weak var listener: (any PackActivityListener)?
     /// A coordination step failed (a claim, a heartbeat, …); it is tried again on the next one.
     public var onError: ((String, any Error) -> Void)?
     /// Something an operator may want to know: a unit lost to another node, the node fenced.
@@ -74,8 +70,11 @@ public final class ClusterScheduler: PackScheduling {
     private let runner: UnitRunner
     private var stopped = false
 
-    public init(loop: EventLoop, fetcher: Fetcher, store: PostgresStore, settings: Settings, clock: WallClock = .system) {
+    /// Becomes `store`'s commit listener: each commit comes back here and goes on to `listener`.
+    public init(loop: EventLoop, fetcher: Fetcher, store: PostgresStore, listener: any PackActivityListener, settings: Settings,
+                clock: WallClock = .system) {
         self.loop = loop
+        self.listener = listener
         self.store = store
         self.settings = settings
         let (url, lease) = (store.url, settings.timing.lease)
@@ -93,11 +92,12 @@ public final class ClusterScheduler: PackScheduling {
         shares = ShareKeeper(loop: loop, coordination: coordination, fetcher: fetcher, nodes: nodes, node: store.node,
                              allowance: settings.transfersPerHost, rate: settings.requestsPerSecondPerHost)
         let owners = TransferOwners()
-        packs = ActivePacks(loop: loop, fetcher: fetcher, store: store, coordination: coordination, settings: settings,
-                            clock: clock, owners: owners)
-        runner = UnitRunner(loop: loop, fetcher: fetcher, store: store, coordination: coordination, leases: unitLeases,
-                            held: leases.held, packs: packs, settings: settings, clock: clock, owners: owners)
+        packs = ActivePacks(loop: loop, fetcher: fetcher, store: store, listener: listener, coordination: coordination,
+                            settings: settings, clock: clock, owners: owners)
+        runner = UnitRunner(loop: loop, fetcher: fetcher, store: store, listener: listener, coordination: coordination,
+                            leases: unitLeases, held: leases.held, packs: packs, settings: settings, clock: clock, owners: owners)
         wire()
+        store.commitListener = self
     }
 
     private func wire() {

@@ -17,7 +17,8 @@ import WorkSharing
 /// revalidation. The node finishing a pack's last unit finishes the pack in the same
 /// transaction (`completeUnit`). Loop thread only.
 final class UnitRunner {
-    weak var listener: (any PackActivityListener)?
+    /// The scheduler's listener (the API's event publisher), held weakly.
+    private(set) weak var listener: (any PackActivityListener)?
     var onError: ((String, any Error) -> Void)?
     var onNotice: ((String) -> Void)?
     /// False while the node must not work (fenced, no part of the per-host allowances, stopped).
@@ -38,10 +39,11 @@ final class UnitRunner {
     private var claiming = false
     private var claimAgain = false
 
-    init(loop: EventLoop, fetcher: Fetcher, store: PostgresStore, coordination: PostgresConnectionThread,
-         leases: WorkUnitLeases, held: HeldUnits, packs: ActivePacks, settings: ClusterScheduler.Settings, clock: WallClock,
-         owners: TransferOwners) {
+    init(loop: EventLoop, fetcher: Fetcher, store: PostgresStore, listener: any PackActivityListener,
+         coordination: PostgresConnectionThread, leases: WorkUnitLeases, held: HeldUnits, packs: ActivePacks,
+         settings: ClusterScheduler.Settings, clock: WallClock, owners: TransferOwners) {
         self.loop = loop
+        self.listener = listener
         self.fetcher = fetcher
         self.store = store
         self.coordination = coordination

@@ -18,12 +18,14 @@ public final class GlyphSelection {
         public var unreadableTiles: Int
     }
 
+    private let loop: EventLoop
     private let packID: Int64
     private let subset: GlyphSubset
     private let store: any PackStore
     private var stopped = false
 
-    init(packID: Int64, subset: GlyphSubset, store: any PackStore) {
+    init(loop: EventLoop, packID: Int64, subset: GlyphSubset, store: any PackStore) {
+        self.loop = loop
         self.packID = packID
         self.subset = subset
         self.store = store
@@ -37,8 +39,8 @@ public final class GlyphSelection {
     /// tiles and GeoJSON; `then` gets the choice, or the error a job fails with.
     func runOnceCommitted(then: @escaping (Result<Outcome, PackError>) -> Void) {
         // Two carriers (see `StoredLookup.link`): the selection and the completion.
-        let owned = LoopBound(self)
-        let completion = LoopBound(then)
+        let owned = LoopBound(self, loop: loop)
+        let completion = LoopBound(then, loop: loop)
         store.flush {
             let selection = owned.value
             guard !selection.stopped else { return }
@@ -155,8 +157,8 @@ protocol GlyphChoosingJob: AnyObject {
 
 extension GlyphChoosingJob {
     /// Starts choosing; the job hears the choice, or ends failed.
-    func chooseGlyphs(_ subset: GlyphSubset, packID: Int64, store: any PackStore) {
-        let selection = GlyphSelection(packID: packID, subset: subset, store: store)
+    func chooseGlyphs(_ subset: GlyphSubset, packID: Int64, store: any PackStore, loop: EventLoop) {
+        let selection = GlyphSelection(loop: loop, packID: packID, subset: subset, store: store)
         glyphSelection = selection
         selection.runOnceCommitted { [weak self] result in
             guard let self, !ended else { return }
