@@ -3,6 +3,7 @@
 // list, the maps and the storage figures.
 
 import { ApiError, apiKey, eventStream, request, trustPublicOrigin } from "./api.js";
+import { ClusterPanel } from "./cluster.js";
 import { CreateForm } from "./create.js";
 import { KeyDialog } from "./key-dialog.js";
 import { RegionMap, loadMapLibrary, previewPack } from "./maps.js";
@@ -32,6 +33,10 @@ let events = null;
 /** While the list loads, events wait here and are applied after it (they may be newer). */
 let deferred = null;
 
+const cluster = new ClusterPanel(
+  { section: $("#cluster"), summary: $("#cluster-summary"), nodes: $("#cluster-nodes"), packs: $("#cluster-packs") },
+  (id) => packs.packs.get(id)?.name || `Pack ${id}`,
+);
 const packs = new PackList($("#packs"), $("#packs-empty"), $("#pack-template"), {
   confirm: confirmDialog,
   preview: openPreview,
@@ -84,6 +89,7 @@ function connect() {
       }
     }
     listen();
+    cluster.start();
   })().finally(() => { connecting = null; });
   return connecting;
 }

@@ -10,6 +10,8 @@
 #    API keys: the key prompt, sessionStorage, events with access_token, the page without maps.
 # 3. packd against an upstream the script starts, which pauses the pack with Retry-After: the
 #    "upstream asked us to slow down" note, then transfers in flight once it is over.
+# 4. Cluster mode: two nodes on a PostgreSQL the script starts (scripts/temporary-postgres.sh):
+#    the Cluster panel lists both, shows each holding units while they share a pack, and adds up.
 # Screenshots go to .build/verify-dashboard/. A missing tool fails the run; nothing is skipped.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -19,9 +21,11 @@ shots=${PACKD_SCREENSHOTS:-.build/verify-dashboard}
 work=$(mktemp -d /tmp/packd-verify-dashboard.XXXXXX)
 chmod 755 "$work"  # nginx workers (not root) read the fixture under it
 pids=()
+source scripts/temporary-postgres.sh
 cleanup() {
   for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
-  [ -f "$work/ne/nginx.pid" ] && kill "$(cat "$work/ne/nginx.pid")" 2>/dev/null || true
+  temporary_postgres_stop "$work/pg"
+  for ne in "$work"/ne "$work"/ne-cluster; do [ -f "$ne/nginx.pid" ] && kill "$(cat "$ne/nginx.pid")" 2>/dev/null || true; done
   rm -rf "$work"
 }
 trap cleanup EXIT
@@ -37,10 +41,10 @@ mkdir -p "$shots"
 rm -f "$shots"/*.png
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
-start_packd() {  # start_packd NAME BINARY ARGS... -> sets $api
+start_packd() {  # start_packd NAME BINARY ARGS... -> sets $api (the database: $work/NAME.sqlite, or $database when set)
   local name=$1 binary=$2
   shift 2
-  "$binary" serve --listen 127.0.0.1:0 --port-file "$work/$name.port" --database "$work/$name.sqlite" "$@" \
+  "$binary" serve --listen 127.0.0.1:0 --port-file "$work/$name.port" --database "${database:-$work/$name.sqlite}" "$@" \
     --log-level warning 2>"$work/$name.log" &
   pids+=($!)
   for _ in $(seq 600); do [ -s "$work/$name.port" ] && break; sleep 0.1; done
@@ -70,5 +74,16 @@ echo "== 3. a pack its upstream pauses with Retry-After"
 start_packd throttled "$packd" --allow-upstream-hosts 127.0.0.1
 /usr/bin/python3 scripts/verify_dashboard.py throttled "$api/" "$shots" \
   || fail "the throttled run failed (packd log: $work/throttled.log, screenshots: $shots)"
+
+echo "== 4. cluster mode: two nodes on one PostgreSQL"
+# Run 1 stopped its upstream (the offline preview): a fixture upstream of this run's own.
+style_url=$("$fixtures/serve-ne.sh" "$(free_port)" "$work/ne-cluster" 2>/dev/null)
+curl -fsS -o /dev/null "$style_url" || fail "the fixture upstream does not answer at $style_url"
+temporary_postgres_start "$work/pg" || fail "PostgreSQL did not start: $(cat "$work/pg/server.log" 2>/dev/null)"
+database=$PG_URL start_packd node-a "$packd" --allow-upstream-hosts 127.0.0.1 --requests-per-second-per-host 60
+node_a=$api
+database=$PG_URL start_packd node-b "$packd" --allow-upstream-hosts 127.0.0.1 --requests-per-second-per-host 60
+/usr/bin/python3 scripts/verify_dashboard.py cluster "$node_a/" "$api/" "$style_url" "$shots" \
+  || fail "the cluster run failed (packd logs: $work/node-a.log, $work/node-b.log, screenshots: $shots)"
 
 echo "verify-dashboard: OK in $(( $(date +%s) - started )) s; screenshots in $shots: $(cd "$shots" && ls *.png | tr '\n' ' ')"

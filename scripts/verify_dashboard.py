@@ -16,6 +16,12 @@ usage:
       packd with API keys and without MapLibre GL JS: the page asks for a key (a wrong one is
       refused), keeps it in sessionStorage only, lists and listens with it, and says maps are off.
 
+  verify_dashboard.py cluster URL_A URL_B STYLE_URL SHOTS_DIR
+      two packd nodes on one PostgreSQL, without keys: the Cluster panel (hidden on a SQLite
+      file) lists both nodes; while they share a pack it shows each holding units, the held
+      units adding up to the leased ones and the pack's units by state; once the pack is
+      complete, no pack and no unit under way.
+
   verify_dashboard.py throttled URL SHOTS_DIR
       packd without keys against an upstream started by this script that answers the first tile
       429 with `Retry-After: 4`: the pack says "Upstream asked us to slow down" with the host
@@ -145,6 +151,8 @@ def main(url, style_url, upstream_pid_file, shots):
         wait_live(run)
         run.wait(lambda: run.find("#region-map").get_attribute("data-state") == "ready", 30, "the region map to load")
         run.step("the event stream is live and the region map is loaded")
+        if run.find("#cluster").is_displayed():
+            raise Failed("the Cluster panel shows on a SQLite file")
 
         # The rectangle is drawn on the map: a drag on the canvas fills the bounds fields.
         run.type("#style-url", style_url)
@@ -500,12 +508,63 @@ def throttled(url, shots):
         upstream.shutdown()
 
 
+def api(url, method, path, body=None):
+    data = json.dumps(body).encode() if body is not None else None
+    request = urllib.request.Request(url + path, data=data, method=method, headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=30) as response:
+        return json.loads(response.read() or b"null")
+
+
+def cluster(url_a, url_b, style_url, shots):
+    driver = browser()
+    run = Run(driver, shots)
+    addresses = {re.sub(r"^https?://([^/]+)/?$", r"\1", u) for u in (url_a, url_b)}
+    try:
+        driver.get(url_a)
+        wait_live(run)
+        run.wait(lambda: run.find("#cluster").is_displayed(), 30, "the Cluster panel")
+        listed = lambda: {cell.text for cell in run.finds('#cluster-nodes td[data-field="listen"]')}
+        run.wait(lambda: listed() == addresses, 30, f"both nodes listed ({addresses})")
+        run.step(f"the Cluster panel lists both nodes: {sorted(listed())}")
+        pack = api(url_a, "POST", "v1/packs", {"name": "shared", "region": {
+            "style_url": style_url, "bounds": [-20, 25, 40, 65], "min_zoom": 0, "max_zoom": 6}})
+        seen = {}
+
+        def both_working():
+            # One read of the panel as it is now: every node's held units, the summary, the pack.
+            view = run.js("""
+                const held = [...document.querySelectorAll('#cluster-nodes td[data-field="units-held"]')]
+                    .map((cell) => Number(cell.textContent.replace(/,/g, '')));
+                return {held, summary: document.querySelector('#cluster-summary').textContent,
+                        packs: [...document.querySelectorAll('#cluster-packs > li')].map((li) => li.textContent)};""")
+            leased = int(re.search(r"([0-9,]+) leased", view["summary"]).group(1).replace(",", ""))
+            if sum(view["held"]) != leased:
+                raise Failed(f"the panel's held units {view['held']} do not add up to {leased} leased: {view}")
+            seen.update(view)
+            return len(view["held"]) == 2 and all(count >= 1 for count in view["held"]) and len(view["packs"]) == 1
+        run.wait(both_working, 120, "both nodes holding units of the shared pack")
+        if "shared" not in seen["packs"][0]:
+            raise Failed(f"the pack is not named in the panel: {seen['packs']}")
+        run.shot("cluster-working.png", "two nodes sharing a pack: each holding units, the pack's units by state")
+        run.step(f"both nodes working: held {seen['held']}; {seen['summary']}; {seen['packs'][0]}")
+        run.wait(lambda: api(url_b, "GET", f"v1/packs/{pack['id']}")["state"] == "complete", 240, "the pack to complete")
+        run.wait(lambda: not run.finds("#cluster-packs > li") and " 0 leased" in run.find("#cluster-summary").text, 30,
+                 "the panel to show nothing under way")
+        run.shot("cluster-done.png", "the pack complete: no pack, no unit under way")
+        run.check_console()
+        run.step("complete: the panel shows nothing under way; no console errors")
+    finally:
+        driver.quit()
+
+
 if __name__ == "__main__":
     try:
         if len(sys.argv) == 6 and sys.argv[1] == "main":
             main(*sys.argv[2:])
         elif len(sys.argv) == 5 and sys.argv[1] == "keyed":
             keyed(*sys.argv[2:])
+        elif len(sys.argv) == 6 and sys.argv[1] == "cluster":
+            cluster(*sys.argv[2:])
         elif len(sys.argv) == 4 and sys.argv[1] == "throttled":
             throttled(*sys.argv[2:])
         else:

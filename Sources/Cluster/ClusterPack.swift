@@ -5,9 +5,9 @@ import Plan
 import PostgresStore
 import WorkSharing
 
-/// One pack active in the cluster as this node takes part in it: its record, whether its plan is
-/// cut into units yet, the planning download while this node plans it, and the units it works on.
-/// Loop thread only.
+/// One pack active in the cluster as this node takes part in it: its record, this node's plan of
+/// it (the pyramids its claims cut by, reused by every unit it runs), whether the pack is cut into
+/// units yet, the planning download while this node plans it, and the units it works on.
 final class ClusterPack {
     let id: Int64
     var record: PackRecord?
@@ -16,10 +16,14 @@ final class ClusterPack {
     var reading = false
     /// Cut into units (by any node).
     var isCut = false
+    /// This node is storing the cut.
+    var storingCut = false
     /// A revalidation, not a download: one unit, run whole by the node that claims it.
     var revalidating = false
     /// The plan's counts, once a plan of this node knew them.
     var expected: ExpectedCounts?
+    /// This node's plan of the pack (its `.plan` download's).
+    var plan: ResourcePlan?
     var planner: PlanJob?
     var units: [Int: UnitJob] = [:]
 
@@ -36,14 +40,14 @@ final class ClusterPack {
     }
 }
 
-/// The `.plan` download of a pack: the documents, the counts (stored through the lifecycle), and
-/// the plan, which the scheduler cuts into units.
+/// The `.plan` download of a pack: the documents, the counts (stored through the lifecycle by
+/// the first planner), and the plan, which this node's claims cut by.
 final class PlanJob: JobOwner {
-    private weak var scheduler: ClusterScheduler?
+    private weak var packs: ActivePacks?
     var download: PackDownload?
 
-    init(scheduler: ClusterScheduler) {
-        self.scheduler = scheduler
+    init(packs: ActivePacks) {
+        self.packs = packs
     }
 
     func stop() {
@@ -52,34 +56,34 @@ final class PlanJob: JobOwner {
     }
 
     func jobPlanKnown(_ packID: Int64, _ counts: ExpectedCounts) -> Bool {
-        scheduler?.planKnown(packID, counts) ?? false
+        packs?.planKnown(packID, counts) ?? false
     }
 
     func jobPlanned(_ packID: Int64, _ plan: ResourcePlan) {
-        scheduler?.planned(packID, plan)
+        packs?.planned(packID, plan)
     }
 
     func jobLinked(_ packID: Int64, _ progress: StoredProgress) {}
     func jobCounted(_ packID: Int64, _ counts: PackInvalidation, progress: StoredProgress) {}
 
     func jobEnded(_ packID: Int64, _ event: PackLifecycle.Event) {
-        scheduler?.planEnded(packID, event)
+        packs?.planEnded(packID, event)
     }
 }
 
 /// One work unit this node holds: a download restricted to the unit (or, for a pack being
-/// revalidated, the whole revalidation), reporting to the scheduler under the unit's key.
+/// revalidated, the whole revalidation), reporting to the runner under the unit's key.
 final class UnitJob: JobOwner {
     let key: WorkUnitLeases.Key
     let unit: WorkUnit
-    private weak var scheduler: ClusterScheduler?
+    private weak var runner: UnitRunner?
     var download: PackDownload?
     var revalidation: PackRevalidation?
 
-    init(key: WorkUnitLeases.Key, unit: WorkUnit, scheduler: ClusterScheduler) {
+    init(key: WorkUnitLeases.Key, unit: WorkUnit, runner: UnitRunner) {
         self.key = key
         self.unit = unit
-        self.scheduler = scheduler
+        self.runner = runner
     }
 
     func start() {
@@ -97,18 +101,29 @@ final class UnitJob: JobOwner {
     func jobPlanKnown(_ packID: Int64, _ counts: ExpectedCounts) -> Bool { true }
 
     func jobPlanned(_ packID: Int64, _ plan: ResourcePlan) {
-        scheduler?.unitPlanned(key, unit, plan)
+        runner?.unitPlanned(key, unit, plan)
     }
 
     func jobLinked(_ packID: Int64, _ progress: StoredProgress) {
-        scheduler?.linked(packID, progress)
+        runner?.linked(packID, progress)
     }
 
     func jobCounted(_ packID: Int64, _ counts: PackInvalidation, progress: StoredProgress) {
-        scheduler?.counted(packID, counts, progress: progress)
+        runner?.counted(packID, counts, progress: progress)
     }
 
     func jobEnded(_ packID: Int64, _ event: PackLifecycle.Event) {
-        scheduler?.unitEnded(key, event)
+        runner?.unitEnded(key, event)
+    }
+}
+
+/// Who the fetcher counts each download's transfers for: a token of its own per download, as
+/// several downloads of one pack run on a node (its plan, its units). Loop thread only.
+final class TransferOwners {
+    private var last: UInt64 = 1 << 62
+
+    func next() -> UInt64 {
+        last += 1
+        return last
     }
 }

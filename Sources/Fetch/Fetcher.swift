@@ -123,6 +123,8 @@ public final class Fetcher {
 
     /// Transfers started and not finished.
     public var runningCount: Int { running.count }
+    /// The most transfers one host has running (what a smaller `HostShare` waits for to drain).
+    public var busiestHostTransfers: Int { hosts.values.reduce(0) { max($0, $1.active) } }
     /// Transfers waiting for a slot, a rate token or the end of a host pause.
     public var waitingCount: Int { waiting.count }
 

@@ -54,6 +54,15 @@ public final class PostgresConnection: @unchecked Sendable {
         }
     }
 
+    /// Has the server end this session when it sits idle inside a transaction for longer than
+    /// `timeout`: a frozen or hung client would otherwise hold its row locks for good, and other
+    /// clients skipping or waiting for them with it. The connection then reports itself broken
+    /// (`isUsable`) and is made again.
+    public func endIdleTransactions(after timeout: Duration) throws(PostgresError) {
+        let milliseconds = max(1, timeout.components.seconds * 1000 + timeout.components.attoseconds / 1_000_000_000_000_000)
+        try execute("SET idle_in_transaction_session_timeout = \(milliseconds)")
+    }
+
     /// False once the connection broke (the server went away); make a new one.
     public var isUsable: Bool { PQstatus(handle) == CONNECTION_OK }
 

@@ -35,7 +35,10 @@ public struct PostgresError: Error, CustomStringConvertible, Sendable {
     }
 
     /// The error a failed result carries (`PGRES_FATAL_ERROR`), or the connection's message
-    /// when there is no result (the connection broke).
+    /// when there is no result (the connection broke). An error the server sent always carries a
+    /// SQLSTATE; one without was made by libpq itself, which happens when the connection broke
+    /// ("server closed the connection unexpectedly" as PostgreSQL stops) even while the
+    /// connection's status does not say so yet: it is a connection error, so callers reconnect.
     init(result: OpaquePointer?, connection: OpaquePointer?, sql: String?) {
         func field(_ code: Int32) -> String? {
             guard let result, let text = PQresultErrorField(result, code) else { return nil }
@@ -44,8 +47,7 @@ public struct PostgresError: Error, CustomStringConvertible, Sendable {
         let state = field(packd_pg_diag_sqlstate)
         let primary = field(packd_pg_diag_message_primary)
         let message = primary ?? Self.connectionMessage(connection) ?? "unknown PostgreSQL error"
-        let lost = connection.map { PQstatus($0) == CONNECTION_BAD } ?? true
-        let kind: Kind = state.map { $0.hasPrefix("08") } ?? lost ? .connection : .server
+        let kind: Kind = state.map { $0.hasPrefix("08") } ?? true ? .connection : .server
         self.init(kind: kind, sqlState: state, message: message, detail: field(packd_pg_diag_message_detail),
                   hint: field(packd_pg_diag_message_hint), sql: sql)
     }

@@ -4,9 +4,10 @@ import Packs
 import Postgres
 
 /// What one node hears of the others: a `LISTEN` connection on the loop (`PostgresLoopConnection`:
-/// notifications are small and arrive unasked) for `EventChannel` and `CommitChannel`. Another
-/// node's commit moves the store's change counts of the packs it names (all of them after a
-/// reconnection, for what may have been missed); an event anywhere makes the node read the
+/// notifications are small and arrive unasked) for `EventChannel`, `CommitChannel` and
+/// `ShareChannel`. Another node's commit moves the store's change counts of the packs it names
+/// (all of them after a reconnection, for what may have been missed); a change of the nodes'
+/// parts makes the scheduler look at its own; an event anywhere makes the node read the
 /// events after the last it delivered, in id order — so every node's streams carry every node's
 /// events, within a notification's latency. A poll every `pollInterval` covers a notification
 /// lost with a broken connection, which is made again (and what it missed read from the table).
@@ -32,8 +33,8 @@ public final class ClusterNotifications {
     /// How many events one read takes; more are read right after.
     static let page = 1000
 
-    /// Listens from `start()` on; events after `lastEventID` go to `events`, every notification
-    /// to `activity`. Loop thread.
+    /// Listens from `start()` on; events after `lastEventID` go to `events`, every other
+    /// notification to `activity`. Loop thread.
     public init(store: PostgresStore, loop: EventLoop, lastEventID: Int64, events: any StoredEventListener,
                 activity: any ClusterActivityListener, pollInterval: UInt64 = 1000) {
         self.store = store
@@ -72,6 +73,7 @@ public final class ClusterNotifications {
                 let connection = try PostgresConnection(url: url, applicationName: "packd-listen")
                 try connection.listen(EventChannel.name)
                 try connection.listen(CommitChannel.name)
+                try connection.listen(ShareChannel.name)
                 return LoopBound(connection, loop: loop)
             }
         }, then: { [weak self] result in
@@ -87,10 +89,15 @@ public final class ClusterNotifications {
             store.noteRemoteCommit()
             readEvents()
             activity?.otherNodeActed()
+            activity?.sharesChanged()
         })
     }
 
     private func heard(_ notification: PostgresNotification) {
+        if notification.channel == ShareChannel.name {
+            activity?.sharesChanged()
+            return
+        }
         if notification.channel == CommitChannel.name {
             let (node, packs) = CommitChannel.parse(notification.payload)
             // This node's own commits were marked by its writer before anyone heard of them.
@@ -129,7 +136,9 @@ public final class ClusterNotifications {
 }
 
 /// What a node does when another node acted (`ClusterNotifications`): the cluster scheduler looks
-/// for work and for packs that stopped being active. Loop thread.
+/// for work and for packs that stopped being active, and at its part of the per-host allowances
+/// when a node joined, left or released some. Loop thread.
 public protocol ClusterActivityListener: AnyObject {
     func otherNodeActed()
+    func sharesChanged()
 }

@@ -378,6 +378,24 @@ public enum PostgresSchema {
         """,
         // The packs each of the writer's transactions changed (`changedPacksMigration`).
         changedPacksMigration,
+        // Cluster sharing (issue 30): each node publishes the part of the per-host allowances it
+        // holds (`ClusterShare`), so a newcomer grows into what the others released instead of
+        // waiting, and records its session so a dead node's part is known free sooner; what a
+        // node holds of the units is read from the units, not reported. Units
+        // split at claim time number their new parts from a sequence far above any cut's
+        // ordinals (a cut has at most about `WorkUnitCut.defaultMaximumUnits`), so claimers never
+        // wait for one another to number them.
+        """
+        ALTER TABLE packd_nodes ADD COLUMN transfer_share integer NOT NULL DEFAULT 0 CHECK (transfer_share >= 0);
+        -- The server process of the node's coordination session, as of its last heartbeat: gone
+        -- from pg_stat_activity once the node's process died (its connections closed).
+        ALTER TABLE packd_nodes ADD COLUMN session_pid integer;
+        ALTER TABLE packd_nodes DROP COLUMN units_held;
+        CREATE SEQUENCE packd_work_unit_parts AS integer START WITH 1000000000;
+        -- A kind 0 unit with row_min/row_max is a part of the fixed resources split off at claim
+        -- time: their positions in the plan's list (WorkUnit.Scope.fixed).
+        COMMENT ON COLUMN packd_work_units.row_min IS 'kind 2: first row; kind 0: first position of a part of the fixed resources';
+        """,
     ]
 
     /// The version a fully migrated database has.
@@ -387,6 +405,12 @@ public enum PostgresSchema {
 /// The channel `packd_append_events` notifies with the highest event id of each append.
 public enum EventChannel {
     public static let name = "packd_events"
+}
+
+/// The channel a node notifies when it joins, leaves, or publishes a smaller part of the
+/// per-host allowances (payload: the node id): the others look at their parts again at once.
+public enum ShareChannel {
+    public static let name = "packd_shares"
 }
 
 /// packd's advisory locks: `pg_advisory_lock(namespace, key)`, the namespace keeping them apart
@@ -407,4 +431,7 @@ enum AdvisoryLock: Int32 {
     /// versions: a cut's boundary is above every change that committed before it, below every
     /// change that commits after.
     case changes = 5
+    /// Transaction lock while a node grows its part of the per-host allowances, so two nodes
+    /// growing at once cannot both take the same free room (`ClusterShare`).
+    case shares = 6
 }

@@ -21,11 +21,17 @@ public final class PostgresStore: PackStore, WriterSink, @unchecked Sendable {
         public var maximumBatchDelay: Duration
         /// Versions kept per pack (`--keep-versions`) when this node cuts one.
         public var keepVersions: Int
+        /// The server ends the writer's session after this long idle inside a transaction (a node
+        /// frozen mid-batch would otherwise hold the rows it wrote, which other nodes' batches
+        /// wait for): `PostgresConnection.endIdleTransactions`. nil: never.
+        public var idleTransactionTimeout: Duration?
 
-        public init(maximumBatchCount: Int = 256, maximumBatchDelay: Duration = .milliseconds(50), keepVersions: Int = 3) {
+        public init(maximumBatchCount: Int = 256, maximumBatchDelay: Duration = .milliseconds(50), keepVersions: Int = 3,
+                    idleTransactionTimeout: Duration? = nil) {
             self.maximumBatchCount = maximumBatchCount
             self.maximumBatchDelay = maximumBatchDelay
             self.keepVersions = max(1, keepVersions)
+            self.idleTransactionTimeout = idleTransactionTimeout
         }
     }
 
@@ -58,10 +64,12 @@ public final class PostgresStore: PackStore, WriterSink, @unchecked Sendable {
         let units = units
         let relay = CommitRelay<PostgresStore>()
         let keepVersions = configuration.keepVersions
+        let idleTimeout = configuration.idleTransactionTimeout
         let connectWriter: @Sendable () throws -> PostgresStoreConnection = {
             let connection = try PostgresStoreConnection(url: url, node: node, applicationName: "packd-writer", units: units)
             connection.keepVersions = keepVersions
             connection.clock = clock
+            if let idleTimeout { try connection.connection.endIdleTransactions(after: idleTimeout) }
             return connection
         }
         let first = try connectWriter()

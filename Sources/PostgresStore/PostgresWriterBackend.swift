@@ -7,7 +7,8 @@ import Writer
 /// on the writer thread, chosen by measurement: see `PostgresConnectionThread`). A batch that
 /// loses a deadlock or a serialization conflict to another node, or whose connection broke, is
 /// applied again from the start (on a new connection, after a short pause that grows) before it
-/// is reported as failed: a database restart or a failover costs a pause, not failed packs.
+/// is reported as failed — while the database cannot be reached, for `outageTolerance`: a
+/// database restart or a failover costs a pause, not failed packs.
 /// The packs whose documents each batch or operation changed are what PostgreSQL's triggers
 /// noted on this connection (`PostgresSchema.changedPacksMigration`, the counterpart of SQLite's
 /// update hook), and every node hears of them (`CommitChannel`). Writer thread only, after `init`.
@@ -20,15 +21,21 @@ public final class PostgresWriterBackend: WriterBackend {
     private let clock: WallClock
     /// Attempts of one batch when the connection breaks or a conflict aborts it.
     private let maximumAttempts: Int
+    /// How long a batch keeps being tried while the database cannot be reached, whatever
+    /// `maximumAttempts` says: a durable PostgreSQL replays its log for seconds after a crash
+    /// (4-6 s measured), longer than the attempts' pauses add up to (about 3 s).
+    private let outageTolerance: Duration
 
     /// `connection` is the writer's first connection (made by the caller, so a failure to
     /// connect is the caller's error); `connect` makes the next one after it broke.
-    init(connection: PostgresStoreConnection, connect: @escaping Connect, clock: WallClock, maximumAttempts: Int = 6) throws {
+    init(connection: PostgresStoreConnection, connect: @escaping Connect, clock: WallClock, maximumAttempts: Int = 6,
+         outageTolerance: Duration = .seconds(30)) throws {
         try connection.noteChangedPacks()
         self.connection = connection
         self.connect = connect
         self.clock = clock
         self.maximumAttempts = max(1, maximumAttempts)
+        self.outageTolerance = outageTolerance
     }
 
     public func apply(_ batch: WriterBatch<PostgresStoreConnection>) -> BatchApplication {
@@ -74,9 +81,10 @@ public final class PostgresWriterBackend: WriterBackend {
     }
 
     /// One batch, applied again after a conflict or a broken connection until it commits or the
-    /// attempts run out.
+    /// attempts run out (and, while the database cannot be reached, `outageTolerance` is over).
     private func applyRetrying(_ batch: WriterBatch<PostgresStoreConnection>) -> (BatchOutcome, Set<Int64>?) {
         var attempt = 0
+        let started = ContinuousClock.now
         while true {
             attempt += 1
             do {
@@ -84,12 +92,16 @@ public final class PostgresWriterBackend: WriterBackend {
                                                          touches: batch.touches, changesPacks: batch.changesPacks)
             } catch {
                 let postgres = error as? PostgresError
-                let retryable = postgres.map { $0.isTransactionConflict || $0.isConnectionLost } ?? false
-                    || connection?.connection.isUsable != true
-                guard retryable, attempt < maximumAttempts else {
+                let unreachable = postgres?.isConnectionLost == true || connection?.connection.isUsable != true
+                let retryable = unreachable || postgres?.isTransactionConflict == true
+                let outageLeft = unreachable && started.duration(to: .now) < outageTolerance
+                guard retryable, attempt < maximumAttempts || outageLeft else {
                     // Rolled back: nothing changed (the noted packs went with it).
                     return (PostgresStoreConnection.failedBatch(batch.writes, error), [])
                 }
+                // A lost connection may still look usable to libpq (an error libpq made itself,
+                // without a SQLSTATE, while `PQstatus` says OK): the next attempt opens a fresh one.
+                if postgres?.isConnectionLost == true { connection = nil }
                 Thread.sleep(forTimeInterval: min(2.0, 0.05 * Double(1 << min(attempt, 6))))
             }
         }

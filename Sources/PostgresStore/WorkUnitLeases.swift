@@ -1,10 +1,11 @@
 import Packs
+import Plan
 import Postgres
 import WorkSharing
 
 /// The SQL of work sharing, for one node: storing a pack's cut, claiming units with
-/// `FOR UPDATE SKIP LOCKED` (two nodes never get the same unit, and neither waits for the
-/// other), renewing leases with the heartbeat, finishing and giving units back. Expiry is judged
+/// `FOR UPDATE SKIP LOCKED` (two nodes never get the same unit) and splitting them at claim
+/// time, renewing leases with the heartbeat, finishing and giving units back. Expiry is judged
 /// by the database's `now()`: a unit whose lease ran out (its node died or hung) is claimable
 /// again, and the next claimer skips what is already stored.
 ///
@@ -57,17 +58,12 @@ public struct WorkUnitLeases: Sendable {
             var batch = UnitColumns()
             func flush() throws {
                 guard !batch.isEmpty else { return }
-                try connection.query("""
-                    INSERT INTO packd_work_units (pack_id, ordinal, kind, pyramid, zoom_min, zoom_max, row_min, row_max,
-                                                  column_min, column_max, tiles)
-                    SELECT $1, * FROM unnest($2::int8[], $3::int8[], $4::int8[], $5::int8[], $6::int8[], $7::int8[],
-                                             $8::int8[], $9::int8[], $10::int8[], $11::int8[])
-                    """, [.int8(pack)] + batch.parameters)
+                try insert(batch, pack: pack, on: connection)
                 stored += batch.count
                 batch = UnitColumns()
             }
             for unit in cut {
-                batch.append(unit)
+                batch.append(unit.scope, tiles: unit.tiles, ordinal: unit.ordinal)
                 if batch.count >= batchSize { try flush() }
             }
             try flush()
@@ -83,31 +79,95 @@ public struct WorkUnitLeases: Sendable {
 
     // MARK: Claiming and leases
 
-    /// Claims up to `limit` units of `packs` that are pending or whose lease expired, lowest
-    /// pack and ordinal first, for `timing.lease` seconds. Rows another claimer has locked are
-    /// skipped, not waited for.
-    public func claim(packs: [Int64], limit: Int, on connection: PostgresConnection) throws -> [Claimed] {
-        guard !packs.isEmpty, limit > 0 else { return [] }
-        let rows = try connection.query("""
-            WITH candidates AS (
-              SELECT pack_id, ordinal FROM packd_work_units
-              WHERE pack_id = ANY($1) AND state <> '\(WorkUnitState.done.rawValue)'
-                AND (state = '\(WorkUnitState.pending.rawValue)' OR lease_expires_at < now())
-              ORDER BY pack_id, ordinal
-              LIMIT $2
-              FOR UPDATE SKIP LOCKED
-            )
-            UPDATE packd_work_units AS u
-            SET state = '\(WorkUnitState.leased.rawValue)', lease_owner = $3,
-                lease_expires_at = now() + make_interval(secs => $4), claims = u.claims + 1
-            FROM candidates c
-            WHERE u.pack_id = c.pack_id AND u.ordinal = c.ordinal
-            RETURNING \(Self.unitColumns), u.claims, u.stored_tiles
-            """, [.int8Array(packs), .int8(Int64(limit)), .int8(node), .float8(timing.lease)])
-        return try rows.map { row in
-            Claimed(pack: try row.int64(0), unit: try Self.unit(row), claims: Int(try row.int64(11)),
-                    storedTiles: try row.int64(12))
-        }.sorted { ($0.pack, $0.unit.ordinal) < ($1.pack, $1.unit.ordinal) }
+    /// How a node cuts the units it claims of one pack (`ClaimSizing`, `WorkUnitSplit`).
+    public struct ClaimCut: Sendable {
+        /// The node's plan of the pack: what unit scopes point into.
+        public let pyramids: [TilePyramid]
+        /// How many fixed resources the plan has (the resources unit is cut by position).
+        public let fixedResources: Int
+        public let sizing: ClaimSizing
+        /// Claim slots in the cluster: live nodes × units a node runs of a pack at once.
+        public let slots: Int
+
+        public init(pyramids: [TilePyramid], fixedResources: Int = 0, sizing: ClaimSizing, slots: Int) {
+            self.pyramids = pyramids
+            self.fixedResources = max(0, fixedResources)
+            self.sizing = sizing
+            self.slots = max(1, slots)
+        }
+    }
+
+    /// Claims up to `limit` units of `pack` that are pending or whose lease expired, lowest
+    /// ordinal first, for `timing.lease` seconds, one transaction each. With `cut`, a unit larger
+    /// than the claim's part (`ClaimSizing.part` of the pack's unclaimed tiles) is split: the
+    /// head is leased under a new ordinal, the rest stays claimable in the unit's place (what
+    /// does not fit in one unit, under more new ordinals; new ordinals come from a sequence).
+    /// Rows another claimer has locked are skipped, never waited for: a claimer waits for no
+    /// other node, not even one frozen in the middle of its own claim.
+    public func claim(pack: Int64, limit: Int, cut: ClaimCut? = nil, on connection: PostgresConnection) throws -> [Claimed] {
+        var claimed: [Claimed] = []
+        while claimed.count < limit,
+              let unit = try connection.transaction(.readCommitted, { try claimOne(pack: pack, cut: cut, on: connection) }) {
+            claimed.append(unit)
+        }
+        return claimed
+    }
+
+    private func claimOne(pack: Int64, cut: ClaimCut?, on connection: PostgresConnection) throws -> Claimed? {
+        let claimable = """
+            pack_id = $1 AND state <> '\(WorkUnitState.done.rawValue)'
+              AND (state = '\(WorkUnitState.pending.rawValue)' OR lease_expires_at < now())
+            """
+        guard let row = try connection.query("""
+            SELECT \(Self.unitColumns), u.claims, u.stored_tiles FROM packd_work_units u
+            WHERE \(claimable) ORDER BY ordinal LIMIT 1 FOR UPDATE SKIP LOCKED
+            """, [.int8(pack)]).first else { return nil }
+        let unit = try Self.unit(row)
+        let claims = Int(try row.int64(11)) + 1
+        let lease: [PostgresValue] = [.int8(node), .float8(timing.lease)]
+        if let cut {
+            let remaining = try connection.scalarInt(
+                "SELECT coalesce(sum(tiles), 0)::int8 FROM packd_work_units WHERE \(claimable)", [.int8(pack)]) ?? 0
+            let part = cut.sizing.part(remaining: Int(clamping: remaining), slots: cut.slots)
+            if cut.sizing.splits(WorkUnitSplit.size(of: unit, fixedResources: cut.fixedResources), part: part),
+               let parts = WorkUnitSplit.split(unit.scope, part: part, pyramids: cut.pyramids, fixedResources: cut.fixedResources) {
+                let ordinals = try connection.query("SELECT nextval('packd_work_unit_parts')::int8 FROM generate_series(1, $1)",
+                                                    [.int8(Int64(parts.count - 1))]).map { Int(try $0.int64(0)) }
+                var columns = UnitColumns()
+                columns.append(parts[1].scope, tiles: parts[1].tiles, ordinal: unit.ordinal)
+                try connection.query("""
+                    UPDATE packd_work_units AS u
+                    SET kind = c.kind, pyramid = c.pyramid, zoom_min = c.zoom_min, zoom_max = c.zoom_max, row_min = c.row_min,
+                        row_max = c.row_max, column_min = c.column_min, column_max = c.column_max, tiles = c.tiles,
+                        state = '\(WorkUnitState.pending.rawValue)', lease_owner = NULL, lease_expires_at = NULL, stored_tiles = 0
+                    FROM (SELECT * FROM unnest($2::int8[], $3::int8[], $4::int8[], $5::int8[], $6::int8[], $7::int8[], $8::int8[],
+                                               $9::int8[], $10::int8[], $11::int8[])
+                          AS c (ordinal, kind, pyramid, zoom_min, zoom_max, row_min, row_max, column_min, column_max, tiles)) c
+                    WHERE u.pack_id = $1 AND u.ordinal = c.ordinal
+                    """, [.int8(pack)] + columns.parameters)
+                var rest = UnitColumns()
+                for (ordinal, piece) in zip(ordinals.dropFirst(), parts.dropFirst(2)) {
+                    rest.append(piece.scope, tiles: piece.tiles, ordinal: ordinal)
+                }
+                if !rest.isEmpty { try Self.insert(rest, pack: pack, on: connection) }
+                var head = UnitColumns()
+                head.append(parts[0].scope, tiles: parts[0].tiles, ordinal: ordinals[0])
+                try Self.insert(head, pack: pack, on: connection)
+                try connection.query("""
+                    UPDATE packd_work_units SET state = '\(WorkUnitState.leased.rawValue)', lease_owner = $3,
+                      lease_expires_at = now() + make_interval(secs => $4), claims = $5
+                    WHERE pack_id = $1 AND ordinal = $2
+                    """, [.int8(pack), .int8(Int64(ordinals[0]))] + lease + [.int8(Int64(claims))])
+                return Claimed(pack: pack, unit: WorkUnit(ordinal: ordinals[0], scope: parts[0].scope, tiles: parts[0].tiles),
+                               claims: claims, storedTiles: 0)
+            }
+        }
+        try connection.query("""
+            UPDATE packd_work_units SET state = '\(WorkUnitState.leased.rawValue)', lease_owner = $3,
+              lease_expires_at = now() + make_interval(secs => $4), claims = claims + 1
+            WHERE pack_id = $1 AND ordinal = $2
+            """, [.int8(pack), .int8(Int64(unit.ordinal))] + lease)
+        return Claimed(pack: pack, unit: unit, claims: claims, storedTiles: try row.int64(12))
     }
 
     /// Extends the leases of the units this node works on (`held`) and gives back any other
@@ -166,41 +226,6 @@ public struct WorkUnitLeases: Sendable {
             """, [.int8(node), packs.map { .int8Array($0) } ?? .null]).affectedRows
     }
 
-    /// Units of `pack` by state, expired leases counted as pending (for `GET /v1/cluster`).
-    public static func counts(pack: Int64, on connection: PostgresConnection) throws -> [WorkUnitState: Int] {
-        let rows = try connection.query("""
-            SELECT CASE WHEN state = '\(WorkUnitState.leased.rawValue)' AND lease_expires_at < now()
-                        THEN '\(WorkUnitState.pending.rawValue)' ELSE state END AS effective, count(*)
-            FROM packd_work_units WHERE pack_id = $1 GROUP BY effective
-            """, [.int8(pack)])
-        var counts: [WorkUnitState: Int] = [:]
-        for row in rows {
-            guard let state = WorkUnitState(rawValue: try row.string(0)) else { continue }
-            counts[state] = Int(try row.int64(1))
-        }
-        return counts
-    }
-
-    /// The units of every active pack by state, expired leases counted as pending.
-    public static func counts(on connection: PostgresConnection) throws -> ClusterStatus.Units {
-        var units = ClusterStatus.Units()
-        for row in try connection.query("""
-            SELECT CASE WHEN u.state = '\(WorkUnitState.leased.rawValue)' AND u.lease_expires_at < now()
-                        THEN '\(WorkUnitState.pending.rawValue)' ELSE u.state END AS effective, count(*)::int8
-            FROM packd_work_units u JOIN packd_packs p ON p.region_id = u.pack_id
-            WHERE p.state = $1 GROUP BY effective
-            """, [.text(PackState.active.rawValue)]) {
-            let count = Int(try row.int64(1))
-            switch WorkUnitState(rawValue: try row.string(0)) {
-            case .pending: units.pending = count
-            case .leased: units.leased = count
-            case .done: units.done = count
-            case nil: break
-            }
-        }
-        return units
-    }
-
     // MARK: Columns
 
     static let unitColumns = "u.pack_id, u.ordinal, u.kind, u.pyramid, u.zoom_min, u.zoom_max, u.row_min, u.row_max, "
@@ -212,7 +237,10 @@ public struct WorkUnitLeases: Sendable {
         let tiles = Int(try row.int64(10))
         switch try row.int64(2) {
         case 0:
-            return WorkUnit(ordinal: ordinal, scope: .resources, tiles: tiles)
+            guard let first = try row.int64OrNil(6), let last = try row.int64OrNil(7) else {
+                return WorkUnit(ordinal: ordinal, scope: .resources, tiles: tiles)
+            }
+            return WorkUnit(ordinal: ordinal, scope: .fixed(Int(first)...Int(last)), tiles: tiles)
         case 1:
             return WorkUnit(ordinal: ordinal, scope: .zooms(pyramid: Int(try row.int64(3)),
                                                             Int(try row.int64(4))...Int(try row.int64(5))), tiles: tiles)
@@ -224,7 +252,17 @@ public struct WorkUnitLeases: Sendable {
         }
     }
 
-    /// Units as column arrays for one `unnest` insert.
+    /// Inserts pending units of `pack`.
+    private static func insert(_ units: UnitColumns, pack: Int64, on connection: PostgresConnection) throws {
+        try connection.query("""
+            INSERT INTO packd_work_units (pack_id, ordinal, kind, pyramid, zoom_min, zoom_max, row_min, row_max,
+                                          column_min, column_max, tiles)
+            SELECT $1, * FROM unnest($2::int8[], $3::int8[], $4::int8[], $5::int8[], $6::int8[], $7::int8[],
+                                     $8::int8[], $9::int8[], $10::int8[], $11::int8[])
+            """, [.int8(pack)] + units.parameters)
+    }
+
+    /// Units as column arrays for one `unnest` statement.
     private struct UnitColumns {
         var ordinals: [Int64?] = [], kinds: [Int64?] = [], pyramids: [Int64?] = []
         var zoomMins: [Int64?] = [], zoomMaxes: [Int64?] = []
@@ -234,14 +272,20 @@ public struct WorkUnitLeases: Sendable {
         var count: Int { ordinals.count }
         var isEmpty: Bool { ordinals.isEmpty }
 
-        mutating func append(_ unit: WorkUnit) {
-            ordinals.append(Int64(unit.ordinal))
-            tiles.append(Int64(unit.tiles))
-            switch unit.scope {
+        mutating func append(_ scope: WorkUnit.Scope, tiles count: Int, ordinal: Int) {
+            ordinals.append(Int64(ordinal))
+            tiles.append(Int64(count))
+            switch scope {
             case .resources:
                 kinds.append(0)
                 pyramids.append(nil); zoomMins.append(nil); zoomMaxes.append(nil)
                 rowMins.append(nil); rowMaxes.append(nil); columnMins.append(nil); columnMaxes.append(nil)
+            case .fixed(let positions):
+                // Kind 0 with a range in the row columns: positions in the plan's fixed resources.
+                kinds.append(0)
+                pyramids.append(nil); zoomMins.append(nil); zoomMaxes.append(nil)
+                rowMins.append(Int64(positions.lowerBound)); rowMaxes.append(Int64(positions.upperBound))
+                columnMins.append(nil); columnMaxes.append(nil)
             case .zooms(let pyramid, let zooms):
                 kinds.append(1)
                 pyramids.append(Int64(pyramid)); zoomMins.append(Int64(zooms.lowerBound)); zoomMaxes.append(Int64(zooms.upperBound))

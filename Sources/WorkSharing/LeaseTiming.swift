@@ -5,11 +5,16 @@
 public struct LeaseTiming: Hashable, Sendable {
     /// How long a claim or renewal holds a unit.
     public let lease: Double
-    /// How often a node heartbeats and renews: a quarter of the lease, so a renewal can be late
-    /// or fail once (a slow database, a loaded node, a dropped connection) and the next still
-    /// comes before the node must fence itself (`fencingDelay`), and three before the lease runs
-    /// out. (A third left a renewal half an interval: under load, nodes fenced themselves.)
-    public var heartbeatInterval: Double { lease / 4 }
+    /// How often a node heartbeats and renews: every second, and at least four times per lease,
+    /// so a renewal can be late or fail once (a slow database, a loaded node, a dropped
+    /// connection) and the next still comes before the node must fence itself (`fencingDelay`),
+    /// and three before the lease runs out. (A third of a lease left a renewal half an interval:
+    /// under load, nodes fenced themselves.) Every second, because the heartbeat is also what
+    /// `GET /v1/cluster` shows of a node's transfers in flight.
+    public var heartbeatInterval: Double { min(lease / 4, Self.longestHeartbeatInterval) }
+
+    /// The longest time between two heartbeats, whatever the lease.
+    public static let longestHeartbeatInterval = 1.0
 
     public init(lease: Double) {
         precondition(lease > 0, "a lease must last")
@@ -29,10 +34,4 @@ public struct LeaseTiming: Hashable, Sendable {
 
     /// A node's heartbeat counts it live for this long (its units' leases last as long).
     public var liveness: Double { lease }
-
-    /// How long a newly registered node waits before it takes a share of cluster-wide
-    /// allowances (`ClusterShare.settling`): every other node renews within one heartbeat
-    /// interval and shrinks its share then; `transferAllowance` more lets their transfers above
-    /// the new share finish.
-    public func settling(transferAllowance: Double) -> Double { heartbeatInterval + max(0, transferAllowance) }
 }

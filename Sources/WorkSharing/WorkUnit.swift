@@ -19,8 +19,12 @@ public struct WorkUnit: Hashable, Sendable {
     }
 
     public enum Scope: Hashable, Sendable {
-        /// Every non-tile resource of the pack's plan.
+        /// Every non-tile resource of the pack's plan (style, TileJSONs, sprites, glyphs, …).
         case resources
+        /// The non-tile resources at these positions of the plan's `fixed` list (the same order on
+        /// every node): a part of `resources` split off at claim time (a style's glyph ranges
+        /// alone are often hundreds of requests).
+        case fixed(ClosedRange<Int>)
         /// Every tile of `pyramid` (its index in the plan) at the zooms in `zooms`.
         case zooms(pyramid: Int, ClosedRange<Int>)
         /// The tiles of `pyramid` at `zoom` within `rows` × `columns`.
@@ -32,15 +36,27 @@ extension WorkUnit.Scope {
     /// The pyramid the unit's tiles belong to (nil for resources).
     public var pyramid: Int? {
         switch self {
-        case .resources: return nil
+        case .resources, .fixed: return nil
         case .zooms(let pyramid, _), .window(let pyramid, _, _, _): return pyramid
+        }
+    }
+
+    /// The positions in the plan's `fixed` list the unit downloads (`resources`: all of them,
+    /// `count`); empty for a unit of tiles.
+    public func fixedPositions(count: Int) -> Range<Int> {
+        switch self {
+        case .resources: return 0..<max(0, count)
+        case .fixed(let positions):
+            let lower = min(max(0, positions.lowerBound), max(0, count))
+            return lower..<min(max(lower, positions.upperBound + 1), max(0, count))
+        case .zooms, .window: return 0..<0
         }
     }
 
     /// Whether `tile` of pyramid `pyramid` falls in this unit (given it is in the pyramid's cover).
     public func contains(pyramid: Int, tile: TileID) -> Bool {
         switch self {
-        case .resources:
+        case .resources, .fixed:
             return false
         case .zooms(let own, let zooms):
             return own == pyramid && zooms.contains(tile.z)

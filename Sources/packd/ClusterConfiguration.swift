@@ -2,7 +2,7 @@ import Postgres
 import WorkSharing
 
 /// Cluster mode's settings of `packd serve`: the PostgreSQL every node shares, how long a claim
-/// of a work unit lasts without a heartbeat, and how many tiles a unit holds.
+/// of a work unit lasts without a heartbeat, and how many tiles a unit holds at most.
 struct ClusterConfiguration {
     var url: PostgresURL
     var timing = LeaseTiming.standard

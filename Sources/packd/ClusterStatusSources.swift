@@ -20,12 +20,13 @@ final class SingleNodeStatus: ClusterStatusSource {
     func clusterStatus(then: @escaping (Result<ClusterStatus, any Error>) -> Void) {
         let node = ClusterStatus.Node(id: 1, listen: listen(), version: BuildInfo.version, startedAt: Timestamp(started),
                                       lastHeartbeatAt: Timestamp(clock.now), unitsHeld: 0,
-                                      transfersInFlight: fetcher.runningCount)
+                                      transfersInFlight: fetcher.runningCount, transferShare: nil)
         then(.success(ClusterStatus(mode: .sqlite, nodes: [node], units: ClusterStatus.Units())))
     }
 }
 
-/// `GET /v1/cluster` in cluster mode: the node table and the units, read from the database.
+/// `GET /v1/cluster` in cluster mode: the node table and the units, read from the database in
+/// one snapshot (`ClusterStatusReader`).
 final class ClusterSchedulerStatus: ClusterStatusSource {
     private let scheduler: ClusterScheduler
 

@@ -22,8 +22,11 @@ enum PackRunner {
     static func openStore(_ configuration: ServerConfiguration, loop: EventLoop,
                           onCommitOnWriter: @escaping @Sendable (BatchOutcome) -> Void) throws -> any PackStore {
         if let cluster = configuration.cluster {
+            // A node frozen mid-transaction releases its rows once its lease would have run out.
             return try PostgresStore(url: cluster.url, loop: loop, nodeName: "\(ProcessInfo.processInfo.hostName)/\(getpid())",
-                                     version: BuildInfo.version, configuration: .init(keepVersions: configuration.keepVersions),
+                                     version: BuildInfo.version,
+                                     configuration: .init(keepVersions: configuration.keepVersions,
+                                                          idleTransactionTimeout: .milliseconds(Int(cluster.timing.lease * 1000))),
                                      onCommitOnWriter: onCommitOnWriter)
         }
         // Room held back for the state changes and events of a full disk (`StorageReserve`).

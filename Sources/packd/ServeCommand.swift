@@ -28,7 +28,7 @@ struct ServeCommand: ParsableCommand {
         var artifactsMaxBytes: String?
         @Option(help: "Cluster mode: how long a node's claim of a work unit lasts without a heartbeat, e.g. 30s (PACKD_CLUSTER_LEASE; default 30s).")
         var clusterLease: String?
-        @Option(help: "Cluster mode: tiles per work unit a pack is cut into (PACKD_CLUSTER_UNIT_TILES; default 4096).")
+        @Option(help: "Cluster mode: the largest work unit, in tiles: a pack is cut into units of at most this many, and each claim takes a part sized to the pack and the live nodes (PACKD_CLUSTER_UNIT_TILES; default 4096).")
         var clusterUnitTiles: String?
         @Option(help: "trace, debug, info, notice, warning, error or critical (PACKD_LOG_LEVEL; default info).")
         var logLevel: String?

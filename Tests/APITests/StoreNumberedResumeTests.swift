@@ -65,6 +65,7 @@ import Testing
         final class Unused: ClusterActivityListener, @unchecked Sendable {
             static let shared = Unused()
             func otherNodeActed() {}
+            func sharesChanged() {}
         }
     }
 

@@ -1,4 +1,5 @@
 import Foundation
+import Glibc
 import Postgres
 import PostgresTestSupport
 import PackdTestSupport
@@ -8,6 +9,7 @@ import Testing
 /// (a temporary server: initdb into a temporary directory), short leases so a killed node's
 /// units come back within seconds.
 final class ClusterProcesses: @unchecked Sendable {
+    let server: TemporaryPostgres
     let database: PostgresURL
     private(set) var nodes: [PackdServer] = []
     let arguments: [String]
@@ -17,20 +19,23 @@ final class ClusterProcesses: @unchecked Sendable {
 
     /// `password`: given in the URL the nodes are started with (the test server trusts local
     /// connections, so any password is accepted: what matters is where it could show).
-    init(count: Int, arguments: [String] = [], password: String? = nil, logLevel: String = "warning") throws {
-        database = try TemporaryPostgres.shared().makeDatabase(prefix: "cluster_e2e")
+    /// `server`: a PostgreSQL of the test's own (one it restarts), else the shared one.
+    init(count: Int, arguments: [String] = [], password: String? = nil, logLevel: String = "warning", lease: String = "4s",
+         server: TemporaryPostgres? = nil) throws {
+        self.server = try server ?? TemporaryPostgres.shared()
+        database = try self.server.makeDatabase(prefix: "cluster_e2e")
         let user = "\(TemporaryPostgres.superuser)@"
         serveURL = database.description.replacingOccurrences(of: "://" + user, with: "://" + (password.map {
             "\(TemporaryPostgres.superuser):\($0)@"
         } ?? user))
-        self.arguments = ["--cluster-lease", "4s"] + arguments
+        self.arguments = ["--cluster-lease", lease] + arguments
         self.logLevel = logLevel
         for _ in 0..<count { nodes.append(try start()) }
     }
 
     deinit {
         for node in nodes { node.remove() }
-        try? TemporaryPostgres.shared().dropDatabase(database)
+        try? server.dropDatabase(database)
     }
 
     /// One more node on the same database.
@@ -69,6 +74,53 @@ final class ClusterProcesses: @unchecked Sendable {
             throw ClientFailure(description: "pack \(id) did not finish: \(last)")
         }
         return last
+    }
+
+    /// Units each node holds under a lease that has not run out, by the database, keyed by the
+    /// node's index in `nodes` (nodes started again are matched by their listen address).
+    func unitsHeld(on database: PostgresConnection) throws -> [Int: (units: Int64, tiles: Int64)] {
+        var held: [Int: (units: Int64, tiles: Int64)] = [:]
+        for (index, node) in nodes.enumerated() {
+            let row = try database.query("""
+                SELECT count(*)::int8, coalesce(sum(u.tiles), 0)::int8 FROM packd_work_units u
+                JOIN packd_nodes n ON n.id = u.lease_owner
+                WHERE n.listen_address = $1 AND n.stopped_at IS NULL AND u.state = 'leased' AND u.lease_expires_at >= now()
+                """, [.text("127.0.0.1:\(node.port)")]).first
+            held[index] = (try row?.int64(0) ?? 0, try row?.int64(1) ?? 0)
+        }
+        return held
+    }
+
+    /// Waits until the pack's stored tiles reach `share` of its expected tiles (polled over HTTP
+    /// on `node`, a few times a second).
+    func waitForShare(_ share: Double, of id: Int64, on node: PackdServer, within seconds: Double = 120) -> Bool {
+        eventually(within: seconds) {
+            usleep(20_000)
+            guard let progress = (try? self.pack(id, on: node))?["progress"] as? [String: Any] else { return false }
+            let expected = (progress["expected_resources"] as? Int ?? 0) - 2
+            return expected > 0 && Double(progress["completed_tiles"] as? Int ?? 0) >= share * Double(expected)
+        }
+    }
+
+    /// Checks a finished pack of `ClusterDownloadTests.region` the way every fault test does:
+    /// complete, counts exact in the pack, the link table and the cluster's counters, every
+    /// tile fetched; returns the expected tiles and the tiles requested more than once.
+    func expectExact(_ id: Int64, upstream: TileServerUpstream, sourceLocation: SourceLocation = #_sourceLocation) throws
+        -> (tiles: Int, duplicates: Int) {
+        let pack = try waitUntilDone(id, on: nodes[0], within: 180)
+        try #require(pack["state"] as? String == "complete", "\(pack)\n\(logs)", sourceLocation: sourceLocation)
+        let progress = try #require(pack["progress"] as? [String: Any], sourceLocation: sourceLocation)
+        let expected = try #require(progress["expected_resources"] as? Int, sourceLocation: sourceLocation) - 2
+        #expect(progress["completed_tiles"] as? Int == expected && progress["failed_resources"] as? Int == 0,
+                "\(progress)", sourceLocation: sourceLocation)
+        let database = try connect()
+        #expect(try database.scalarInt("SELECT count(*)::int8 FROM region_tiles WHERE region_id = $1", [.int8(id)]) == Int64(expected),
+                sourceLocation: sourceLocation)
+        #expect(try database.scalarInt("SELECT sum(linked_tiles)::int8 FROM packd_totals") == Int64(expected),
+                sourceLocation: sourceLocation)
+        let requests = upstream.tileRequests
+        #expect(requests.count == expected, "every tile was fetched", sourceLocation: sourceLocation)
+        return (expected, requests.values.reduce(0) { $0 + $1 - 1 })
     }
 
     /// Resources each node downloaded (`packd_downloaded_resources_total`).

@@ -63,6 +63,57 @@ import Testing
         #expect(!(refused.stderr + refused.stdout).contains(secret), "the password leaked into the error: \(refused.stderr)")
     }
 
+    /// Three nodes share a pack; `GET /v1/cluster` on any node, read again and again while it
+    /// downloads, always adds up — the nodes' `units_held` sum to `units.leased`, the packs' counts
+    /// to `units` — and at some moment shows every node holding units with transfers in flight,
+    /// its heartbeat at most a few seconds old: who works, as it is.
+    @Test func theStatusShowsWhoWorks() throws {
+        let upstream = try TileServerUpstream(tileDelay: .milliseconds(20))
+        let cluster = try ClusterProcesses(count: 3, arguments: ["--cluster-unit-tiles", "500"])
+        var region = ClusterDownloadTests.region(upstream)
+        region["max_zoom"] = 8
+        let id = try cluster.createPack(on: cluster.nodes[0], region: region)
+        var answers = 0
+        var inconsistent: [String] = []
+        var everyoneWorking: [String: Any]?
+        var poll = 0
+        #expect(eventually(within: 120) {
+            let node = cluster.nodes[poll % 3]
+            poll += 1
+            guard let reply = try? node.send("GET", "/v1/cluster"), reply.status == 200 else { return false }
+            answers += 1
+            let json = reply.json
+            let units = json["units"] as? [String: Int] ?? [:]
+            let nodes = json["nodes"] as? [[String: Any]] ?? []
+            let packs = json["packs"] as? [[String: Any]] ?? []
+            let held = nodes.compactMap { $0["units_held"] as? Int }
+            let perPack = packs.compactMap { $0["units"] as? [String: Int] }
+            if held.reduce(0, +) != units["leased"] || ["pending", "leased", "done"].contains(where: { state in
+                perPack.reduce(0) { $0 + ($1[state] ?? 0) } != units[state]
+            }) {
+                inconsistent.append(reply.body)
+            }
+            let heartbeats = nodes.compactMap { ($0["last_heartbeat_at"] as? String).flatMap(Self.date) }
+            let now = Date()
+            if nodes.count == 3, held.allSatisfy({ $0 >= 1 }), nodes.allSatisfy({ ($0["transfers_in_flight"] as? Int ?? 0) > 0 }),
+               heartbeats.count == 3, heartbeats.allSatisfy({ now.timeIntervalSince($0) < TestTimeScale.scaled(seconds: 5) }),
+               packs.compactMap({ $0["id"] as? Int }) == [Int(id)] {
+                everyoneWorking = json
+            }
+            let state = (try? cluster.pack(id, on: node))?["state"] as? String
+            return state == "complete" || state == "failed"
+        }, "\(cluster.logs)")
+        _ = try cluster.expectExact(id, upstream: upstream)
+        print("GET /v1/cluster read \(answers) times during the pack; every node working in one answer: \(everyoneWorking.map { "\($0)" } ?? "never")")
+        #expect(inconsistent.isEmpty, "answers that do not add up: \(inconsistent.prefix(3))")
+        #expect(everyoneWorking != nil, "no answer showed all three nodes holding units with transfers in flight")
+        #expect(answers > 10)
+    }
+
+    static func date(_ text: String) -> Date? {
+        ISO8601DateFormatter().date(from: text)
+    }
+
     /// SQLite mode answers one node: this process, holding no units.
     @Test func sqliteModeIsOneNode() throws {
         let server = try PackdServer()

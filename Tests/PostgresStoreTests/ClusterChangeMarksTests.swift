@@ -122,4 +122,5 @@ import Testing
 private final class IgnoredActivity: StoredEventListener, ClusterActivityListener {
     func eventsCommitted(_ events: [StoredEvent]) {}
     func otherNodeActed() {}
+    func sharesChanged() {}
 }

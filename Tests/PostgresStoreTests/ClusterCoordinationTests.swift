@@ -21,24 +21,24 @@ import WorkSharing
         let a = try nodes.register(name: "a", listenAddress: "127.0.0.1:8001", version: "1.0", on: connection)
         let b = try nodes.register(name: "b", listenAddress: "127.0.0.1:8002", version: "1.0", on: connection)
         let c = try nodes.register(name: "c", listenAddress: "127.0.0.1:8003", version: "1.0", on: connection)
-        let beat = try nodes.heartbeat(node: a, unitsHeld: 3, transfersInFlight: 11, on: connection)
+        let beat = try nodes.heartbeat(node: a, transfersInFlight: 11, on: connection)
         #expect(beat.stillRegistered)
         #expect(beat.live.map(\.id) == [a, b, c])
         let first = try #require(beat.live.first)
-        #expect(first.listenAddress == "127.0.0.1:8001" && first.unitsHeld == 3 && first.transfersInFlight == 11)
-        #expect(first.heartbeatAt >= first.startedAt && first.age >= 0)
+        #expect(first.listenAddress == "127.0.0.1:8001" && first.transfersInFlight == 11 && first.transferShare == 0)
+        #expect(first.heartbeatAt >= first.startedAt)
 
         // b went silent 31 s ago; c stopped cleanly.
         try connection.query("UPDATE packd_nodes SET heartbeat_at = now() - interval '31 seconds' WHERE id = $1", [.int8(b)])
         try nodes.stop(node: c, on: connection)
         #expect(try nodes.live(on: connection).map(\.id) == [a])
-        #expect(try !nodes.heartbeat(node: c, unitsHeld: 0, transfersInFlight: 0, on: connection).stillRegistered)
+        #expect(try !nodes.heartbeat(node: c, transfersInFlight: 0, on: connection).stillRegistered)
         // b comes back: live again.
-        #expect(try nodes.heartbeat(node: b, unitsHeld: 0, transfersInFlight: 0, on: connection).live.map(\.id) == [a, b])
+        #expect(try nodes.heartbeat(node: b, transfersInFlight: 0, on: connection).live.map(\.id) == [a, b])
 
         // Long-gone nodes holding nothing are forgotten; a node holding a unit is kept.
         let (pack, _) = try database.insertCutPack(zooms: [2], unitTiles: 100, on: connection)
-        _ = try WorkUnitLeases(node: b).claim(packs: [pack], limit: 1, on: connection)
+        _ = try WorkUnitLeases(node: b).claim(pack: pack, limit: 1, on: connection)
         try connection.query("UPDATE packd_nodes SET heartbeat_at = now() - interval '2 days', stopped_at = NULL WHERE id <> $1",
                              [.int8(a)])
         #expect(try nodes.forget(olderThan: 86_400, on: connection) == 1)
@@ -51,27 +51,114 @@ import WorkSharing
         let (pack, _) = try database.insertCutPack(zooms: [7], unitTiles: 20, on: connection)
         let nodes = ClusterNodes()
         let node = try database.registerNode("leaving", on: connection)
-        let held = try WorkUnitLeases(node: node).claim(packs: [pack], limit: 5, on: connection)
+        let held = try WorkUnitLeases(node: node).claim(pack: pack, limit: 5, on: connection)
         #expect(held.count == 5)
         try nodes.stop(node: node, on: connection)
         let other = WorkUnitLeases(node: try database.registerNode("staying", on: connection))
-        #expect(try other.claim(packs: [pack], limit: 5, on: connection).map(\.unit.ordinal) == held.map(\.unit.ordinal))
+        #expect(try other.claim(pack: pack, limit: 5, on: connection).map(\.unit.ordinal) == held.map(\.unit.ordinal))
     }
 
-    /// Shares computed from the node table add up to the cap on every node.
-    @Test func sharesFromTheNodeTableSumToTheCap() throws {
+    /// Parts of the per-host cap through the node table: a lone node takes it all; a newcomer
+    /// takes nothing the others still hold, and what they publish as released as soon as they
+    /// do; a node that stops gives its part back. Joining, publishing and stopping notify.
+    @Test func partsMoveThroughTheNodeTable() throws {
         let connection = try database.connect()
+        let listener = try database.connect("listener")
+        try listener.listen(ShareChannel.name)
         let nodes = ClusterNodes(timing: LeaseTiming(lease: 30))
-        let ids = try (0..<3).map { try nodes.register(name: "n\($0)", listenAddress: "-", version: "1", on: connection) }
-        try connection.query("UPDATE packd_nodes SET started_at = now() - interval '1 minute'")
-        let live = try nodes.live(on: connection)
-        let share = nodes.share(among: live, transferAllowance: 5)
-        #expect(ids.map { share.share(of: 12, for: $0) } == [4, 4, 4])
-        // A fourth node just joined: counted by the others, takes nothing yet.
-        let newcomer = try nodes.register(name: "n3", listenAddress: "-", version: "1", on: connection)
-        let joined = nodes.share(among: try nodes.live(on: connection), transferAllowance: 5)
-        #expect(joined.share(of: 12, for: newcomer) == 0)
-        #expect((ids + [newcomer]).map { joined.share(of: 12, for: $0) }.reduce(0, +) <= 12)
+        let a = try nodes.register(name: "a", listenAddress: "-", version: "1", on: connection)
+        #expect(try nodes.decideShare(node: a, allowance: 16, on: connection) == .grow(16))
+        let b = try nodes.register(name: "b", listenAddress: "-", version: "1", on: connection)
+        #expect(try nodes.decideShare(node: b, allowance: 16, on: connection) == .keep(0))
+        #expect(try nodes.decideShare(node: a, allowance: 16, on: connection) == .shrink(8))
+        #expect(try nodes.live(on: connection).map(\.transferShare) == [16, 0], "a shrink is published only once drained")
+        try nodes.publishShare(node: a, part: 8, on: connection)
+        #expect(try nodes.decideShare(node: b, allowance: 16, on: connection) == .grow(8))
+        #expect(try nodes.live(on: connection).map(\.transferShare) == [8, 8])
+        try nodes.stop(node: a, on: connection)
+        #expect(try nodes.decideShare(node: b, allowance: 16, on: connection) == .grow(16))
+        var heard: [String] = []
+        #expect(eventually(within: 30) {
+            heard += ((try? listener.waitForNotifications(timeout: .milliseconds(100))) ?? []).map(\.payload)
+            return heard.count >= 4
+        })
+        #expect(heard == [String(a), String(b), String(a), String(a)], "a and b joined, a published, a stopped")
+    }
+
+    /// A node silent for two heartbeats whose session PostgreSQL no longer has (its process died
+    /// and closed its connections) keeps its place in the split but frees its part; one that is
+    /// silent and whose session is still there (frozen, slow) keeps its part until it must have
+    /// fenced itself; back from a fence, a node grows afresh, like a newcomer.
+    @Test func aDeadNodesPartIsFreeAndAFencedNodeStartsAfresh() throws {
+        let connection = try database.connect()
+        let nodes = ClusterNodes(timing: LeaseTiming(lease: 4))  // a heartbeat a second, fenced after 2 s
+        let old = try nodes.register(name: "old", listenAddress: "-", version: "1", on: connection)
+        #expect(try nodes.decideShare(node: old, allowance: 16, on: connection) == .grow(16))
+        var session: PostgresConnection? = try database.connect("old-session")
+        _ = try nodes.heartbeat(node: old, transfersInFlight: 16, on: session!)
+        let pid = session!.backendProcessID
+        let new = try nodes.register(name: "new", listenAddress: "-", version: "1", on: connection)
+        func silent(_ node: Int64, for seconds: Double) throws {
+            try connection.query("UPDATE packd_nodes SET heartbeat_at = now() - make_interval(secs => $2) WHERE id = $1",
+                                 [.int8(node), .float8(seconds)])
+        }
+        // Silent 2.5 s, its session alive (frozen?): it may still be transferring.
+        try silent(old, for: 2.5)
+        #expect(try nodes.decideShare(node: new, allowance: 16, on: connection) == .keep(0))
+        // Its process died: the session is gone, its part is free, its place in the split stays.
+        session = nil
+        #expect(eventually(within: 30) {
+            (try? connection.scalarInt("SELECT count(*) FROM pg_stat_activity WHERE pid = $1", [.int8(Int64(pid))])) == 0
+        })
+        #expect(try nodes.decideShare(node: new, allowance: 16, on: connection) == .grow(8))
+        // Silent past fencing (2 s and a heartbeat): no longer a member at all.
+        try silent(old, for: 3.5)
+        #expect(try nodes.decideShare(node: new, allowance: 16, on: connection) == .grow(16))
+        // It renews again (it had fenced: stopped everything): it starts from nothing.
+        _ = try nodes.heartbeat(node: old, transfersInFlight: 0, on: connection)
+        #expect(try nodes.decideShare(node: old, allowance: 16, afresh: true, on: connection) == .keep(0))
+        #expect(try nodes.decideShare(node: new, allowance: 16, on: connection) == .shrink(8))
+        try nodes.publishShare(node: new, part: 8, on: connection)
+        #expect(try nodes.decideShare(node: old, allowance: 16, on: connection) == .grow(8))
+    }
+
+    /// Nodes deciding at once, joining, publishing: the published parts of the live nodes never
+    /// sum past the cap (checked by a watcher throughout), and they end at the fair parts.
+    @Test func concurrentDecisionsNeverExceedTheCap() throws {
+        let cap = 13
+        let nodes = ClusterNodes(timing: LeaseTiming(lease: 30))
+        let watcher = try database.connect("watcher")
+        let stop = StopFlag()
+        let highest = Collected<Int64>()
+        let watching = Thread {
+            while !stop.isSet {
+                if let sum = try? nodes.live(on: watcher).reduce(0, { $0 + $1.transferShare }) { highest.append(Int64(sum)) }
+            }
+        }
+        watching.start()
+        let ids = Collected<Int64>()
+        try concurrently(5) { index in
+            let own = try database.connect("node-\(index)")
+            let node = try nodes.register(name: "n\(index)", listenAddress: "-", version: "1", on: own)
+            ids.append(node)
+            for _ in 0..<40 {
+                if case .shrink(let part) = try nodes.decideShare(node: node, allowance: cap, on: own) {
+                    try nodes.publishShare(node: node, part: part, on: own)
+                }
+            }
+        }
+        stop.set()
+        // Settle: each node acts once more.
+        let connection = try database.connect()
+        for node in ids.all {
+            if case .shrink(let part) = try nodes.decideShare(node: node, allowance: cap, on: connection) {
+                try nodes.publishShare(node: node, part: part, on: connection)
+            }
+        }
+        for node in ids.all { _ = try nodes.decideShare(node: node, allowance: cap, on: connection) }
+        #expect(highest.all.allSatisfy { $0 <= Int64(cap) }, "the published parts once summed to \(highest.all.max() ?? 0)")
+        let parts = try nodes.live(on: connection).map(\.transferShare)
+        #expect(parts == [3, 3, 3, 2, 2], "\(parts)")
     }
 
     /// `--max-active-packs` holds for the cluster: four nodes activating at once activate no

@@ -89,3 +89,15 @@ final class FirstError: @unchecked Sendable {
         if self.error == nil { self.error = error }
     }
 }
+
+/// A flag one thread sets and others poll.
+final class StopFlag: @unchecked Sendable {
+    private let lock = NSLock()
+    private var value = false
+
+    var isSet: Bool { lock.withLock { value } }
+
+    func set() {
+        lock.withLock { value = true }
+    }
+}

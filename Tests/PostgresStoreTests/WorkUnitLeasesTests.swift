@@ -1,4 +1,6 @@
 import Foundation
+import Geo
+import Packs
 import Postgres
 import PostgresStore
 import PostgresTestSupport
@@ -24,7 +26,7 @@ import WorkSharing
         #expect(try connection.scalarInt("SELECT work_unit_tiles FROM packd_packs WHERE region_id = $1", [.int8(pack)]) == 40)
         // Read back through a claim, every unit is what was cut.
         let node = try database.registerNode("reader", on: connection)
-        let claimed = try WorkUnitLeases(node: node).claim(packs: [pack], limit: 10_000, on: connection)
+        let claimed = try WorkUnitLeases(node: node).claim(pack: pack, limit: 10_000, on: connection)
         #expect(claimed.map(\.unit) == units)
         #expect(claimed.allSatisfy { $0.claims == 1 && $0.storedTiles == 0 && $0.pack == pack })
     }
@@ -56,7 +58,7 @@ import WorkSharing
             let connection = try database.connect("claimer-\(index)")
             let leases = WorkUnitLeases(node: try database.registerNode("node-\(index)", on: connection))
             while true {
-                let units = try leases.claim(packs: [pack], limit: 1 + index, on: connection)
+                let units = try leases.claim(pack: pack, limit: 1 + index, on: connection)
                 if units.isEmpty { break }
                 let keys = units.map { WorkUnitLeases.Key(pack: $0.pack, ordinal: $0.unit.ordinal) }
                 claimed.append(contentsOf: keys)
@@ -69,6 +71,103 @@ import WorkSharing
         #expect(try setup.scalarInt("SELECT count(*) FROM packd_work_units WHERE state = 'done' AND claims = 1") == Int64(total))
     }
 
+    /// Four nodes claim two units at a time with cuts at claim time until nothing is left: every
+    /// tile of the pack is claimed exactly once, under unique keys; the first claims are the
+    /// pack over the slots, the last ones small; every unit ends done.
+    @Test func claimsCutAtClaimTimeTakeEveryTileOnce() throws {
+        let setup = try database.connect()
+        let pyramid = try WorkUnitCutFixtures.box(zooms: [3, 5, 6, 7, 8])
+        let pack = try database.insertPack(on: setup)
+        let cut = WorkUnitCut(pyramids: [pyramid], unitTiles: 4096)
+        try WorkUnitLeases.store(cut, pack: pack, on: setup)
+        let sizing = ClaimSizing(floor: 16, ceiling: 4096)
+        let claimed = Collected<WorkUnitLeases.Claimed>()
+        try concurrently(4) { index in
+            let connection = try database.connect("claimer-\(index)")
+            let leases = WorkUnitLeases(node: try database.registerNode("node-\(index)", on: connection))
+            while true {
+                let units = try leases.claim(pack: pack, limit: 2,
+                                             cut: .init(pyramids: [pyramid], sizing: sizing, slots: 8), on: connection)
+                if units.isEmpty { break }
+                claimed.append(contentsOf: units)
+                for unit in units { #expect(try leases.complete(.init(pack: pack, ordinal: unit.unit.ordinal), on: connection)) }
+            }
+        }
+        let all = claimed.all
+        #expect(Set(all.map(\.unit.ordinal)).count == all.count, "every claim has a key of its own")
+        var union: Set<TileID> = []
+        for unit in all {
+            let own = Set(pyramid.zooms.flatMap { pyramid.cover(zoom: $0).filter { unit.unit.scope.contains(pyramid: 0, tile: $0) } })
+            #expect(own.count == unit.unit.tiles, "\(unit.unit)")
+            #expect(union.isDisjoint(with: own), "\(unit.unit) was claimed twice")
+            union.formUnion(own)
+        }
+        #expect(union.count == cut.totalTiles && all.reduce(0) { $0 + $1.unit.tiles } == cut.totalTiles)
+        #expect(all.count > 8, "cut for 8 slots: \(all.map(\.unit.tiles))")
+        #expect(all.allSatisfy { $0.unit.tiles <= (cut.totalTiles + 7) / 8 || $0.unit.scope == .resources },
+                "no claim takes more than the pack over the slots: \(all.map(\.unit.tiles))")
+        #expect(all.contains { $0.unit.tiles <= 32 && $0.unit.tiles > 0 }, "the last claims are small: \(all.map(\.unit.tiles))")
+        #expect(try setup.scalarInt("SELECT count(*) FROM packd_work_units WHERE pack_id = $1 AND state <> 'done'",
+                                    [.int8(pack)]) == 0)
+        #expect(try setup.scalarInt("SELECT count(*) FROM packd_work_units WHERE pack_id = $1", [.int8(pack)]) == Int64(all.count))
+    }
+
+    /// The fixed resources' unit is cut by position like a unit of tiles: two nodes claiming
+    /// parts of 100 of 520 resources get every position once, through the database.
+    @Test func theFixedResourcesAreClaimedInParts() throws {
+        let connection = try database.connect()
+        let pack = try database.insertPack(on: connection)
+        try WorkUnitLeases.store(WorkUnitCut(pyramids: []), pack: pack, on: connection)
+        let cut = WorkUnitLeases.ClaimCut(pyramids: [], fixedResources: 520, sizing: ClaimSizing(floor: 100, ceiling: 100), slots: 4)
+        let a = WorkUnitLeases(node: try database.registerNode("a", on: connection))
+        let b = WorkUnitLeases(node: try database.registerNode("b", on: connection))
+        var positions: [Int] = []
+        while true {
+            let claimed = try a.claim(pack: pack, limit: 1, cut: cut, on: connection) + b.claim(pack: pack, limit: 1, cut: cut, on: connection)
+            if claimed.isEmpty { break }
+            for unit in claimed {
+                guard case .fixed(let range) = unit.unit.scope else {
+                    Issue.record("a part of the fixed resources is .fixed: \(unit.unit)")
+                    return
+                }
+                #expect(range.count <= 120 && unit.unit.tiles == 0)
+                positions += range
+                let leases = unit.unit.ordinal % 2 == 0 ? [a, b] : [b, a]
+                #expect(try leases.contains { try $0.complete(.init(pack: pack, ordinal: unit.unit.ordinal), on: connection) })
+            }
+        }
+        #expect(positions.sorted() == Array(0..<520))
+    }
+
+    /// A unit whose node died is split when another node takes it over: the head is leased
+    /// (a takeover: claimed twice), the rest stays claimable in its place, and the dead node's
+    /// renewal and completion find nothing of it.
+    @Test func anExpiredUnitIsSplitWhenTakenOver() throws {
+        let connection = try database.connect()
+        let pyramid = try WorkUnitCutFixtures.box(zooms: [7])
+        let pack = try database.insertPack(on: connection)
+        try WorkUnitLeases.store(WorkUnitCut(pyramids: [pyramid], unitTiles: 4096), pack: pack, on: connection)
+        let dying = WorkUnitLeases(node: try database.registerNode("dying", on: connection))
+        let survivor = WorkUnitLeases(node: try database.registerNode("survivor", on: connection))
+        let lost = try dying.claim(pack: pack, limit: 2, on: connection)
+        let big = try #require(lost.last)
+        #expect(big.unit.tiles > 300)
+        try connection.query("UPDATE packd_work_units SET lease_expires_at = now() - interval '1 second' WHERE lease_owner = $1",
+                             [.int8(dying.node)])
+        let cut = WorkUnitLeases.ClaimCut(pyramids: [pyramid], sizing: ClaimSizing(floor: 16, ceiling: 4096), slots: 2)
+        let taken = try survivor.claim(pack: pack, limit: 2, cut: cut, on: connection)
+        #expect(taken.map(\.unit.ordinal).first == big.unit.ordinal - 1, "the resources unit first, whole")
+        let head = try #require(taken.last)
+        #expect(head.claims == 2 && head.unit.ordinal > big.unit.ordinal && head.unit.tiles < big.unit.tiles)
+        let rest = try connection.query("SELECT state, tiles, lease_owner FROM packd_work_units WHERE pack_id = $1 AND ordinal = $2",
+                                        [.int8(pack), .int8(Int64(big.unit.ordinal))]).first
+        #expect(try rest?.string(0) == "pending" && rest?.int64(1) == Int64(big.unit.tiles - head.unit.tiles))
+        #expect(try rest?.int64OrNil(2) == nil)
+        let keys = Set(lost.map { WorkUnitLeases.Key(pack: pack, ordinal: $0.unit.ordinal) })
+        #expect(try dying.renew(keys, on: connection).isEmpty)
+        for key in keys { #expect(try !dying.complete(key, on: connection)) }
+    }
+
     /// A claimer never waits for units another transaction has locked: it takes others.
     @Test func lockedUnitsAreSkippedNotWaitedFor() throws {
         let first = try database.connect("first")
@@ -78,9 +177,9 @@ import WorkSharing
         let a = WorkUnitLeases(node: try database.registerNode("a", on: first))
         let b = WorkUnitLeases(node: try database.registerNode("b", on: second))
         try first.transaction {
-            let held = try a.claim(packs: [pack], limit: 2, on: first)
+            let held = try a.claim(pack: pack, limit: 2, on: first)
             // Still uncommitted: the rows stay locked by `first` while `second` claims.
-            let other = try b.claim(packs: [pack], limit: 2, on: second)
+            let other = try b.claim(pack: pack, limit: 2, on: second)
             #expect(held.count == 2 && other.count == 2)
             #expect(Set(held.map(\.unit.ordinal)).isDisjoint(with: other.map(\.unit.ordinal)))
         }
@@ -93,19 +192,19 @@ import WorkSharing
         let (pack, _) = try database.insertCutPack(zooms: [7], unitTiles: 20, on: connection)
         let dying = WorkUnitLeases(node: try database.registerNode("dying", on: connection))
         let survivor = WorkUnitLeases(node: try database.registerNode("survivor", on: connection))
-        let lost = try dying.claim(packs: [pack], limit: 3, on: connection)
+        let lost = try dying.claim(pack: pack, limit: 3, on: connection)
         let lostKeys = Set(lost.map { WorkUnitLeases.Key(pack: pack, ordinal: $0.unit.ordinal) })
         // Live leases are not claimable.
-        let others = try survivor.claim(packs: [pack], limit: 100, on: connection)
+        let others = try survivor.claim(pack: pack, limit: 100, on: connection)
         #expect(Set(others.map(\.unit.ordinal)).isDisjoint(with: lost.map(\.unit.ordinal)))
-        #expect(try survivor.claim(packs: [pack], limit: 100, on: connection).isEmpty)
+        #expect(try survivor.claim(pack: pack, limit: 100, on: connection).isEmpty)
 
         // The dying node's last renewal was a minute ago.
         try connection.query("UPDATE packd_work_units SET lease_expires_at = now() - interval '1 minute' WHERE lease_owner = $1",
                              [.int8(dying.node)])
         try connection.query("UPDATE packd_work_units SET stored_tiles = 7 WHERE pack_id = $1 AND ordinal = $2",
                              [.int8(pack), .int8(Int64(lost[0].unit.ordinal))])
-        let taken = try survivor.claim(packs: [pack], limit: 100, on: connection)
+        let taken = try survivor.claim(pack: pack, limit: 100, on: connection)
         #expect(Set(taken.map(\.unit.ordinal)) == Set(lost.map(\.unit.ordinal)))
         #expect(taken.allSatisfy { $0.claims == 2 })
         #expect(taken.first { $0.unit.ordinal == lost[0].unit.ordinal }?.storedTiles == 7)
@@ -121,7 +220,7 @@ import WorkSharing
         let connection = try database.connect()
         let (pack, _) = try database.insertCutPack(zooms: [7], unitTiles: 20, on: connection)
         let leases = WorkUnitLeases(node: try database.registerNode("renewer", on: connection), timing: LeaseTiming(lease: 30))
-        let claimed = try leases.claim(packs: [pack], limit: 4, on: connection)
+        let claimed = try leases.claim(pack: pack, limit: 4, on: connection)
         let keys = claimed.map { WorkUnitLeases.Key(pack: pack, ordinal: $0.unit.ordinal) }
         // Pretend the leases are nearly out.
         try connection.query("UPDATE packd_work_units SET lease_expires_at = now() + interval '1 second' WHERE lease_owner = $1",
@@ -141,24 +240,49 @@ import WorkSharing
         #expect(try connection.scalarInt("SELECT count(*) FROM packd_work_units WHERE lease_owner = $1", [.int8(leases.node)]) == 0)
     }
 
-    @Test func countsTreatExpiredLeasesAsPending() throws {
+    /// `GET /v1/cluster`'s snapshot: units by state per active pack, expired leases counted as
+    /// pending; each node's held units counted the same way, so they sum to the leased ones; a
+    /// node whose heartbeat expired but whose lease has not is still listed.
+    @Test func theStatusSnapshotAddsUp() throws {
         let connection = try database.connect()
         let (pack, cut) = try database.insertCutPack(zooms: [7], unitTiles: 20, on: connection)
+        let (other, _) = try database.insertCutPack(zooms: [3], unitTiles: 20, on: connection)
+        let (inactive, _) = try database.insertCutPack(zooms: [3], unitTiles: 20, on: connection)
+        try connection.query("UPDATE packd_packs SET state = $1 WHERE region_id = ANY($2)",
+                             [.text(PackState.active.rawValue), .int8Array([pack, other])])
         let total = Array(cut).count
-        let leases = WorkUnitLeases(node: try database.registerNode("counter", on: connection))
-        let claimed = try leases.claim(packs: [pack], limit: 3, on: connection)
-        #expect(try leases.complete(.init(pack: pack, ordinal: claimed[0].unit.ordinal), on: connection))
-        #expect(try WorkUnitLeases.counts(pack: pack, on: connection) == [.done: 1, .leased: 2, .pending: total - 3])
+        let timing = LeaseTiming(lease: 30)
+        let a = WorkUnitLeases(node: try database.registerNode("a", on: connection), timing: timing)
+        let b = WorkUnitLeases(node: try database.registerNode("b", on: connection), timing: timing)
+        let claimed = try a.claim(pack: pack, limit: 3, on: connection)
+        _ = try b.claim(pack: pack, limit: 2, on: connection)
+        _ = try b.claim(pack: other, limit: 1, on: connection)
+        _ = try b.claim(pack: inactive, limit: 1, on: connection)
+        #expect(try a.complete(.init(pack: pack, ordinal: claimed[0].unit.ordinal), on: connection))
+        let reader = ClusterStatusReader(timing: timing)
+        var status = try reader.read(on: connection)
+        #expect(status.packs.map(\.id) == [pack, other])
+        #expect(status.packs[0].units == .init(pending: total - 5, leased: 4, done: 1))
+        #expect(status.nodes.map(\.unitsHeld) == [2, 3], "the inactive pack's unit is not counted")
+        #expect(status.nodes.map(\.unitsHeld).reduce(0, +) == status.units.leased)
+        #expect(status.units.leased == 5)
+
+        // a's leases ran out: pending, and a holds none. b went silent, its leases still run: listed.
         try connection.query("UPDATE packd_work_units SET lease_expires_at = now() - interval '1 second' WHERE lease_owner = $1",
-                             [.int8(leases.node)])
-        #expect(try WorkUnitLeases.counts(pack: pack, on: connection) == [.done: 1, .pending: total - 1])
+                             [.int8(a.node)])
+        try connection.query("UPDATE packd_nodes SET heartbeat_at = now() - interval '1 minute' WHERE id = $1", [.int8(b.node)])
+        status = try reader.read(on: connection)
+        #expect(status.packs[0].units == .init(pending: total - 3, leased: 2, done: 1))
+        #expect(status.nodes.map(\.id) == [a.node, b.node])
+        #expect(status.nodes.map(\.unitsHeld) == [0, 3])
+        #expect(status.nodes.map(\.unitsHeld).reduce(0, +) == status.units.leased)
     }
 
     @Test func storedTilesAddUp() throws {
         let connection = try database.connect()
         let (pack, _) = try database.insertCutPack(zooms: [7], unitTiles: 20, on: connection)
         let leases = WorkUnitLeases(node: try database.registerNode("writer", on: connection))
-        let unit = try #require(try leases.claim(packs: [pack], limit: 1, on: connection).first)
+        let unit = try #require(try leases.claim(pack: pack, limit: 1, on: connection).first)
         let key = WorkUnitLeases.Key(pack: pack, ordinal: unit.unit.ordinal)
         try WorkUnitLeases.addStoredTiles(5, to: key, on: connection)
         try WorkUnitLeases.addStoredTiles(3, to: key, on: connection)

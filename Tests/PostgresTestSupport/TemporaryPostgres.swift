@@ -145,6 +145,18 @@ public final class TemporaryPostgres: @unchecked Sendable {
         try? FileManager.default.removeItem(atPath: directory)
     }
 
+    /// Stops the server as a crash would (`immediate`: no checkpoint, every session cut off) and
+    /// starts it again on the same data and port; returns once it accepts connections.
+    public func restart() throws {
+        lock.lock()
+        defer { lock.unlock() }
+        guard !stopped else { throw Failure(description: "the server was stopped") }
+        maintenance = nil
+        let data = directory + "/data"
+        try account.run(binaries + "/pg_ctl", ["stop", "-D", data, "-m", "immediate", "-w"])
+        try account.run(binaries + "/pg_ctl", ["start", "-w", "-t", "120", "-D", data, "-l", directory + "/server.log"])
+    }
+
     // MARK: Databases
 
     /// A new, empty database on this server; its URL (Unix socket, or TCP when `overTCP`).

@@ -30,7 +30,8 @@ public final class PackDownload: GlyphChoosingJob {
         /// owner (`jobPlanned`); nothing is downloaded.
         case plan
         /// One work unit of a pack whose plan and counts are stored: the documents are read
-        /// again for the plan, then only the unit's fixed resources or tiles are downloaded.
+        /// again for the plan (unless the owner has it: `plan`), then only the unit's fixed
+        /// resources or tiles are downloaded.
         case unit(WorkUnit.Scope)
     }
 
@@ -66,6 +67,9 @@ public final class PackDownload: GlyphChoosingJob {
     /// The plan's pyramids, which pending tiles point into.
     var pyramids: [TilePyramid] = []
     private var region: RegionDefinition
+    /// A unit's plan as the owner already knows it (the document phase is then skipped, unless
+    /// the plan reads a PMTiles archive: each unit opens the archive itself).
+    private let knownPlan: ResourcePlan?
     /// Resources started and not yet resolved (in a transfer, waiting for a retry, or encoding);
     /// an archive's range request counts as one, each tile it brought as one while encoded.
     var busy = 0
@@ -95,9 +99,10 @@ public final class PackDownload: GlyphChoosingJob {
     public init(packID: Int64, region: RegionDefinition, limits: PackLimits, loop: EventLoop, fetcher: Fetcher,
                 store: any PackStore, settings: DownloadSettings, clock: WallClock, owner: any JobOwner,
                 listener: (any PackActivityListener)?, scope: Scope = .pack, transferOwner: UInt64? = nil,
-                startArea: StartArea? = nil, startAreaRecorded: Bool = false) {
+                startArea: StartArea? = nil, startAreaRecorded: Bool = false, plan: ResourcePlan? = nil) {
         self.packID = packID
         self.scope = scope
+        if case .unit = scope { knownPlan = plan } else { knownPlan = nil }
         self.transferOwner = transferOwner ?? UInt64(bitPattern: packID)
         self.region = region
         self.loop = loop
@@ -141,6 +146,9 @@ public final class PackDownload: GlyphChoosingJob {
             store.inBatch({ database in try database.clearFailures(packID: packID) }, then: nil)
         }
         let ranges = archiveRanges()
+        if let knownPlan, !knownPlan.pyramids.contains(where: { PMTilesSourceURL.key(ofTemplate: $0.template.template) != nil }) {
+            return beginResources(knownPlan, archives: [:], ranges: ranges)
+        }
         let source = ArchiveDocuments(inner: self, loop: loop, ranges: ranges, limits: settings.archive)
         let phase = DocumentPhase(region: region, loop: loop, source: source, limits: .init(
             maxDocumentBytes: settings.maxBodyBytes, maxTotalBytes: PlanLimits().maxDocumentBytes * 8,
@@ -226,12 +234,14 @@ public final class PackDownload: GlyphChoosingJob {
             owner?.jobLinked(packID, progress)
         }
         self.lookup = lookup
-        if let unit, unit != .resources {
+        if let unit, unit.pyramid != nil {
             // A unit of tiles: the pack's fixed resources are another unit's.
             downloading = true
             return pump()
         }
-        lookup.fixed(plan.fixed, refetch: Set(documents.keys)) { [weak self] toFetch in
+        // The whole pack's fixed resources, or a unit's share of them.
+        let fixed = unit.map { Array(plan.fixed[$0.fixedPositions(count: plan.fixed.count)]) } ?? plan.fixed
+        lookup.fixed(fixed, refetch: Set(documents.keys)) { [weak self] toFetch in
             guard let self, !ended else { return }
             pending.append(contentsOf: toFetch.map(PendingResources.Entry.fixed))
             downloading = true

@@ -90,7 +90,7 @@ private struct ZoomOrder {
     init(pyramids: [TilePyramid], scope: WorkUnit.Scope?) {
         self.pyramids = pyramids
         self.scope = scope
-        if case .resources = scope { pyramidIndex = pyramids.count }
+        if scope?.pyramid == nil, scope != nil { pyramidIndex = pyramids.count }  // fixed resources: no tiles
         if let pyramid = scope?.pyramid { pyramidIndex = min(pyramid, pyramids.count) }
     }
 
@@ -98,7 +98,7 @@ private struct ZoomOrder {
     private func inScope(pyramid index: Int, zoom: Int) -> Bool {
         switch scope {
         case nil: return true
-        case .resources: return false
+        case .resources, .fixed: return false
         case .zooms(let pyramid, let zooms): return pyramid == index && zooms.contains(zoom)
         case .window(let pyramid, let only, _, _): return pyramid == index && zoom == only
         }

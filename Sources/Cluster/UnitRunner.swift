@@ -1,0 +1,213 @@
+import Fetch
+import Jobs
+import Loop
+import Packs
+import Plan
+import Postgres
+import PostgresStore
+import WorkSharing
+
+/// Claims this node's units of the active packs and runs them. A claim takes units pending or
+/// whose lease expired, `FOR UPDATE SKIP LOCKED`, at most `unitsPerPack` of a pack at a time,
+/// cutting a unit larger than the claim's part at claim time (`ClaimSizing`: the pack's
+/// unclaimed tiles over the cluster's claim slots — so parts shrink as a pack drains and nodes
+/// finish together). Each unit is downloaded with Jobs' own engine restricted to it
+/// (`PackDownload.Scope.unit`, with this node's plan: no documents fetched again), which skips
+/// what is stored and links what is stored fresh; a revalidation's one unit runs the whole
+/// revalidation. The node finishing a pack's last unit finishes the pack in the same
+/// transaction (`completeUnit`). Loop thread only.
+final class UnitRunner {
+    /// The scheduler's listener (the API's event publisher), held weakly.
+    private(set) weak var listener: (any PackActivityListener)?
+    var onError: ((String, any Error) -> Void)?
+    var onNotice: ((String) -> Void)?
+    /// False while the node must not work (fenced, no part of the per-host allowances, stopped).
+    var working = false
+    /// Live nodes in the cluster, as of the last heartbeat (claim slots: × `unitsPerPack`).
+    var liveNodes = 1
+
+    private let loop: EventLoop
+    private let fetcher: Fetcher
+    private let store: PostgresStore
+    private let coordination: PostgresConnectionThread
+    private let leases: WorkUnitLeases
+    private let held: HeldUnits
+    private let packs: ActivePacks
+    private let settings: ClusterScheduler.Settings
+    private let clock: WallClock
+    private let owners: TransferOwners
+    private var claiming = false
+    private var claimAgain = false
+
+    init(loop: EventLoop, fetcher: Fetcher, store: PostgresStore, listener: any PackActivityListener,
+         coordination: PostgresConnectionThread, leases: WorkUnitLeases, held: HeldUnits, packs: ActivePacks,
+         settings: ClusterScheduler.Settings, clock: WallClock, owners: TransferOwners) {
+        self.loop = loop
+        self.listener = listener
+        self.fetcher = fetcher
+        self.store = store
+        self.coordination = coordination
+        self.leases = leases
+        self.held = held
+        self.packs = packs
+        self.settings = settings
+        self.clock = clock
+        self.owners = owners
+    }
+
+    /// Claims units for the packs with free unit slots, one claim round at a time (asked
+    /// meanwhile, one more round after).
+    func claim() {
+        loop.assertInLoopThread()
+        guard working else { return }
+        guard !claiming else {
+            claimAgain = true
+            return
+        }
+        let slots = max(1, liveNodes) * settings.unitsPerPack
+        let sizing = ClaimSizing(floor: settings.claimFloor, ceiling: settings.unitTiles)
+        let wanted = packs.packs.values.filter { pack in
+            pack.isCut && pack.record != nil && (pack.revalidating || pack.plan != nil) && pack.units.count < settings.unitsPerPack
+        }.sorted { $0.id < $1.id }.map { pack in
+            (pack.id, settings.unitsPerPack - pack.units.count,
+             WorkUnitLeases.ClaimCut(pyramids: pack.plan?.pyramids ?? [], fixedResources: pack.plan?.fixed.count ?? 0,
+                                     sizing: sizing, slots: slots))
+        }
+        guard !wanted.isEmpty else { return }
+        claiming = true
+        claimAgain = false
+        let (leases, held) = (leases, held)
+        coordination.submit({ connection -> [WorkUnitLeases.Claimed] in
+            var claimed: [WorkUnitLeases.Claimed] = []
+            for (pack, count, cut) in wanted {
+                let units = try leases.claim(pack: pack, limit: count, cut: cut, on: connection)
+                // Held from the claim on: a heartbeat running before the loop hears of it renews it.
+                for unit in units { held.insert(WorkUnitLeases.Key(pack: unit.pack, ordinal: unit.unit.ordinal)) }
+                claimed += units
+            }
+            return claimed
+        }, then: { [weak self] result in
+            guard let self else { return }
+            claiming = false
+            switch result {
+            case .failure(let error):
+                onError?("claiming units", error)
+            case .success(let claimed):
+                for unit in claimed { start(unit) }
+            }
+            if claimAgain { claim() }
+        })
+    }
+
+    private func start(_ claimed: WorkUnitLeases.Claimed) {
+        let key = WorkUnitLeases.Key(pack: claimed.pack, ordinal: claimed.unit.ordinal)
+        guard working, let pack = packs.packs[claimed.pack], let record = pack.record, let region = pack.region,
+              pack.units[key.ordinal] == nil else {
+            // Not working on it: the next heartbeat gives it back.
+            return held.remove(key)
+        }
+        if claimed.claims > 1 {
+            onNotice?("took over unit \(key.ordinal) of pack \(key.pack) (claimed \(claimed.claims) times)")
+        }
+        let job = UnitJob(key: key, unit: claimed.unit, runner: self)
+        if pack.revalidating {
+            job.revalidation = PackRevalidation(packID: pack.id, region: region, expected: record.expected, loop: loop,
+                                                fetcher: fetcher, store: store, settings: settings.download, clock: clock,
+                                                owner: job, listener: listener)
+        } else {
+            job.download = PackDownload(packID: pack.id, region: region, limits: record.limits, loop: loop, fetcher: fetcher,
+                                        store: store, settings: settings.download, clock: clock, owner: job,
+                                        listener: listener, scope: .unit(claimed.unit.scope), transferOwner: owners.next(),
+                                        plan: pack.plan)
+        }
+        pack.units[key.ordinal] = job
+        job.start()
+    }
+
+    /// A unit this node no longer holds (another node took it over, or this node is fenced).
+    func lose(_ key: WorkUnitLeases.Key) {
+        loop.assertInLoopThread()
+        guard let job = packs.packs[key.pack]?.units.removeValue(forKey: key.ordinal) else { return }
+        job.stop()
+        forget(key)
+    }
+
+    /// Every unit this node runs (fenced: the leases may go to other nodes soon).
+    func loseAll() {
+        for pack in packs.packs.values {
+            for key in pack.units.values.map(\.key) { lose(key) }
+        }
+    }
+
+    /// No longer held: the heartbeat stops renewing it, the writer stops attributing tiles to it.
+    func forget(_ key: WorkUnitLeases.Key) {
+        held.remove(key)
+        store.units.release(key)
+    }
+
+    // MARK: What units report
+
+    /// A unit's download knows its plan: the tiles it stores count for the unit from now on.
+    func unitPlanned(_ key: WorkUnitLeases.Key, _ unit: WorkUnit, _ plan: ResourcePlan) {
+        if let pack = packs.packs[key.pack], pack.expected == nil {
+            pack.expected = ExpectedCounts(resources: Int64(clamping: plan.expectedResources),
+                                           tiles: Int64(clamping: plan.expectedTiles), precise: plan.isPrecise)
+        }
+        guard let index = unit.scope.pyramid, index < plan.pyramids.count else { return }
+        let pyramid = plan.pyramids[index]
+        let template = pyramid.template.template
+        let ratio = Int64(pyramid.template.storedPixelRatio(for: pyramid.pixelRatio))
+        switch unit.scope {
+        case .resources, .fixed:
+            break
+        case .zooms(_, let zooms):
+            store.units.hold(.init(key: key, urlTemplate: template, pixelRatio: ratio,
+                                   zooms: Int64(zooms.lowerBound)...Int64(zooms.upperBound), rows: nil, columns: nil))
+        case .window(_, let zoom, let rows, let columns):
+            store.units.hold(.init(key: key, urlTemplate: template, pixelRatio: ratio, zooms: Int64(zoom)...Int64(zoom),
+                                   rows: Int64(rows.lowerBound)...Int64(rows.upperBound),
+                                   columns: Int64(columns.lowerBound)...Int64(columns.upperBound)))
+        }
+    }
+
+    func linked(_ packID: Int64, _ progress: StoredProgress) {
+        listener?.progressCommitted(packID, progress, expected: packs.packs[packID]?.expected)
+    }
+
+    func counted(_ packID: Int64, _ counts: PackInvalidation, progress: StoredProgress) {
+        guard let expected = packs.packs[packID]?.record?.expected else { return }
+        listener?.revalidationCommitted(packID, counts, progress: progress, expected: expected)
+    }
+
+    /// A unit's job ended once what it wrote is committed: finished (the unit is done, and the
+    /// pack with its last unit) or failed (the pack fails cluster-wide).
+    func unitEnded(_ key: WorkUnitLeases.Key, _ event: PackLifecycle.Event) {
+        guard packs.packs[key.pack]?.units.removeValue(forKey: key.ordinal) != nil else { return }
+        switch event {
+        case .finished:
+            let (node, now) = (leases.node, clock.now)
+            store.writeCluster({ connection in try connection.completeUnit(key, node: node, now: now) }) { [weak self] result in
+                guard let self else { return }
+                forget(key)
+                switch result {
+                case .failure(let error):
+                    // The unit stays leased: the next heartbeat gives it back, another claim redoes
+                    // it (skipping what is stored).
+                    onError?("completing unit \(key.ordinal) of pack \(key.pack)", error)
+                case .success(.applied(let transition)?) where transition.changesState:
+                    packs.stopPack(key.pack)
+                    listener?.packTransitioned(key.pack, transition)
+                case .success:
+                    break
+                }
+                claim()
+                packs.refresh()
+            }
+        case .fail(let error):
+            forget(key)
+            packs.fail(key.pack, error)
+        default:
+            forget(key)
+        }
+    }
+}
