@@ -106,8 +106,10 @@ struct GlyphsBenchmark: ParsableCommand {
     private func measure(_ benchmarkCase: Case, directory: URL, root: URL, base: String) throws {
         print("== \(benchmarkCase.name)")
         var results: [String: [Round]] = [:]
-        let variants = ["all", "region"] + (baselinePackd == nil ? [] : ["region-baseline"])
         for round in 0..<rounds {
+            // The baseline's region pack before or after this packd's, alternately (load drifts).
+            let variants = baselinePackd == nil ? ["all", "region"]
+                : round % 2 == 0 ? ["all", "region", "region-baseline"] : ["all", "region-baseline", "region"]
             for variant in variants {
                 let glyphs = variant == "all" ? "all" : "region"
                 var region = benchmarkCase.region
