@@ -19,7 +19,7 @@ if [ -n "$$missing" ]; then \
 fi
 endef
 
-.PHONY: deps bench-deps build release run test check-openapi bench bench-server soak verify verify-clients verify-api verify-render verify-glyphs bench-wan sanitize fuzz clean
+.PHONY: deps bench-deps build release run test check-openapi bench bench-server bench-pmtiles soak verify verify-clients verify-api verify-render verify-pmtiles verify-glyphs bench-wan sanitize fuzz clean
 .PHONY: dashboard-assets verify-dashboard install lint-docker verify-webhooks
 
 ## Python tools come from PyPI into a virtual environment under .build/ (a distribution's own
@@ -74,7 +74,7 @@ check-openapi: $(VENV)/test.installed
 	$(VENV_PATH) python3 scripts/check-openapi.py openapi.yaml
 
 ## Benchmarks against baselines measured in the same run (see Sources/packd-bench).
-BENCHMARKS ?= server serve-tiles api geo store export artifacts fetch download download-fixture cluster
+BENCHMARKS ?= server serve-tiles api geo store export artifacts fetch download download-fixture cluster pmtiles
 bench: bench-deps
 	$(SWIFT) build -c release
 	@bin=$$($(SWIFT) build -c release --show-bin-path); \
@@ -87,6 +87,13 @@ bench-wan: bench-deps
 	@test -x .build/mapproxy/bin/mapproxy-seed || { python3 -m venv .build/mapproxy && .build/mapproxy/bin/pip install -q MapProxy; }
 	$(SWIFT) build -c release
 	$$($(SWIFT) build -c release --show-bin-path)/packd-bench download-wan
+
+## A region read out of one PMTiles archive with coalesced range requests beside packd fetching the
+## same tiles one URL each, from an HTTPS/HTTP/2 server answering after 40 ms; a sweep of the gap
+## and range bounds.
+bench-pmtiles: bench-deps
+	$(SWIFT) build -c release
+	$$($(SWIFT) build -c release --show-bin-path)/packd-bench pmtiles
 
 bench-server: bench-deps
 	$(SWIFT) build -c release
@@ -130,6 +137,15 @@ verify-render: deps $(VENV)/render.installed
 	$(call install-missing,$(RENDER_PACKAGES))
 	$(SWIFT) build
 	EGL_PLATFORM=surfaceless $(VENV_PATH) scripts/verify-render.sh
+
+## PMTiles archives written by the reference writer (PyPI pmtiles, in the venv) — clustered and
+## unclustered, gzip and uncompressed tiles, leaf directories — served by nginx with Range, read by
+## `packd serve`: every tile of bounds, antimeridian and polygon regions byte-identical to the
+## reference reader's. Installs nginx when missing; a missing tool fails, never skips.
+verify-pmtiles: deps $(VENV)/pmtiles.installed
+	$(call install-missing,nginx curl)
+	$(SWIFT) build --product packd
+	$(VENV_PATH) scripts/verify-pmtiles.sh
 
 ## Glyph subsetting is invisible to the eye: the labelled test map (packd-bench label-fixture)
 ## with the fixture's real glyphs, served by nginx; a "glyphs": "region" pack must fetch exactly

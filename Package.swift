@@ -56,7 +56,7 @@ let package = Package(
             ]
         ),
         .target(name: "Geo"),
-        .target(name: "Plan", dependencies: ["Packs", "Geo"]),
+        .target(name: "Plan", dependencies: ["Packs", "Geo", "TileFormats"]),
         .target(name: "Fetch", dependencies: ["Packs", "Loop", "CCurl", "CUV"]),
         // Webhooks: Standard Webhooks signing, the retry schedule, the dispatcher sending the outbox.
         .target(
@@ -111,6 +111,7 @@ let package = Package(
                 // download-wan and cluster: the delaying tile server; download-wan: the test CA it makes.
                 "Server",
                 "PackdTestSupport",
+                "TileFormats",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -176,9 +177,9 @@ let package = Package(
         .testTarget(name: "StoreIOTests", dependencies: ["Store", "Packs", "CZlib", "PackdTestSupport", "TileFormats"]),
         .testTarget(name: "GeoTests", dependencies: ["Geo"]),
         .testTarget(name: "TileFormatsTests", dependencies: ["TileFormats", "PackdTestSupport"]),
-        .testTarget(name: "PlanTests", dependencies: ["Plan", "Packs", "Geo"]),
+        .testTarget(name: "PlanTests", dependencies: ["Plan", "Packs", "Geo", "TileFormats"]),
         // The in-process upstream and fetch harness shared by the network tests.
-        .target(name: "PackdTestSupport", dependencies: ["Packs", "Fetch", "Loop", "CZlib", "Store"], path: "Tests/PackdTestSupport"),
+        .target(name: "PackdTestSupport", dependencies: ["Packs", "Fetch", "Loop", "CZlib", "Store", "TileFormats"], path: "Tests/PackdTestSupport"),
         .testTarget(name: "FetchTests", dependencies: ["Fetch", "Packs", "Loop", "CZlib", "PackdTestSupport"]),
         // Depends on `packd` so the end-to-end test finds the built server next to the test bundle.
         // The client subcommands as real processes against a real `packd serve`.

@@ -104,8 +104,11 @@ export class CreateForm {
   /** The request's `region` as the form describes it. */
   region() {
     const region = {};
-    if (this.radio("source-kind") === "style") {
+    const source = this.radio("source-kind");
+    if (source === "style") {
       region.style_url = this.field("style-url").value.trim();
+    } else if (source === "pmtiles") {
+      region.pmtiles = this.field("pmtiles").value.trim();
     } else {
       region.tiles = [this.field("tiles").value.trim()];
     }
@@ -144,8 +147,8 @@ export class CreateForm {
       this.estimateView.replaceChildren();
       return;
     }
-    if (!region.style_url && !(region.tiles && region.tiles[0])) {
-      this.estimateView.replaceChildren(paragraph("Enter a style URL or a tile template for an estimate."));
+    if (!region.style_url && !region.pmtiles && !(region.tiles && region.tiles[0])) {
+      this.estimateView.replaceChildren(paragraph("Enter a style URL, a tile template or an archive URL for an estimate."));
       return;
     }
     this.estimateView.dataset.state = "pending";

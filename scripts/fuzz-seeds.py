@@ -175,6 +175,60 @@ header += bytes([1, 2, 2, 1, 0, 14])
 header += struct.pack("<iiii", -1800000000, -850000000, 1800000000, 850000000)
 header += bytes([0]) + struct.pack("<ii", 0, 0)
 write("tile-readers", "pmtiles-header", bytes([0]) + bytes(header[:127]))
+
+
+def pmtiles_directory(entries, compress=True):
+    """The spec's directory: count, then ids (delta), run lengths, lengths, offsets (0: follows)."""
+    raw = varint(len(entries))
+    last = 0
+    for tile_id, _, _, _ in entries:
+        raw += varint(tile_id - last)
+        last = tile_id
+    for _, _, _, run in entries:
+        raw += varint(run)
+    for _, _, length, _ in entries:
+        raw += varint(length)
+    previous = None
+    for entry in entries:
+        raw += varint(0 if previous and entry[1] == previous[1] + previous[2] else entry[1] + 1)
+        previous = entry
+    return gz(raw) if compress else raw
+
+
+def pmtiles_archive(tiles, leaf=False, compress=True):
+    """Header, root (or root and one leaf), metadata, tile data, as the reference writer lays it out."""
+    data = b""
+    entries = []
+    for tile_id, body in tiles:
+        entries.append((tile_id, len(data), len(body), 1))
+        data += body
+    metadata = json.dumps({"name": "seed", "vector_layers": [{"id": "water", "fields": {}}]}).encode()
+    metadata = gz(metadata) if compress else metadata
+    leaves = b""
+    if leaf:
+        leaves = pmtiles_directory(entries, compress)
+        root = pmtiles_directory([(entries[0][0], 0, len(leaves), 0)], compress)
+    else:
+        root = pmtiles_directory(entries, compress)
+    root_offset = 127
+    metadata_offset = root_offset + len(root)
+    leaf_offset = metadata_offset + len(metadata)
+    data_offset = leaf_offset + len(leaves)
+    out = bytearray(b"PMTiles\x03")
+    for value in (root_offset, len(root), metadata_offset, len(metadata), leaf_offset, len(leaves), data_offset, len(data),
+                  len(tiles), len(entries), len(tiles)):
+        out += struct.pack("<Q", value)
+    kind = 2 if compress else 1
+    out += bytes([1, kind, kind, 1, 0, 2])
+    out += struct.pack("<iiii", -1800000000, -850000000, 1800000000, 850000000)
+    out += bytes([0]) + struct.pack("<ii", 0, 0)
+    return bytes(out) + root + metadata + leaves + data
+
+
+seed_tiles = [(0, gz(mvt_tile("water"))), (1, gz(mvt_tile("land"))), (3, gz(mvt_tile("roads"))), (7, gz(b"seven"))]
+write("tile-readers", "pmtiles-archive", bytes([0]) + pmtiles_archive(seed_tiles))
+write("tile-readers", "pmtiles-archive-leaf", bytes([0]) + pmtiles_archive(seed_tiles, leaf=True))
+write("tile-readers", "pmtiles-archive-uncompressed", bytes([0]) + pmtiles_archive([(i, b"tile %d" % i) for i in range(6)], compress=False))
 sep = b"\xff\x00\xff"
 tile = mvt_tile("roads")
 write("tile-readers", "rows-plain-and-zlib", bytes([1]) + b"\x00" + tile + sep + b"\x01" + zlib.compress(mvt_tile("water")) + sep + b"\x00" + gz(tile))

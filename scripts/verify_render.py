@@ -7,6 +7,17 @@ usage:
   verify_render.py page MAPLIBRE_GL_JS STYLE_URL LON LAT ZOOM REPORT_URL OUT.html
                                              -> a page for headless Chromium that POSTs its result
   verify_render.py receive PORT OUT.json SECONDS  -> waits for that one POST on 127.0.0.1:PORT
+  verify_render.py pmtiles-style FIXTURES WWW BASE -> WWW/ne.pmtiles (the fixture's vector tiles, written
+                                             by the reference writer) and WWW/style-pmtiles.json, the
+                                             fixture style reading them through pmtiles://BASE/ne.pmtiles
+  verify_render.py render-archive-layers STYLE_URL OUT_PREFIX LON LAT ZOOM [ZOOM...]
+                                          -> renders only the style's background and the fills of its
+                                             archive source `ne`
+  verify_render.py device EXPORT.db STYLE_URL OUT_PREFIX LON LAT ZOOM [ZOOM...]
+                                          -> the same layers of the style stored in a `maplibre` export,
+                                             every request answered from the export as MapLibre Native's
+                                             offline database answers it (TileJSON by URL, tiles by URL
+                                             template and z/x/y): what a device that side-loaded it sees
 
 Each `render` runs in its own process, so nothing MapLibre Native cached while rendering from
 the live upstream can serve the offline render.
@@ -18,18 +29,99 @@ import sys
 import time
 
 
-def render(style_url, prefix, lon, lat, zooms):
+def render(style_url, prefix, lon, lat, zooms, style=None):
+    """The style at `style_url` (or the `style` object) at each zoom, to PREFIX-zZOOM.png."""
     os.environ.setdefault("EGL_PLATFORM", "surfaceless")
     import mapli
 
     pool = mapli.RenderPool(workers=1)
-    pool.register_style("s", url=style_url)
+    if style is None:
+        pool.register_style("s", url=style_url)
+    else:
+        pool.register_style("s", json=style)
     for zoom in zooms:
         png = pool.render("s", lon=float(lon), lat=float(lat), zoom=float(zoom), width=512, height=512)
         path = f"{prefix}-z{zoom}.png"
         with open(path, "wb") as handle:
             handle.write(png)
         print(f"rendered {path} ({len(png)} bytes)")
+
+
+def pmtiles_style(fixtures, www, base):
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import verify_pmtiles
+
+    verify_pmtiles.write_ne_archive(os.path.join(www, "ne.pmtiles"), fixtures)
+    with open(os.path.join(www, "style.json"), encoding="utf-8") as handle:
+        style = json.load(handle)
+    style["sources"]["ne"] = {"type": "vector", "url": f"pmtiles://{base}/ne.pmtiles"}
+    with open(os.path.join(www, "style-pmtiles.json"), "w", encoding="utf-8") as handle:
+        json.dump(style, handle)
+
+
+def archive_layers(style):
+    """The background and the fills of the archive source `ne`: no sprite, glyphs or other source."""
+    layers = [layer for layer in style["layers"]
+              if layer["type"] == "background" or (layer["type"] == "fill" and layer.get("source") == "ne")]
+    return {"version": 8, "sources": {"ne": style["sources"]["ne"]}, "layers": layers}
+
+
+def render_archive_layers(style_url, prefix, lon, lat, zooms):
+    import urllib.request
+
+    with urllib.request.urlopen(style_url) as response:
+        render(None, prefix, lon, lat, zooms, style=archive_layers(json.load(response)))
+
+
+def device(export, style_url, prefix, lon, lat, zooms):
+    import sqlite3
+    import threading
+    import zlib
+
+    import mapli
+
+    local = threading.local()
+
+    def database():
+        if not hasattr(local, "db"):
+            local.db = sqlite3.connect(f"file:{export}?mode=ro", uri=True)
+        return local.db
+
+    def body(row):
+        if row is None:
+            return None
+        data, compressed = row
+        return None if data is None else zlib.decompress(data) if compressed else data
+
+    stored = body(database().execute("SELECT data, compressed FROM resources WHERE url = ?", (style_url,)).fetchone())
+    if stored is None:
+        raise SystemExit(f"the export holds no style {style_url}")
+    style = archive_layers(json.loads(stored))
+    key = style["sources"]["ne"]["url"]
+    scheme = key.split("://")[0]
+    asked = []
+
+    def answer(request):
+        asked.append(request.url)
+        if request.kind == "tile":
+            prefix_url, z, x, y = request.url.rsplit("/", 3)
+            row = database().execute("SELECT data, compressed FROM tiles WHERE url_template = ? AND pixel_ratio = 1 AND "
+                                     "z = ? AND x = ? AND y = ?", (prefix_url + "/{z}/{x}/{y}", int(z), int(x), int(y))).fetchone()
+            if row is None:
+                return mapli.Response.error(mapli.ErrorReason.NOT_FOUND, f"{request.url} is not in the database")
+        else:
+            row = database().execute("SELECT data, compressed FROM resources WHERE url = ?", (request.url,)).fetchone()
+            if row is None:
+                return mapli.Response.error(mapli.ErrorReason.NOT_FOUND, f"{request.url} is not in the database")
+        data = body(row)
+        return mapli.Response.no_content() if data is None else mapli.Response(data)
+
+    mapli.register_scheme_handler(scheme, answer)
+    render(None, prefix, lon, lat, zooms, style=style)
+    tiles = [url for url in asked if url.count("/") > key.count("/")]
+    print(f"the stored style's source is {key}: {len(asked)} requests answered from the export, {len(tiles)} of them tiles")
+    if key not in asked or not tiles:
+        raise SystemExit("the stored style did not lead to the export's TileJSON and tiles")
 
 
 def compare(a, b):
@@ -149,6 +241,15 @@ def main(argv):
         return 0
     if len(argv) == 5 and argv[1] == "receive":
         return receive(*argv[2:])
+    if len(argv) == 5 and argv[1] == "pmtiles-style":
+        pmtiles_style(*argv[2:])
+        return 0
+    if len(argv) >= 7 and argv[1] == "render-archive-layers":
+        render_archive_layers(argv[2], argv[3], argv[4], argv[5], argv[6:])
+        return 0
+    if len(argv) >= 8 and argv[1] == "device":
+        device(argv[2], argv[3], argv[4], argv[5], argv[6], argv[7:])
+        return 0
     print(__doc__, file=sys.stderr)
     return 2
 

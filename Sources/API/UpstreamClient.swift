@@ -8,6 +8,11 @@ public protocol UpstreamClient: AnyObject {
     /// GETs the canonical `url` (no credentials: upstream rules add them on the wire). `completion`
     /// runs once, later, on the loop thread — never inside this call.
     func get(_ url: String, limits: UpstreamLimits, completion: @escaping (Result<UpstreamResponse, UpstreamFailure>) -> Void)
+    /// GETs the bytes `range` of `url` with the precondition given (a PMTiles archive's header
+    /// for an estimate). A server answering 200 fails with the code `range_not_supported` at the
+    /// first bytes; any other answer comes back with its status and headers.
+    func getRange(_ url: String, range: ClosedRange<UInt64>, ifMatch: String?, ifUnmodifiedSince: Int64?, limits: UpstreamLimits,
+                  completion: @escaping (Result<UpstreamResponse, UpstreamFailure>) -> Void)
 }
 
 /// Bounds of one upstream request made for an API request.
@@ -29,11 +34,14 @@ public struct UpstreamResponse: Sendable {
     public var body: [UInt8]
     /// The caching headers, as they would be stored.
     public var cache: HTTPCacheHeaders
+    /// The response headers packd reads (lower-case names): validators, `Content-Range`.
+    public var headers: [String: String]
 
-    public init(status: Int, body: [UInt8], cache: HTTPCacheHeaders = HTTPCacheHeaders()) {
+    public init(status: Int, body: [UInt8], cache: HTTPCacheHeaders = HTTPCacheHeaders(), headers: [String: String] = [:]) {
         self.status = status
         self.body = body
         self.cache = cache
+        self.headers = headers
     }
 }
 

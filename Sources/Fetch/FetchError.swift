@@ -17,6 +17,11 @@ public enum FetchError: Error, Sendable, Equatable, CustomStringConvertible {
     case tls
     case cancelled
     case shutdown
+    /// A range was asked for and the server answered 200 with the whole file (stopped at its first bytes).
+    case rangeIgnored
+    /// A range was asked for and the server answered other bytes (another start, a longer range,
+    /// a content-encoded body).
+    case rangeMismatch
     /// Any other curl failure; `CURLcode` kept for the log.
     case transport(curlCode: Int32)
 
@@ -36,6 +41,8 @@ public enum FetchError: Error, Sendable, Equatable, CustomStringConvertible {
         case .tls: "tls_failed"
         case .cancelled: "cancelled"
         case .shutdown: "shutdown"
+        case .rangeIgnored: "range_not_supported"
+        case .rangeMismatch: "range_mismatch"
         case .transport: "transport_error"
         }
     }
@@ -59,8 +66,11 @@ public enum FetchError: Error, Sendable, Equatable, CustomStringConvertible {
 
     /// Maps a finished easy handle's result. `blocked`/`exceeded` are what our own callbacks saw:
     /// curl only reports "couldn't connect" or "write error" for them.
-    static func from(_ result: CURLcode, blocked: Bool, exceeded: Bool, bodyLimit: Int) -> FetchError {
-        switch result {
+    static func from(_ result: CURLcode, blocked: Bool, exceeded: Bool, bodyLimit: Int, range: FetchError? = nil) -> FetchError {
+        // The answer to a range request was refused at its headers (a 200 declaring a length
+        // above the limit) or its first bytes.
+        if let range, result == CURLE_WRITE_ERROR || result == CURLE_FILESIZE_EXCEEDED { return range }
+        return switch result {
         case CURLE_COULDNT_CONNECT where blocked: .blockedAddress
         case CURLE_COULDNT_CONNECT: .connectFailed
         case CURLE_COULDNT_RESOLVE_HOST: .dnsFailed

@@ -10,6 +10,9 @@ public struct FetchRequest: Sendable {
     public var ifNoneMatch: String?
     /// Unix seconds of the stored copy's `Last-Modified`.
     public var ifModifiedSince: Int64?
+    /// Only these bytes, of this version of the file (`RangeRequest`): a 200 is refused at its
+    /// first bytes, a 206 checked against what was asked.
+    public var range: RangeRequest?
     /// The body may not exceed this; checked against Content-Length before the body flows.
     public var maxBodyBytes: Int
     public var timeouts: Timeouts
@@ -35,8 +38,9 @@ public struct FetchRequest: Sendable {
     }
 
     public init(url: String, method: Method = .get, headers: [(name: String, value: String)] = [],
-                ifNoneMatch: String? = nil, ifModifiedSince: Int64? = nil, maxBodyBytes: Int = 16 << 20,
-                timeouts: Timeouts = Timeouts(), owner: UInt64 = 0) {
+                ifNoneMatch: String? = nil, ifModifiedSince: Int64? = nil, range: RangeRequest? = nil,
+                maxBodyBytes: Int = 16 << 20, timeouts: Timeouts = Timeouts(), owner: UInt64 = 0) {
+        self.range = range
         self.url = url
         self.method = method
         self.headers = headers

@@ -16,11 +16,12 @@ public struct FetchResponse: Sendable {
 public struct ResponseHeaders: Sendable, Equatable {
     public static let kept: Set<String> = [
         "content-type", "content-encoding", "etag", "last-modified", "expires", "cache-control", "retry-after",
-        "age", "date",
+        "age", "date", "content-range",
     ]
     static let maxValueBytes = 4096
 
-    private var fields: [String: String] = [:]
+    /// The kept headers by lower-case name.
+    public private(set) var fields: [String: String] = [:]
 
     public init(_ fields: [String: String] = [:]) {
         for (name, value) in fields { set(name, value) }

@@ -469,7 +469,8 @@ public final class Fetcher {
         // A post that keeps only a prefix of a long answer stopped reading it: still an answer.
         guard result == CURLE_OK || transfer.keptBodyPrefix else {
             let error = FetchError.from(result, blocked: transfer.refusedAddress, exceeded: transfer.exceededLimit,
-                                        bodyLimit: transfer.request.maxBodyBytes)
+                                        bodyLimit: transfer.request.maxBodyBytes,
+                                        range: transfer.rangeFailure ?? transfer.rangeProblem(status: transfer.status))
             measure(transfer, easy: easy, outcome: .failure(error))
             release(transfer, .failure(error))
             return
@@ -485,6 +486,7 @@ public final class Fetcher {
                 return
             }
         }
+        if let problem = transfer.completedRangeProblem(status: status) { return release(transfer, .failure(problem)) }
         let response = FetchResponse(status: status, headers: transfer.headers, body: transfer.body,
                                      effectiveURL: transfer.canonicalURL, redirects: transfer.redirects)
         release(transfer, .success(response))

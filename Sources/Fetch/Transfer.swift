@@ -25,6 +25,10 @@ final class Transfer {
     private(set) var headers = ResponseHeaders()
     private(set) var refusedAddress = false
     private(set) var exceededLimit = false
+    /// The status line's code of the answer under way (0 before it arrives).
+    private(set) var status = 0
+    /// Why the answer to a range request was cut off at its first bytes.
+    private(set) var rangeFailure: FetchError?
     /// A post's answer was longer than its limit and only its start was read.
     private(set) var keptBodyPrefix = false
     private var headerBytes = 0
@@ -54,6 +58,8 @@ final class Transfer {
         headers.removeAll()
         refusedAddress = false
         exceededLimit = false
+        status = 0
+        rangeFailure = nil
         keptBodyPrefix = false
         headerBytes = 0
     }
@@ -142,7 +148,9 @@ final class Transfer {
         }
         // Sent by hand, without CURLOPT_ACCEPT_ENCODING, so curl passes the gzip body through
         // untouched and the store can keep it compressed.
-        var ok = append(request.post == nil ? "Accept-Encoding: gzip" : "Expect:")
+        var ok = append(request.post != nil ? "Expect:"
+                        : request.range == nil ? "Accept-Encoding: gzip" : "Accept-Encoding: identity")
+        for line in request.range?.headerLines ?? [] where ok { ok = append(line) }
         if ok, let etag = request.ifNoneMatch { ok = append("If-None-Match: \(etag)") }
         if ok, let since = request.ifModifiedSince { ok = append("If-Modified-Since: \(HTTPDate.format(since))") }
         for field in request.headers where ok { ok = append("\(field.name): \(field.value)") }
@@ -155,6 +163,10 @@ final class Transfer {
     }
 
     private func received(_ bytes: UnsafeRawBufferPointer) -> Int {
+        if body.isEmpty, let problem = rangeProblem(status: status) {
+            rangeFailure = problem
+            return 0
+        }
         guard body.count <= request.maxBodyBytes - bytes.count else {
             exceededLimit = true
             if request.post?.keepsBodyPrefix == true {
@@ -177,6 +189,7 @@ final class Transfer {
         if line.starts(with: "HTTP/".utf8) {
             // A new response (after 100 Continue, say): forget the previous one's headers.
             headers.removeAll()
+            status = Self.statusCode(line) ?? 0
             return line.count
         }
         headers.parse(line: line)

@@ -48,6 +48,7 @@ extension FetchRequest {
                   Self.isSafeValue(value) else { throw .invalidHeader }
         }
         if let etag = ifNoneMatch, !Self.isSafeValue(etag) { throw .invalidHeader }
+        if let etag = range?.ifMatch, !Self.isSafeValue(etag) { throw .invalidHeader }
     }
 
     private static func isSafeValue(_ value: String) -> Bool {

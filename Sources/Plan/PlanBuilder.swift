@@ -51,6 +51,8 @@ public struct PlanBuilder: Sendable {
                 sourceID: Self.templateSourceID, template: source.template, zooms: Array(lower...max(lower, upper)),
                 area: region.area, clip: nil, pixelRatio: region.pixelRatio)
             return ResourcePlan(fixed: [], pyramids: [pyramid], pendingDocuments: 0)
+        case .archive(let url):
+            return archivePlan(key: PMTilesSourceURL.key(forArchive: url))
         case .style(let url):
             let styleResource = PlannedResource(kind: .style, url: url)
             guard let style else {
@@ -63,9 +65,24 @@ public struct PlanBuilder: Sendable {
     }
 
     private var tileJSONURLs: [String] {
-        style?.tileSources.compactMap {
+        if case .archive(let url) = region.content { return [PMTilesSourceURL.key(forArchive: url)] }
+        return style?.tileSources.compactMap {
             if case .tileJSON(let url) = $0.tiles { url } else { nil }
         } ?? []
+    }
+
+    /// An archive region: the TileJSON derived from the archive (stored, so the pack serves and
+    /// exports it), then its tiles at the region's zooms as given (tile zooms, as for a template
+    /// region), within the archive's zooms and bounds.
+    private func archivePlan(key: String) -> ResourcePlan {
+        let tileJSON = PlannedResource(kind: .source, url: key)
+        guard let tileset = tilesets[key] else { return ResourcePlan(fixed: [tileJSON], pyramids: [], pendingDocuments: 1) }
+        let lower = max(Int(region.minZoom.rounded(.down)), tileset.zoomRange.lowerBound)
+        let upper = min(region.maxZoom.map { Int($0.rounded(.down)) } ?? tileset.zoomRange.upperBound, tileset.zoomRange.upperBound)
+        let pyramids = lower <= upper ? [TilePyramid(
+            sourceID: Self.templateSourceID, template: tileset.template, zooms: Array(lower...upper), area: region.area,
+            clip: tileset.bounds, pixelRatio: region.pixelRatio)] : []
+        return ResourcePlan(fixed: [tileJSON], pyramids: pyramids, pendingDocuments: 0)
     }
 
     private func fixedResources(_ styleResource: PlannedResource, _ style: StyleDocument) -> [PlannedResource] {

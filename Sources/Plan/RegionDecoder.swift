@@ -12,7 +12,7 @@ struct RegionDecoder {
 
     static let apiFields: Set<String> = [
         "style_url", "tiles", "subdomains", "scheme", "tile_size", "bounds", "geometry", "min_zoom", "max_zoom",
-        "pixel_ratio", "include_ideographs", "glyphs",
+        "pixel_ratio", "include_ideographs", "glyphs", "pmtiles",
     ]
     static let maxTemplates = 16
     static let maxSubdomains = 64
@@ -45,10 +45,11 @@ struct RegionDecoder {
         let content = content(object)
         let area = area(object)
         let zooms = zooms(object, requireMax: content.map { if case .tiles = $0 { true } else { false } } ?? false)
+        let styleRegion = content.map { if case .style = $0 { true } else { false } } ?? false
         let pixelRatio = pixelRatio(object)
         var includeIdeographs = true
         if let value = object["include_ideographs"] {
-            if format == .api, case .tiles? = content {
+            if format == .api, !styleRegion, content != nil {
                 report("/include_ideographs", "only a style region downloads glyphs; a tiles region has none")
             } else if let bool = JSONScalar.bool(value) {
                 includeIdeographs = bool
@@ -79,9 +80,16 @@ struct RegionDecoder {
     }
 
     private mutating func content(_ object: [String: Any]) -> RegionDefinition.Content? {
+        if let archive = object["pmtiles"] {
+            for key in ["style_url", "tiles", "subdomains", "scheme", "tile_size"] where object[key] != nil {
+                report(JSONPointer.appending("", key), key == "style_url" || key == "tiles"
+                       ? "give one of \"style_url\", \"tiles\" or \"pmtiles\"" : "only allowed with \"tiles\"")
+            }
+            return archiveSource(archive)
+        }
         switch (object["style_url"], object["tiles"]) {
         case (nil, nil):
-            report("", "region needs \"style_url\" or \"tiles\"")
+            report("", "region needs \"style_url\", \"tiles\" or \"pmtiles\"")
             return nil
         case (.some, .some):
             report("/tiles", "give either \"style_url\" or \"tiles\", not both")
@@ -111,6 +119,20 @@ struct RegionDecoder {
         case (nil, let tiles?):
             return templateSource(tiles, object).map { .tiles($0) }
         }
+    }
+
+    private mutating func archiveSource(_ value: Any) -> RegionDefinition.Content? {
+        guard let url = value as? String else {
+            report("/pmtiles", "must be the archive's http(s) URL")
+            return nil
+        }
+        do {
+            try PMTilesSourceURL.checkArchive(url, pointer: "/pmtiles")
+        } catch {
+            report("/pmtiles", error.detail)
+            return nil
+        }
+        return .archive(url: url)
     }
 
     private mutating func templateSource(_ tiles: Any, _ object: [String: Any]) -> RegionDefinition.TemplateSource? {

@@ -19,6 +19,8 @@ public struct RegionDefinition: Hashable, Sendable {
     public enum Content: Hashable, Sendable {
         case style(url: String)
         case tiles(TemplateSource)
+        /// A PMTiles archive's tiles (`{"pmtiles": url}`): read with range requests.
+        case archive(url: String)
     }
 
     /// Which glyph ranges a style region downloads: every range of every font stack (`all`,
@@ -71,6 +73,12 @@ public struct RegionDefinition: Hashable, Sendable {
         return nil
     }
 
+    /// Whether the plan needs documents fetched first (a style, an archive's header).
+    public var needsDocuments: Bool {
+        if case .tiles = content { return false }
+        return true
+    }
+
     /// The normalised API form (what `GET /v1/packs/{id}` shows as `region`).
     public var region: Region {
         var region = Region(minZoom: minZoom, maxZoom: maxZoom, pixelRatio: pixelRatio)
@@ -84,6 +92,8 @@ public struct RegionDefinition: Hashable, Sendable {
             region.scheme = source.scheme.rawValue
             region.tileSize = source.tileSize
             region.subdomains = source.subdomains.isEmpty ? nil : source.subdomains
+        case .archive(let url):
+            region.pmtiles = url
         }
         switch area {
         case .bounds(let bounds): region.bounds = [bounds.west, bounds.south, bounds.east, bounds.north]
@@ -100,6 +110,7 @@ public struct RegionDefinition: Hashable, Sendable {
         switch content {
         case .style(let url): fields.append(("style_url", url))
         case .tiles(let source): fields += Self.templateFields(source).sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
+        case .archive(let url): fields.append(("pmtiles", url))
         }
         fields.append(("min_zoom", minZoom))
         if let maxZoom { fields.append(("max_zoom", maxZoom)) }

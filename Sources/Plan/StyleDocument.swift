@@ -143,7 +143,12 @@ public struct StyleDocument: Hashable, Sendable {
             guard let url = url as? String else {
                 throw PlanError(.styleInvalid, "source url must be a string", pointer: JSONPointer.appending(pointer, "url"))
             }
-            let resolved = try ResourceURL.resolve(url, against: styleURL, pointer: JSONPointer.appending(pointer, "url"))
+            let urlPointer = JSONPointer.appending(pointer, "url")
+            // A PMTiles archive (`pmtiles://…`): its TileJSON is derived from the archive, stored under its key.
+            if let key = try PMTilesSourceURL.key(forSourceURL: url, styleURL: styleURL, pointer: urlPointer) {
+                return TileSource(id: id, kind: kind, tileSize: tileSize, tiles: .tileJSON(url: key))
+            }
+            let resolved = try ResourceURL.resolve(url, against: styleURL, pointer: urlPointer)
             return TileSource(id: id, kind: kind, tileSize: tileSize, tiles: .tileJSON(url: resolved))
         }
         let tileset = try Tileset(object: source, baseURL: styleURL, pointer: pointer)

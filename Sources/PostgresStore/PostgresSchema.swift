@@ -371,6 +371,11 @@ public enum PostgresSchema {
         ALTER TABLE packd_packs ADD COLUMN start_area_ready_at bigint;
         ALTER TABLE packd_packs ADD COLUMN skipped_glyph_ranges text;
         """,
+        // PMTiles archive sources: the range requests a pack made and the bytes they brought.
+        """
+        ALTER TABLE packd_progress ADD COLUMN archive_requests bigint NOT NULL DEFAULT 0;
+        ALTER TABLE packd_progress ADD COLUMN archive_bytes bigint NOT NULL DEFAULT 0;
+        """,
     ]
 
     /// The version a fully migrated database has.

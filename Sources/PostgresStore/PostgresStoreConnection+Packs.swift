@@ -61,12 +61,14 @@ extension PostgresStoreConnection {
 
     public func progress(_ id: Int64) throws -> StoredProgress? {
         try query("""
-            SELECT completed_resources, completed_bytes, completed_tiles, completed_tile_bytes, failed_resources
+            SELECT completed_resources, completed_bytes, completed_tiles, completed_tile_bytes, failed_resources,
+                   archive_requests, archive_bytes
             FROM packd_progress WHERE pack_id = $1
             """, [.int8(id)]).first.map { row in
             StoredProgress(completedResources: try row.int64(0), completedBytes: try row.int64(1),
                            completedTiles: try row.int64(2), completedTileBytes: try row.int64(3),
-                           failedResources: try row.int64(4))
+                           failedResources: try row.int64(4), archiveRequests: try row.int64(5),
+                           archiveBytes: try row.int64(6))
         }
     }
 
@@ -272,6 +274,13 @@ extension PostgresStoreConnection {
         }
     }
 
+    public func addArchiveTraffic(packID: Int64, requests: Int64, bytes: Int64) throws {
+        try query("""
+            UPDATE packd_progress SET archive_requests = archive_requests + $2, archive_bytes = archive_bytes + $3
+            WHERE pack_id = $1
+            """, [.int8(packID), .int8(requests), .int8(bytes)])
+    }
+
     public func clearFailures(packID: Int64) throws {
         try transaction {
             try query("DELETE FROM packd_errors WHERE pack_id = $1", [.int8(packID)])
@@ -355,13 +364,14 @@ extension PostgresStoreConnection {
         var current: [Int64: (state: PackState, progress: StoredProgress)] = [:]
         for row in try query("""
             SELECT p.region_id, p.state, g.completed_resources, g.completed_bytes, g.completed_tiles, g.completed_tile_bytes,
-                   g.failed_resources
+                   g.failed_resources, g.archive_requests, g.archive_bytes
             FROM packd_packs p JOIN packd_progress g ON g.pack_id = p.region_id WHERE p.region_id = ANY($1)
             """, [.int8Array(packs.sorted())]) {
             guard let state = PackState(rawValue: try row.string(1)) else { continue }
             current[try row.int64(0)] = (state, StoredProgress(
                 completedResources: try row.int64(2), completedBytes: try row.int64(3), completedTiles: try row.int64(4),
-                completedTileBytes: try row.int64(5), failedResources: try row.int64(6)))
+                completedTileBytes: try row.int64(5), failedResources: try row.int64(6), archiveRequests: try row.int64(7),
+                archiveBytes: try row.int64(8)))
         }
         return events.map { event in
             guard event.type == PackEvent.Kind.progress.rawValue, let pack = event.packID, let stored = current[pack],
@@ -372,6 +382,8 @@ extension PostgresStoreConnection {
             decoded.progress.completedTiles = stored.progress.completedTiles
             decoded.progress.completedTileBytes = stored.progress.completedTileBytes
             decoded.progress.failedResources = stored.progress.failedResources
+            decoded.progress.archiveRequests = stored.progress.archiveRequests
+            decoded.progress.archiveBytes = stored.progress.archiveBytes
             return (try? SortedJSONEncoder.encode(decoded)).map { String(decoding: $0, as: UTF8.self) } ?? event.json
         }
     }

@@ -42,7 +42,8 @@ extension PostgresStoreConnection {
     /// The window's rows through the unique index (template, ratio, z, y, x): one range of it
     /// per row of the window, whatever else the zoom holds.
     public func tileWindow(packID: Int64, urlTemplate: String, pixelRatio: Int64, z: Int64,
-                           xRange: ClosedRange<Int64>, yRange: ClosedRange<Int64>, now: Int64) throws -> StoredTileWindow {
+                           xRange: ClosedRange<Int64>, yRange: ClosedRange<Int64>, now: Int64,
+                           version: TileVersion?) throws -> StoredTileWindow {
         var window = StoredTileWindow(linkedHere: try TileBitmap(xRange: xRange, yRange: yRange),
                                       linkable: try TileBitmap(xRange: xRange, yRange: yRange))
         guard let template = try templateID(urlTemplate) else { return window }
@@ -51,8 +52,10 @@ extension PostgresStoreConnection {
                    EXISTS (SELECT 1 FROM region_tiles h WHERE h.region_id = $8 AND h.tile_id = t.id)
             FROM tiles t WHERE t.template_id = $1 AND t.pixel_ratio = $2 AND t.z = $3
               AND t.y BETWEEN $4 AND $5 AND t.x BETWEEN $6 AND $9
+              AND (NOT $10 OR (t.etag IS NOT DISTINCT FROM $11 AND t.modified IS NOT DISTINCT FROM $12))
             """, [.int8(template), .int8(pixelRatio), .int8(z), .int8(yRange.lowerBound), .int8(yRange.upperBound),
-                  .int8(xRange.lowerBound), .int8(now), .int8(packID), .int8(xRange.upperBound)]) {
+                  .int8(xRange.lowerBound), .int8(now), .int8(packID), .int8(xRange.upperBound), .bool(version != nil),
+                  PostgresValue(version?.etag), PostgresValue(version?.modified)]) {
             let (x, y) = (try row.int64(0), try row.int64(1))
             if try row.bool(3) {
                 window.linkedHere.insert(x: x, y: y)

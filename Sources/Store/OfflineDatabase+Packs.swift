@@ -145,6 +145,13 @@ extension OfflineDatabase {
         }
     }
 
+    public func addArchiveTraffic(packID: Int64, requests: Int64, bytes: Int64) throws {
+        try database.execute("""
+            UPDATE packd_progress SET archive_requests = archive_requests + ?2, archive_bytes = archive_bytes + ?3
+            WHERE pack_id = ?1
+            """, [.integer(packID), .integer(requests), .integer(bytes)])
+    }
+
     /// Forgets the failures of a pack (a resume retries them).
     public func clearFailures(packID: Int64) throws {
         try database.transaction {

@@ -228,6 +228,11 @@ public enum PackdSchema {
         ALTER TABLE packd_packs ADD COLUMN start_area_ready_at INTEGER;
         ALTER TABLE packd_packs ADD COLUMN skipped_glyph_ranges TEXT;
         """,
+        // PMTiles archive sources: the range requests a pack made and the bytes they brought.
+        """
+        ALTER TABLE packd_progress ADD COLUMN archive_requests INTEGER NOT NULL DEFAULT 0;
+        ALTER TABLE packd_progress ADD COLUMN archive_bytes INTEGER NOT NULL DEFAULT 0;
+        """,
     ]
 
     /// The version a fully migrated database has.

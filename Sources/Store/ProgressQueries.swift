@@ -5,7 +5,8 @@ import Packs
 public enum ProgressQueries {
     public static func stored(_ packID: Int64, in database: Database) throws -> StoredProgress? {
         let statement = try database.cachedStatement("""
-            SELECT completed_resources, completed_bytes, completed_tiles, completed_tile_bytes, failed_resources
+            SELECT completed_resources, completed_bytes, completed_tiles, completed_tile_bytes, failed_resources,
+                   archive_requests, archive_bytes
             FROM packd_progress WHERE pack_id = ?1
             """)
         try statement.bind([.integer(packID)])
@@ -13,7 +14,8 @@ public enum ProgressQueries {
         guard try statement.step() else { return nil }
         return StoredProgress(completedResources: statement.int64(at: 0), completedBytes: statement.int64(at: 1),
                             completedTiles: statement.int64(at: 2), completedTileBytes: statement.int64(at: 3),
-                            failedResources: statement.int64(at: 4))
+                            failedResources: statement.int64(at: 4), archiveRequests: statement.int64(at: 5),
+                            archiveBytes: statement.int64(at: 6))
     }
 
     /// Recomputes the completed counts from `region_resources`/`region_tiles`, as MapLibre does.

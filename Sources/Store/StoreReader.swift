@@ -168,7 +168,7 @@ extension SQLiteConnection {
     public func storedTiles(packID: Int64, urlTemplate: String, pixelRatio: Int64, z: Int64,
                             xRange: ClosedRange<Int64>, yRange: ClosedRange<Int64>) throws -> TileBitmap {
         try tileWindow(packID: packID, urlTemplate: urlTemplate, pixelRatio: pixelRatio, z: z,
-                       xRange: xRange, yRange: yRange, now: 0).linkedHere
+                       xRange: xRange, yRange: yRange, now: 0, version: nil).linkedHere
     }
 
     /// URLs of non-tile resources already linked to the pack.

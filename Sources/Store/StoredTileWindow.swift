@@ -13,7 +13,8 @@ extension SQLiteConnection {
     ///   the pack's links beats a B-tree seek per row. Scattered ids (rows shared with older
     ///   packs) fall back to a seek per row.
     public func tileWindow(packID: Int64, urlTemplate: String, pixelRatio: Int64, z: Int64,
-                           xRange: ClosedRange<Int64>, yRange: ClosedRange<Int64>, now: Int64) throws -> StoredTileWindow {
+                           xRange: ClosedRange<Int64>, yRange: ClosedRange<Int64>, now: Int64,
+                           version: TileVersion?) throws -> StoredTileWindow {
         var window = StoredTileWindow(linkedHere: try TileBitmap(xRange: xRange, yRange: yRange),
                                       linkable: try TileBitmap(xRange: xRange, yRange: yRange))
         let rowsOfWindow = try database.cachedStatement("""
@@ -21,14 +22,15 @@ extension SQLiteConnection {
             SELECT tiles.id, tiles.x, tiles.y, tiles.expires IS NULL OR tiles.expires > ?8
             FROM columns CROSS JOIN tiles
             WHERE tiles.url_template = ?1 AND tiles.pixel_ratio = ?2 AND tiles.z = ?3 AND tiles.x = columns.x
-              AND tiles.y BETWEEN ?6 AND ?7
+              AND tiles.y BETWEEN ?6 AND ?7 AND (?9 = 0 OR (tiles.etag IS ?10 AND tiles.modified IS ?11))
             """)
         var rows: [(id: Int64, x: Int64, y: Int64, fresh: Bool)] = []
         var lowest = Int64.max
         var highest = Int64.min
         try rowsOfWindow.forEachRow([.text(urlTemplate), .integer(pixelRatio), .integer(z), .integer(xRange.lowerBound),
                                      .integer(xRange.upperBound), .integer(yRange.lowerBound), .integer(yRange.upperBound),
-                                     .integer(now)]) {
+                                     .integer(now), .integer(version == nil ? 0 : 1), DatabaseValue(version?.etag),
+                                     DatabaseValue(version?.modified)]) {
             let id = $0.int64(at: 0)
             rows.append((id, $0.int64(at: 1), $0.int64(at: 2), $0.int64(at: 3) != 0))
             lowest = min(lowest, id)

@@ -6,6 +6,8 @@ import Server
 /// The WAN benchmark's tile server: packd's own HTTP server on a loop thread of its own,
 /// answering every `GET /t/{z}/{x}/{file}` with the same tile after `delay` — what a server
 /// tens of milliseconds away looks like from a client (nginx in front adds the TLS and HTTP/2).
+/// With an `answer` of its own it serves whatever that decides (the PMTiles benchmark's archive
+/// and tiles), under the same delay.
 ///
 /// The wait costs no CPU: answers due wait in arrival order (the delay is the same for all) and
 /// one timer, armed for the oldest, sends each when its time comes, so thousands can be pending.
@@ -18,8 +20,8 @@ final class DelayedTileUpstream: @unchecked Sendable {
     /// Loop-thread state: the answers waiting for their time.
     private final class State {
         let delay: Duration
-        let tile: [UInt8]
-        var pending: [(due: ContinuousClock.Instant, responder: Responder)] = []
+        let answer: @Sendable (HTTPRequest) -> HTTPResponse
+        var pending: [(due: ContinuousClock.Instant, responder: Responder, response: HTTPResponse)] = []
         var head = 0
         var answered = 0
         /// The most requests waiting at once since the last `takePeakInFlight`.
@@ -29,15 +31,15 @@ final class DelayedTileUpstream: @unchecked Sendable {
         var lastAnswer: ContinuousClock.Instant?
         var timer: LoopTimer!
 
-        init(delay: Duration, tile: [UInt8]) {
+        init(delay: Duration, answer: @escaping @Sendable (HTTPRequest) -> HTTPResponse) {
             self.delay = delay
-            self.tile = tile
+            self.answer = answer
         }
 
-        func enqueue(_ responder: Responder) {
+        func enqueue(_ request: HTTPRequest, _ responder: Responder) {
             let now = ContinuousClock.now
             if firstArrival == nil { firstArrival = now }
-            pending.append((now + delay, responder))
+            pending.append((now + delay, responder, answer(request)))
             peak = max(peak, pending.count - head)
             if pending.count - head == 1 { arm() }
         }
@@ -50,7 +52,7 @@ final class DelayedTileUpstream: @unchecked Sendable {
         private func release() {
             let now = ContinuousClock.now
             while head < pending.count, pending[head].due <= now {
-                pending[head].responder.respond(HTTPResponse(status: .ok, headers: ["Content-Type": "image/png"], body: tile))
+                pending[head].responder.respond(pending[head].response)
                 head += 1
                 answered += 1
                 lastAnswer = now
@@ -63,13 +65,22 @@ final class DelayedTileUpstream: @unchecked Sendable {
         }
     }
 
-    init(delay: Duration, tile: [UInt8]) throws {
+    convenience init(delay: Duration, tile: [UInt8]) throws {
+        try self.init(delay: delay, paths: ["/t/{z}/{x}/{file}"]) { _ in
+            HTTPResponse(status: .ok, headers: ["Content-Type": "image/png"], body: tile)
+        }
+    }
+
+    /// Answers `GET` of each route pattern in `paths` with `answer`'s response, `delay` later.
+    init(delay: Duration, paths: [String], answer: @escaping @Sendable (HTTPRequest) -> HTTPResponse) throws {
         let thread = try LoopThread(name: "delayed-upstream")
         self.thread = thread
-        let state = State(delay: delay, tile: tile)
+        let state = State(delay: delay, answer: answer)
         self.state = state
         var router = Router()
-        router.get("/t/{z}/{x}/{file}") { _, responder in state.enqueue(responder) }
+        for path in paths {
+            router.get(path) { request, responder in state.enqueue(request, responder) }
+        }
         var limits = ServerLimits()
         limits.maxConnections = 16_384
         var logger = Logger(label: "delayed-upstream")

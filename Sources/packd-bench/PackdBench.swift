@@ -21,6 +21,7 @@ struct PackdBench: ParsableCommand {
             DownloadBenchmark.self,
             FixtureDownloadBenchmark.self,
             DownloadWANBenchmark.self,
+            PMTilesBenchmark.self,
             StartAreaBenchmark.self,
             GlyphsBenchmark.self,
             LabelFixture.self,

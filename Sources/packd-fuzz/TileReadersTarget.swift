@@ -1,11 +1,13 @@
 import Foundation
 import Packs
+import Plan
 @_spi(Fuzzing) import Store
 import TileFormats
 
-/// What packd reads from tile bytes it did not make: a PMTiles header, stored tile rows turned
-/// into archive tiles (zlib rows, gzip members, vector tile layers), and bodies re-encoded for
-/// storage. The first byte picks the reader; every encoding must decode back to what went in.
+/// What packd reads from tile bytes it did not make: a PMTiles archive (header, directories,
+/// tiles, metadata, the TileJSON derived from it), stored tile rows turned into archive tiles
+/// (zlib rows, gzip members, vector tile layers), and bodies re-encoded for storage. The first
+/// byte picks the reader; every encoding must decode back to what went in.
 enum TileReadersTarget {
     static let limit = 1 << 20
 
@@ -13,9 +15,30 @@ enum TileReadersTarget {
         guard let selector = bytes.first else { return }
         let input = Array(bytes.dropFirst())
         switch selector % 3 {
-        case 0: _ = try? PMTilesHeader(decoding: input)
+        case 0: archive(input)
         case 1: exportRows(input)
         default: storedBody(input)
+        }
+    }
+
+    /// A whole archive as a client reads it: any archive the checks let through is read without
+    /// a crash, tile by tile, and the TileJSON derived from it plans its zooms.
+    static func archive(_ input: [UInt8]) {
+        guard let reader = try? PMTilesMemoryReader(input) else { return }
+        let header = reader.header
+        for z in Int(header.minZoom)..<max(Int(header.minZoom), min(Int(header.maxZoom), 3) + 1) {
+            for index in 0..<min(1 << (2 * z), 16) {
+                _ = try? reader.tile(z: z, x: index % (1 << z), y: index / (1 << z) % (1 << z))
+            }
+        }
+        let metadata = (try? reader.metadata()) ?? [:]
+        let key = "pmtiles+https://fuzz.example/a.pmtiles"
+        let tileJSON = PMTilesTileJSON.document(header: header, metadata: metadata, key: key)
+        if let tileset = try? Tileset(tileJSON: Data(tileJSON), url: key) {
+            // Zooms above packd's deepest (30) are clamped, as any TileJSON's are.
+            let zooms = min(Int(header.minZoom), Tileset.maxZoom)...min(Int(header.maxZoom), Tileset.maxZoom)
+            invariant(tileset.zoomRange == zooms, "the TileJSON's zooms are not the header's")
+            invariant(tileset.template.template == key + "/{z}/{x}/{y}", "the TileJSON's tiles are not the archive's template")
         }
     }
 

@@ -95,6 +95,17 @@ struct DownloadConfiguration {
             timeouts.totalMilliseconds = Self.milliseconds(total)
         }
         settings.timeouts = timeouts
+        if let gap = try source.count(options.archiveMaxGap, "ARCHIVE_MAX_GAP", 0...(64 << 20)) {
+            settings.archive.maxGap = UInt64(gap)
+        }
+        if let range = try source.count(options.archiveMaxRange, "ARCHIVE_MAX_RANGE", 1024...(64 << 20)) {
+            settings.archive.maxSpan = UInt64(range)
+        }
+        if let bytes = try source.count(options.archiveBytesInFlight, "ARCHIVE_BYTES_IN_FLIGHT", 65536...(1 << 30)) {
+            settings.archive.maxBytesInFlight = UInt64(bytes)
+        }
+        // At least two ranges under way at once, whatever their size.
+        settings.archive.maxBytesInFlight = max(settings.archive.maxBytesInFlight, settings.archive.maxSpan * 2)
         self.settings = settings
     }
 

@@ -45,6 +45,7 @@ struct DownloadMetrics {
         case .dnsFailed, .connectFailed, .connectionReset, .truncatedBody, .tls, .transport: "connection"
         case .invalidURL, .unsupportedScheme, .invalidHeader, .blockedAddress, .tooManyRedirects: "invalid"
         case .tooLarge: "too_large"
+        case .rangeIgnored, .rangeMismatch: "range"
         case .cancelled, .shutdown: nil
         }
     }

@@ -15,15 +15,27 @@ final class FetcherUpstream: UpstreamClient {
     }
 
     func get(_ url: String, limits: UpstreamLimits, completion: @escaping (Result<UpstreamResponse, UpstreamFailure>) -> Void) {
+        submit(url, range: nil, limits: limits, completion: completion)
+    }
+
+    func getRange(_ url: String, range: ClosedRange<UInt64>, ifMatch: String?, ifUnmodifiedSince: Int64?, limits: UpstreamLimits,
+                  completion: @escaping (Result<UpstreamResponse, UpstreamFailure>) -> Void) {
+        submit(url, range: RangeRequest(bytes: range, ifMatch: ifMatch, ifUnmodifiedSince: ifUnmodifiedSince),
+               limits: limits, completion: completion)
+    }
+
+    private func submit(_ url: String, range: RangeRequest?, limits: UpstreamLimits,
+                        completion: @escaping (Result<UpstreamResponse, UpstreamFailure>) -> Void) {
         let total = Self.milliseconds(limits.timeout)
         let request = FetchRequest(
-            url: url, maxBodyBytes: limits.maxBodyBytes,
+            url: url, range: range, maxBodyBytes: range.map { Int(clamping: $0.count) } ?? limits.maxBodyBytes,
             timeouts: .init(connectMilliseconds: min(10_000, total), totalMilliseconds: total), owner: Self.owner)
         fetcher.submit(request) { result in
             switch result {
             case .success(let response):
                 completion(.success(UpstreamResponse(status: response.status, body: response.body,
-                                                     cache: response.headers.cacheHeaders(now: WallClock.system.now))))
+                                                     cache: response.headers.cacheHeaders(now: WallClock.system.now),
+                                                     headers: response.headers.fields)))
             case .failure(let error):
                 completion(.failure(UpstreamFailure(code: error.code, hostNotAllowed: error == .blockedAddress)))
             }

@@ -86,6 +86,12 @@ struct ServeCommand: ParsableCommand {
         var maxFailureShare: String?
         @Option(help: "Largest upstream body accepted per resource, in bytes (PACKD_MAX_RESOURCE_BYTES; default 33554432).")
         var maxResourceBytes: String?
+        @Option(help: "PMTiles archives: tiles whose bytes lie at most this many bytes apart are read with one range request (PACKD_ARCHIVE_MAX_GAP; default 65536).")
+        var archiveMaxGap: String?
+        @Option(help: "PMTiles archives: the largest range one request reads, in bytes (PACKD_ARCHIVE_MAX_RANGE; default 1048576).")
+        var archiveMaxRange: String?
+        @Option(help: "PMTiles archives: bytes of tile ranges one pack has under way at once (PACKD_ARCHIVE_BYTES_IN_FLIGHT; default 8388608, at least twice --archive-max-range).")
+        var archiveBytesInFlight: String?
         @Option(help: "Time to connect to an upstream, e.g. 10s (PACKD_UPSTREAM_CONNECT_TIMEOUT; default 10s).")
         var upstreamConnectTimeout: String?
         @Option(help: "An upstream transfer receiving nothing this long fails, e.g. 30s (PACKD_UPSTREAM_STALL_TIMEOUT; default 30s).")

@@ -1,4 +1,5 @@
 import Foundation
+import PackdTestSupport
 import Packs
 import Store
 import Testing
@@ -124,6 +125,42 @@ import Testing
             let fixed = resources.values.reduce(0, +)
             #expect(reply.json["expected_resources"] as? Int == fixed + 84 + 21)
             #expect(upstream.requests.sorted() == [base + "/style.json", base + "/v.json"])
+        }
+    }
+
+    @Test func aPMTilesRegionIsCountedFromItsArchivesHeaderReadWithARange() throws {
+        try RoutesFixture.using { server throws in
+            let upstream = server.scriptedUpstream()
+            let url = "https://cdn.example/world.pmtiles"
+            upstream.serveFile(url, ArchiveFixture(maxZoom: 4).bytes)
+            let reply = try estimate(server, #"{"pmtiles": "\#(url)", "bounds": [-180, -85, 180, 85], "min_zoom": 0}"#)
+            #expect(reply.status == 200, "\(reply.body)")
+            // The archive's zooms, 1…4 (its only z0 tile is absent): every tile of the world from z1
+            // to z4 (max_zoom omitted), and its TileJSON.
+            #expect(reply.json["tiles"] as? Int == 4 + 16 + 64 + 256, "\(reply.json["sources"] ?? "")")
+            #expect(reply.json["expected_resources"] as? Int == 1 + 4 + 16 + 64 + 256)
+            #expect((reply.json["resources"] as? [String: Int])?["tilejsons"] == 1)
+            // The header and root directory in one read of the first 16 KiB (the metadata with them).
+            #expect(upstream.requests == [url + " bytes=0-16383"])
+        }
+    }
+
+    @Test func anArchiveWhoseServerIgnoresRangeIsAnUpstreamFailure() throws {
+        try RoutesFixture.using { server throws in
+            let upstream = server.scriptedUpstream()
+            let url = "https://cdn.example/world.pmtiles"
+            upstream.answer(url, .failure(UpstreamFailure(code: "range_not_supported")))
+            let reply = try estimate(server, #"{"pmtiles": "\#(url)", "bounds": [0, 0, 1, 1], "max_zoom": 3}"#)
+            #expect(reply.status == 502, "\(reply.body)")
+            #expect(reply.json["url"] as? String == url)
+            #expect((reply.json["detail"] as? String)?.contains("ignores Range") == true)
+            let notAnArchive = "https://cdn.example/not.pmtiles"
+            upstream.serveFile(notAnArchive, Array(repeating: 7, count: 500))
+            let style = #"{"version": 8, "sources": {"a": {"type": "vector", "url": "pmtiles://\#(notAnArchive)"}}, "layers": []}"#
+            upstream.serve("https://cdn.example/style.json", style)
+            let invalid = try estimate(server, #"{"style_url": "https://cdn.example/style.json", "bounds": [0, 0, 1, 1], "max_zoom": 3}"#)
+            #expect(invalid.status == 502, "\(invalid.body)")
+            #expect((invalid.json["detail"] as? String)?.contains("not a PMTiles archive") == true)
         }
     }
 

@@ -10,6 +10,8 @@ final class ScriptedUpstream: UpstreamClient, @unchecked Sendable {
     private let loop: EventLoop
     private let lock = NSLock()
     private var answers: [String: Result<UpstreamResponse, UpstreamFailure>] = [:]
+    /// Files served by range (PMTiles archives), with their ETag.
+    private var files: [String: (bytes: [UInt8], etag: String)] = [:]
     private var asked: [String] = []
 
     init(loop: EventLoop) {
@@ -25,7 +27,28 @@ final class ScriptedUpstream: UpstreamClient, @unchecked Sendable {
         lock.withLock { answers[url] = result }
     }
 
+    /// Serves `bytes` to range requests for `url` (206 with `Content-Range` and `etag`).
+    func serveFile(_ url: String, _ bytes: [UInt8], etag: String = "\"a1\"") {
+        lock.withLock { files[url] = (bytes, etag) }
+    }
+
     var requests: [String] { lock.withLock { asked } }
+
+    func getRange(_ url: String, range: ClosedRange<UInt64>, ifMatch: String?, ifUnmodifiedSince: Int64?, limits: UpstreamLimits,
+                  completion: @escaping (Result<UpstreamResponse, UpstreamFailure>) -> Void) {
+        let result: Result<UpstreamResponse, UpstreamFailure> = lock.withLock {
+            asked.append("\(url) bytes=\(range.lowerBound)-\(range.upperBound)")
+            if let answer = answers[url] { return answer }
+            guard let file = files[url] else { return .success(UpstreamResponse(status: 404, body: [])) }
+            if let ifMatch, ifMatch != file.etag { return .success(UpstreamResponse(status: 412, body: [])) }
+            let last = min(range.upperBound, UInt64(file.bytes.count) - 1)
+            return .success(UpstreamResponse(status: 206, body: Array(file.bytes[Int(range.lowerBound)...Int(last)]), headers: [
+                "content-range": "bytes \(range.lowerBound)-\(last)/\(file.bytes.count)", "etag": file.etag,
+            ]))
+        }
+        let callback = LoopBound(completion)
+        loop.execute { callback.value(result) }
+    }
 
     func get(_ url: String, limits: UpstreamLimits, completion: @escaping (Result<UpstreamResponse, UpstreamFailure>) -> Void) {
         let result = lock.withLock {

@@ -229,6 +229,26 @@ import Testing
         #expect(metrics.contains("packd_build_info{version=\"\(BuildInfo.version)\""), "\(metrics.split(separator: "\n").filter { $0.contains("build_info") })")
     }
 
+    @Test func createAPackOfAPMTilesArchive() throws {
+        let archive = ArchiveFixture(maxZoom: 4)
+        let upstream = try ArchiveUpstream(archive: archive.bytes)
+        defer { upstream.stop() }
+        let server = try PackdServer()
+        defer { server.remove() }
+        let region = ["--pmtiles", upstream.url, "--bbox", "-180,-85,180,85", "--zooms", "0-"]
+        let estimate = try JSONDecoder().decode(Estimate.self, from: Data(try PackdCommand.run(["estimate"] + Self.server(server) + region).stdout.utf8))
+        // The archive's zooms 1-4 (its z0 tile is absent): 340 tiles.
+        #expect(estimate.tiles == 340 && estimate.expectedResources == 341)
+        let run = try PackdCommand.run(["create"] + Self.server(server) + region + ["--wait"])
+        #expect(run.status == 0, "\(run.stderr)")
+        let packID = try #require(try Self.events(run.stdout).first?.event.packID)
+        let pack = try JSONDecoder().decode(Pack.self, from: Data(PackdCommand.run(["show", "\(packID)"] + Self.server(server)).stdout.utf8))
+        #expect(pack.state == .complete && pack.progress.completedTiles == 340 && pack.region.pmtiles == upstream.url)
+        #expect(pack.progress.archiveRequests > 0 && pack.progress.archiveRequests < 20)
+        let both = try PackdCommand.run(["estimate"] + Self.server(server) + region + ["--style", "https://x/style.json"])
+        #expect(both.status == 64 && both.stderr.contains("--pmtiles"))
+    }
+
     @Test func suspendResumeAndDelete() throws {
         // Tiles that never come: the pack stays active until it is suspended.
         let upstream = try Self.tileUpstream { _ in .hang }

@@ -263,7 +263,20 @@ private final class WeakReference<Object: AnyObject>: @unchecked Sendable {
 }
 
 /// One queued pack against its own upstream and database: the common set-up of these tests.
-final class DownloadRun {
+/// A pack downloading on a harness of its own, against an upstream of the test's.
+protocol PackRun {
+    var harness: JobsHarness { get }
+    var packID: Int64 { get }
+}
+
+extension PackRun {
+    /// Waits for `complete` or `failed`; returns the states published on the way.
+    func finish(deadline: Duration = .seconds(120)) -> [String] {
+        harness.waitForState(packID, ["complete", "failed"], deadline: deadline)
+    }
+}
+
+final class DownloadRun: PackRun {
     let database: TemporaryDatabase
     let upstream: MapUpstream
     let harness: JobsHarness
@@ -282,11 +295,6 @@ final class DownloadRun {
         let harness = harness
         let packID = packID
         try harness.onLoop { harness.scheduler.packQueued(packID) }
-    }
-
-    /// Waits for `complete` or `failed`; returns the states published on the way.
-    func finish(deadline: Duration = .seconds(120)) -> [String] {
-        harness.waitForState(packID, ["complete", "failed"], deadline: deadline)
     }
 
     func close() {

@@ -27,6 +27,11 @@ public final class TestUpstream: @unchecked Sendable {
         case truncate(declared: Int, body: [UInt8])
         /// Sends the response in `chunk`-byte pieces with `interval` between them.
         case drip(body: [UInt8], chunk: Int, interval: Duration)
+        /// Sends these bytes as they are (status line, headers, body), then closes.
+        case raw([UInt8])
+        /// A status and headers declaring `declared` bytes, then zeros in 64 KiB chunks until the
+        /// client hangs up (or `declared` are sent); `sent` hears how many body bytes went out.
+        case endless(status: Int, headers: [(String, String)], declared: Int, sent: @Sendable (Int) -> Void)
         /// Reads the request and never answers.
         case hang
         case delayed(Duration, Reply)
@@ -155,6 +160,21 @@ public final class TestUpstream: @unchecked Sendable {
             if status != 304 { head += "Content-Length: \(body.count)\r\n" }
             head += "\r\n"
             return send(fd, Array(head.utf8) + (request.method == "HEAD" || status == 304 ? [] : body))
+        case let .raw(bytes):
+            _ = send(fd, bytes)
+            return false
+        case let .endless(status, headers, declared, sent):
+            var head = "HTTP/1.1 \(status) Status\r\n"
+            for (name, value) in headers { head += "\(name): \(value)\r\n" }
+            head += "Content-Length: \(declared)\r\n\r\n"
+            guard send(fd, Array(head.utf8)) else { return false }
+            let chunk = [UInt8](repeating: 0, count: 64 << 10)
+            var total = 0
+            while total < declared, !isStopping, send(fd, Array(chunk.prefix(declared - total))) {
+                total += min(chunk.count, declared - total)
+            }
+            sent(total)
+            return false
         case .reset:
             var linger = Glibc.linger(l_onoff: 1, l_linger: 0)
             setsockopt(fd, SOL_SOCKET, SO_LINGER, &linger, socklen_t(MemoryLayout<Glibc.linger>.size))

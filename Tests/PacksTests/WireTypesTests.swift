@@ -24,7 +24,7 @@ import Testing
         #expect(text == """
             {"completed_at":null,"context":"AAH+/w==","created_at":"2026-11-23T20:00:00Z","error":null,"id":42,\
             "invalidation":null,"limits":{"max_bytes_per_second":null,"max_tiles":10000},"name":null,"next_refresh_at":null,\
-            "progress":{"bytes_per_second":950000,"completed_bytes":18500000,"completed_resources":1200,\
+            "progress":{"archive_bytes":0,"archive_requests":0,"bytes_per_second":950000,"completed_bytes":18500000,"completed_resources":1200,\
             "completed_tile_bytes":18000000,"completed_tiles":1150,"eta_seconds":17,"expected_is_precise":true,\
             "expected_resources":5290,"failed_resources":0,"throttled":null,"transfers_in_flight":0},"refresh":null,"region":{"bounds":[-11.0,35.5,20.0,60.0],\
             "include_ideographs":false,"max_zoom":5.0,"min_zoom":0.0,"pixel_ratio":1.0,\

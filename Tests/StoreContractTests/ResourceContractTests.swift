@@ -107,6 +107,50 @@ import Testing
         #expect(try store.read { try $0.storedResourceURLs(packID: second) } == ["https://example/sprite.json"])
     }
 
+    /// Tiles of a PMTiles archive count as stored only when stored from the archive's current
+    /// version (its validators in `etag`/`modified`): the others are fetched again, never linked.
+    @Test(arguments: StoreFactory.all)
+    func aTileWindowOfAVersionCountsOnlyTilesStoredFromIt(_ factory: StoreFactory) throws {
+        let store = try ContractHarness(factory)
+        defer { store.close() }
+        let first = try store.write { try $0.createPack(ContractRows.pack("first"), now: 1) }
+        let second = try store.write { try $0.createPack(ContractRows.pack("second"), now: 1) }
+        func tile(_ x: Int64, pack: Int64, etag: String?, modified: Int64?) -> ResourceWrite {
+            var write = ContractRows.tile(z: 4, x: x, y: 3, pack: pack)
+            write.cache = HTTPCacheHeaders(modified: modified, etag: etag)
+            return write
+        }
+        store.submit([tile(0, pack: first, etag: "\"v1\"", modified: 100), tile(1, pack: first, etag: "\"v2\"", modified: 100),
+                      tile(2, pack: first, etag: nil, modified: 100), tile(3, pack: second, etag: "\"v2\"", modified: 100),
+                      tile(4, pack: second, etag: "\"v1\"", modified: 100), tile(5, pack: second, etag: "\"v2\"", modified: 99)])
+        try store.flush()
+        let window = { (version: TileVersion?) in
+            try store.read { try $0.tileWindow(packID: second, urlTemplate: ContractRows.template, pixelRatio: 1, z: 4,
+                                               xRange: 0...7, yRange: 3...3, now: 10, version: version) }
+        }
+        let v2 = try window(TileVersion(etag: "\"v2\"", modified: 100))
+        #expect((0...7).filter { v2.linkedHere.contains(x: $0, y: 3) } == [3])
+        #expect((0...7).filter { v2.linkable.contains(x: $0, y: 3) } == [1])
+        let any = try window(nil)
+        #expect((0...7).filter { any.linkedHere.contains(x: $0, y: 3) } == [3, 4, 5])
+        #expect((0...7).filter { any.linkable.contains(x: $0, y: 3) } == [0, 1, 2])
+        let noETag = try window(TileVersion(etag: nil, modified: 100))
+        #expect((0...7).filter { noETag.linkable.contains(x: $0, y: 3) } == [2])
+    }
+
+    @Test(arguments: StoreFactory.all)
+    func archiveTrafficAddsUpInTheProgress(_ factory: StoreFactory) throws {
+        let store = try ContractHarness(factory)
+        defer { store.close() }
+        let id = try store.write { try $0.createPack(ContractRows.pack("archive"), now: 1) }
+        try store.inBatch { try $0.addArchiveTraffic(packID: id, requests: 3, bytes: 40_000) }
+        try store.inBatch { try $0.addArchiveTraffic(packID: id, requests: 2, bytes: 1_000) }
+        try store.inBatch { try $0.addArchiveTraffic(packID: id + 1000, requests: 2, bytes: 1_000) }
+        let progress = try #require(try store.read { try $0.progress(id) })
+        #expect(progress.archiveRequests == 5 && progress.archiveBytes == 41_000)
+        #expect(progress.completed == StoredProgress(), "not completed counts")
+    }
+
     @Test(arguments: StoreFactory.all)
     func deletingAPackLeavesItsOnlyRowsToTheAmbientCache(_ factory: StoreFactory) throws {
         let store = try ContractHarness(factory)

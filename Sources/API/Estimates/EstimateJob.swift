@@ -43,11 +43,13 @@ final class EstimateJob: DocumentSource {
 
     /// Runs the document phase; the job keeps itself alive through its callbacks until it answers.
     func start() {
-        if region.styleURL != nil, client == nil {
+        if region.needsDocuments, client == nil {
             answered = true
             return responder.respond(Problem(.unavailable, detail: "no upstream access"))
         }
-        let phase = DocumentPhase(region: region, loop: loop, source: self, limits: .init(
+        // A PMTiles archive's TileJSON comes from its header and metadata, read with ranges.
+        let source = client.map { ArchiveDocuments(inner: self, loop: loop, ranges: UpstreamArchiveRanges(client: $0), limits: ArchiveLimits()) }
+        let phase = DocumentPhase(region: region, loop: loop, source: source ?? self, limits: .init(
             maxDocumentBytes: Self.documentLimits.maxBodyBytes, maxTotalBytes: Self.maximumTotalBytes,
             concurrency: Self.tileJSONConcurrency))
         self.phase = phase
@@ -115,11 +117,27 @@ final class EstimateJob: DocumentSource {
                                       errors: errors), extra: ["url": Self.shown(url)])
         case .tooLarge(let url, let detail):
             responder.respond(Problem(.upstreamFailed, detail: detail), extra: ["url": Self.shown(url)])
+        case .archive(.hostNotAllowed(let url)):
+            let errors: [Problem.FieldError]? = Self.isRegionArchive(url, region)
+                ? [.init(pointer: "/region/pmtiles", detail: "the host is not an allowed upstream host")] : nil
+            responder.respond(Problem(.hostNotAllowed, detail: "\(Self.shown(url)) is on an address this server may not reach",
+                                      errors: errors), extra: ["url": Self.shown(url)])
+        case .archive(let failure):
+            // The archive's server, or the archive, cannot be read: the pack would fail the same way.
+            let error = failure.packError
+            var extra: [String: Any] = ["url": Self.shown(error.url ?? "")]
+            if let status = error.status { extra["upstream_status"] = status }
+            responder.respond(Problem(.upstreamFailed, detail: error.detail), extra: extra)
         case .invalid(let error):
             // A document the upstream served that the planner refuses (not JSON, no tiles…).
             responder.respond(Problem(.upstreamFailed, detail: "the upstream's document cannot be used: \(error.description)"),
                               extra: ["url": Self.shown(error.url ?? region.styleURL ?? "")])
         }
+    }
+
+    private static func isRegionArchive(_ url: String, _ region: RegionDefinition) -> Bool {
+        if case .archive(let archive) = region.content { return archive == url }
+        return false
     }
 
     /// A URL as shown in a problem: without any user info (`user:password@`).

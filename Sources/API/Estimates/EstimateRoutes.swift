@@ -25,7 +25,7 @@ struct EstimateRoutes {
             return responder.respond(error)
         }
         let client: (any UpstreamClient)?
-        if region.styleURL != nil {
+        if region.needsDocuments {
             guard let configured = upstream.client else {
                 return responder.respond(Problem(.unavailable, detail: "estimating a style region needs upstream access, which this server does not have"))
             }

@@ -113,7 +113,8 @@ struct RegionEstimate {
         for resource in plan.fixed {
             switch resource.kind {
             case .style: counts.styles += 1
-            case .source where tileJSONURLs.contains(resource.url): counts.tilejsons += 1
+            case .source where tileJSONURLs.contains(resource.url) || PMTilesSourceURL.archiveURL(ofKey: resource.url) != nil:
+                counts.tilejsons += 1
             case .spriteImage, .spriteJSON: counts.sprites += 1
             case .glyphs: counts.glyphs += 1
             case .source, .image, .tile: counts.data += 1

@@ -36,6 +36,15 @@ struct OfflinePackIndex: Sendable {
             let ratio = Int64(source.template.storedPixelRatio(for: region.pixelRatio))
             return OfflinePackIndex(packID: packID, style: nil,
                                     tileSources: [PlanBuilder.templateSourceID: TileSource(tileset: tileset, pixelRatio: ratio, tileJSONURL: nil)])
+        case .archive(let url):
+            // The TileJSON derived from the archive, stored under its key like any TileJSON.
+            let key = PMTilesSourceURL.key(forArchive: url)
+            guard let tileset = try storedTileset(key, packID: packID, reader) else {
+                throw Unavailable(detail: "pack \(packID) holds no TileJSON of its archive yet")
+            }
+            let ratio = Int64(tileset.template.storedPixelRatio(for: region.pixelRatio))
+            return OfflinePackIndex(packID: packID, style: nil,
+                                    tileSources: [PlanBuilder.templateSourceID: TileSource(tileset: tileset, pixelRatio: ratio, tileJSONURL: key)])
         case .style(let styleURL):
             guard let body = try reader.resource(.resource(url: styleURL, kind: .style), linkedTo: packID)?.body else {
                 throw Unavailable(detail: "pack \(packID) holds no style yet")
@@ -50,8 +59,7 @@ struct OfflinePackIndex: Sendable {
                 case .inline(let inline): tileset = inline
                 case .tileJSON(let url):
                     // A TileJSON the download has not stored yet: its tiles are not there either.
-                    guard let stored = try reader.resource(.resource(url: url, kind: .source), linkedTo: packID)?.body,
-                          let parsed = try? Tileset(tileJSON: Data(try stored.decoded()), url: url) else { continue }
+                    guard let parsed = try storedTileset(url, packID: packID, reader) else { continue }
                     tileset = parsed
                     tileJSONURL = url
                 }
@@ -61,6 +69,12 @@ struct OfflinePackIndex: Sendable {
             return OfflinePackIndex(packID: packID, style: style, tileSources: tileSources)
         }
     }
+}
+
+/// The stored TileJSON `url` of the pack, parsed; nil when it is not stored or unreadable.
+private func storedTileset(_ url: String, packID: Int64, _ reader: any StoreReading & PackExporting) throws -> Tileset? {
+    guard let stored = try reader.resource(.resource(url: url, kind: .source), linkedTo: packID)?.body else { return nil }
+    return try? Tileset(tileJSON: Data(try stored.decoded()), url: url)
 }
 
 /// Recently built indexes by pack id, so a burst of tile requests parses the style once. Loop

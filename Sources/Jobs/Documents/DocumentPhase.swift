@@ -23,6 +23,8 @@ public enum DocumentFailure: Error, Sendable {
     case tooLarge(url: String, detail: String)
     /// The document is not something the planner accepts.
     case invalid(PlanError)
+    /// A PMTiles archive whose TileJSON was to be derived cannot be read.
+    case archive(ArchiveFailure)
 }
 
 /// The first phase of every job that plans a region — download, estimate, revalidation: the
@@ -70,7 +72,11 @@ public final class DocumentPhase {
 
     public func run(then: @escaping (Result<PlanBuilder, DocumentFailure>) -> Void) {
         self.then = then
-        guard let styleURL = builder.region.styleURL else { return finish(.success(builder)) }
+        guard let styleURL = builder.region.styleURL else {
+            // A template region needs nothing; an archive region, the TileJSON of its archive.
+            pendingTileJSONs = builder.missingTileJSONURLs.reversed()
+            return pendingTileJSONs.isEmpty ? finish(.success(builder)) : fetchTileJSONs()
+        }
         let style = PlannedResource(kind: .style, url: styleURL)
         source.document(style) { [self] result in
             guard !finished else { return }

@@ -1,5 +1,6 @@
 import Fetch
 import Foundation
+import Geo
 import Loop
 import Packs
 import Plan
@@ -15,6 +16,11 @@ import WorkSharing
 /// In cluster mode a pack's work is shared between nodes: one download only plans it (`.plan`),
 /// others each take one work unit (`.unit`): the same engine, restricted to the unit's fixed
 /// resources or tiles.
+///
+/// Tiles of a PMTiles archive are read with coalesced range requests (`ArchiveTileFetch`, see
+/// `PackDownload+Archive`): through the same resolver, fetcher, bandwidth gate and writer, each
+/// request one unit of `busy`. An archive replaced while it is read restarts the download from its
+/// new header; tiles stored from the old one are fetched again (`TileVersion`).
 public final class PackDownload: GlyphChoosingJob {
     /// What a download covers.
     public enum Scope: Sendable {
@@ -33,15 +39,15 @@ public final class PackDownload: GlyphChoosingJob {
     /// Who the fetcher counts the download's transfers for: the pack id, or a token of the
     /// download's own when several downloads of one pack run on a node (units).
     public let transferOwner: UInt64
-    private let loop: EventLoop
-    private let fetcher: Fetcher
-    private let store: any PackStore
-    private let settings: DownloadSettings
-    private let clock: WallClock
-    private weak var owner: (any JobOwner)?
-    private weak var listener: (any PackActivityListener)?
-    private let resolver: UpstreamResolver
-    private let writes: WriteQueue
+    let loop: EventLoop
+    let fetcher: Fetcher
+    let store: any PackStore
+    let settings: DownloadSettings
+    let clock: WallClock
+    weak var owner: (any JobOwner)?
+    weak var listener: (any PackActivityListener)?
+    var resolver: UpstreamResolver
+    var writes: WriteQueue
     private let bandwidth: BandwidthGate?
     /// The pack's own `max_tiles`: checked against the exact count before any tile is fetched.
     public let maxTiles: Int64?
@@ -52,21 +58,31 @@ public final class PackDownload: GlyphChoosingJob {
     /// The start area's record is being committed: tiles beyond it wait.
     private var startAreaRecording = false
     private let watchdog: LoopTimer
-    private var documentPhase: DocumentPhase?
+    var documentPhase: DocumentPhase?
     /// Style and TileJSON answers, stored with the fixed resources instead of being fetched again.
-    private var documents: [String: FetchResponse] = [:]
-    private var lookup: StoredLookup?
-    private var pending = PendingResources()
+    var documents: [String: FetchResponse] = [:]
+    var lookup: StoredLookup?
+    var pending = PendingResources()
     /// The plan's pyramids, which pending tiles point into.
-    private var pyramids: [TilePyramid] = []
+    var pyramids: [TilePyramid] = []
     private var region: RegionDefinition
-    /// Resources started and not yet resolved (in a transfer, waiting for a retry, or encoding).
-    private var busy = 0
+    /// Resources started and not yet resolved (in a transfer, waiting for a retry, or encoding);
+    /// an archive's range request counts as one, each tile it brought as one while encoded.
+    var busy = 0
+    /// Tiles of the pack's PMTiles pyramids, when it has any.
+    var archiveFetch: ArchiveTileFetch?
+    /// Archive range requests and bytes not yet added to the pack's counts.
+    var archiveTraffic = (requests: Int64(0), bytes: Int64(0))
+    /// The last archive answer's headers and the cache columns parsed from them.
+    var lastArchiveCache: (headers: [String: String], cache: HTTPCacheHeaders)?
+    /// Restarts from a replaced archive's header so far, and whether one is under way.
+    var restarts = 0
+    var restarting = false
     /// Known once the documents are in (before any fixed resource or tile is fetched).
     public private(set) var expected: ExpectedCounts?
     /// Known with the plan (its budget depends on the expected count).
-    private var failures: FailureLedger?
-    private var downloading = false
+    var failures: FailureLedger?
+    var downloading = false
     /// With `"glyphs": "region"`: the glyph ranges to choose once every tile is stored.
     private var glyphSubset: GlyphSubset?
     /// Choosing them: the tiles are committed and being read.
@@ -75,7 +91,7 @@ public final class PackDownload: GlyphChoosingJob {
     private var choosingGlyphs = false
     /// Everything resolved; waiting for the writer to commit before reporting.
     private var finishing = false
-    private(set) var ended = false
+    var ended = false
 
     public init(packID: Int64, region: RegionDefinition, limits: PackLimits, loop: EventLoop, fetcher: Fetcher,
                 store: any PackStore, settings: DownloadSettings, clock: WallClock, owner: any JobOwner,
@@ -100,6 +116,11 @@ public final class PackDownload: GlyphChoosingJob {
         writes = WriteQueue(packID: packID, loop: loop, sink: store, settings: settings, clock: clock)
         bandwidth = limits.maxBytesPerSecond.flatMap { $0 >= 1 ? $0 : nil }.map { BandwidthGate(bytesPerSecond: $0, loop: loop) }
         watchdog = LoopTimer(loop: loop)
+        connectRun()
+    }
+
+    /// Points the run's resolver and write queue (new ones after a restart) back at the download.
+    func connectRun() {
         resolver.onAnswer = { [weak self] bytes in self?.bandwidth?.received(bytes) }
         writes.onProgress = { [weak self] in self?.pump() }
     }
@@ -108,6 +129,11 @@ public final class PackDownload: GlyphChoosingJob {
     public func start() {
         let interval = LoopTimer.milliseconds(settings.watchdogInterval)
         watchdog.start(after: interval, repeat: interval) { [weak self] in self?.checkProgressing() }
+        run()
+    }
+
+    /// One run: the documents, then the resources. Again after an archive was replaced.
+    func run() {
         if case .pack = scope {
             // This run retries every missing resource: failures an interrupted run recorded
             // (before a restart) no longer hold, and would leave a complete pack counting failed
@@ -115,15 +141,18 @@ public final class PackDownload: GlyphChoosingJob {
             let packID = packID
             store.inBatch({ database in try database.clearFailures(packID: packID) }, then: nil)
         }
-        let phase = DocumentPhase(region: region, loop: loop, source: self, limits: .init(
+        let ranges = archiveRanges()
+        let source = ArchiveDocuments(inner: self, loop: loop, ranges: ranges, limits: settings.archive)
+        let phase = DocumentPhase(region: region, loop: loop, source: source, limits: .init(
             maxDocumentBytes: settings.maxBodyBytes, maxTotalBytes: PlanLimits().maxDocumentBytes * 8,
             concurrency: settings.maxInFlight))
         documentPhase = phase
         phase.run { [weak self] result in
             guard let self, !ended else { return }
             documentPhase = nil
+            flushArchiveTraffic()
             switch result {
-            case .success(let builder): beginResources(builder.plan)
+            case .success(let builder): beginResources(builder.plan, archives: source.opened, ranges: ranges)
             case .failure(let failure): end(.fail(Self.packError(failure)))
             }
         }
@@ -143,15 +172,17 @@ public final class PackDownload: GlyphChoosingJob {
         geoJSONLabels?.stop()
         resolver.stop()
         lookup?.stop()
+        archiveFetch?.stop()
         writes.stop()
         watchdog.close()
         bandwidth?.close()
         fetcher.cancelAll(owner: transferOwner)
+        flushArchiveTraffic()
     }
 
     // MARK: Resources
 
-    private func beginResources(_ documentsPlan: ResourcePlan) {
+    private func beginResources(_ documentsPlan: ResourcePlan, archives: [String: OpenedArchive], ranges: ResolverRanges) {
         // Only a whole pack's download sees every tile stored before its glyphs: a cluster's
         // units cannot choose, and download every range as `"glyphs": "all"` does.
         let plan: ResourcePlan
@@ -178,10 +209,19 @@ public final class PackDownload: GlyphChoosingJob {
         pyramids = plan.pyramids
         failures = FailureLedger(packID: packID, store: store,
                                  budget: settings.failureBudget(expectedResources: Int(clamping: counts.resources)))
-        let order = startArea.map { TileOrder(pyramids: plan.pyramids, startArea: $0) }
+        let versions: [Int: TileVersion]
+        do {
+            versions = try readArchives(plan.pyramids, opened: archives, ranges: ranges)
+        } catch {
+            return end(.fail(error.packError))
+        }
+        // An archive's tiles are read in the archive's order, many to a range: no start area
+        // orders them (nor waits for tiles the coalesced reads would not report to it).
+        if !versions.isEmpty { startAreaWatch = nil }
+        let order = startAreaWatch.flatMap { _ in startArea.map { TileOrder(pyramids: plan.pyramids, startArea: $0) } }
             ?? TileOrder(pyramids: plan.pyramids, scope: unit)
         let lookup = StoredLookup(packID: packID, store: store, clock: clock, pyramids: plan.pyramids,
-                                  bandTiles: settings.lookupBatchTiles, order: order)
+                                  bandTiles: settings.lookupBatchTiles, order: order, versions: versions)
         startAreaWatch?.onWhole = { [weak self] in self?.startAreaWhole() }
         startAreaWatch?.onSettled = { [weak self] in self?.pump() }
         lookup.onLinked = { [weak self] progress in
@@ -202,13 +242,20 @@ public final class PackDownload: GlyphChoosingJob {
         }
     }
 
-    private func pump() {
+    func pump() {
         guard !ended, downloading, let lookup else { return }
-        while busy - writes.encoding < settings.maxInFlight, !writes.isFull, !pending.isEmpty {
+        while busy - writes.encoding < settings.maxInFlight, !writes.isFull {
+            let archiveReady = archiveFetch?.canStart == true
+            guard archiveReady || !pending.isEmpty else { break }
             // Nothing beyond the start area starts before it is settled (its tiles commit first).
             if let watch = startAreaWatch, !watch.isSettled || startAreaRecording,
                pending.first?.isTileOutsideStartArea == true { break }
             guard bandwidth?.allowsStart(ready: { [weak self] in self?.pump() }) ?? true else { break }
+            // An archive's request first: a range holds many tiles, a leaf holds up whole bands.
+            if archiveReady, archiveFetch?.startNext() == true {
+                busy += 1
+                continue
+            }
             switch pending.popFirst() {
             case .fixed(let resource): download(resource)
             case .tile(let pyramid, let tile, let inStartArea):
@@ -217,11 +264,12 @@ public final class PackDownload: GlyphChoosingJob {
             }
         }
         // Look the next band up while half a band is still pending, so transfers do not wait for it.
-        if pending.count < max(settings.maxInFlight, settings.lookupBatchTiles / 2), !lookup.lookingUp, !lookup.exhausted {
+        let queued = pending.count + (archiveFetch?.pendingTiles ?? 0)
+        if queued < max(settings.maxInFlight, settings.lookupBatchTiles / 2), !lookup.lookingUp, !lookup.exhausted {
             let started = lookup.nextBand(deliver: { [weak self] tiles in
                 guard let self, !ended else { return }
                 if let watch = startAreaWatch { watch.tilesQueued(tiles.filter(\.inStartArea).count) }
-                pending.append(contentsOf: tiles)
+                queue(tiles)
                 pump()
             }, done: { [weak self, inStartArea = lookup.lookingUpStartArea] in
                 if inStartArea { self?.startAreaWatch?.bandSettled() }
@@ -229,7 +277,7 @@ public final class PackDownload: GlyphChoosingJob {
             })
             if started { startAreaWatch?.bandStarted(inStartArea: lookup.lookingUpStartArea) } else { startAreaWatch?.walkEnded() }
         }
-        if busy == 0, pending.isEmpty, lookup.exhausted, !lookup.lookingUp {
+        if busy == 0, pending.isEmpty, lookup.exhausted, !lookup.lookingUp, archiveFetch?.isIdle ?? true {
             if let subset = glyphSubset {
                 glyphSubset = nil
                 return chooseGlyphs(subset)
@@ -288,6 +336,8 @@ public final class PackDownload: GlyphChoosingJob {
                 end(.fail(PackError(.upstreamUnauthorized, "the upstream refused the request", url: resource.url, status: status)))
             case .refused:
                 end(.fail(Self.addressRefused(resource.url)))
+            case .rangeRefused(let error):
+                recordFailure(resource, status: nil, message: error.description, attempts: 1)
             case .failed(let status, let message, let attempts):
                 if inStartArea { startAreaWatch?.tileResolved(stored: false) }
                 recordFailure(resource, status: status, message: message, attempts: attempts)
@@ -297,9 +347,9 @@ public final class PackDownload: GlyphChoosingJob {
         }
     }
 
-    private func store(_ resource: PlannedResource, _ response: FetchResponse, inStartArea: Bool = false) {
+    func store(_ resource: PlannedResource, _ response: FetchResponse, cache: HTTPCacheHeaders? = nil, inStartArea: Bool = false) {
         let geoJSONBody = geoJSONLabels?.awaits(resource.url) == true ? response.body : nil
-        writes.store(resource, response) { [weak self] encoded in
+        writes.store(resource, response, cache: cache) { [weak self] encoded in
             guard let self, !ended else { return }
             if inStartArea { startAreaWatch?.tileResolved(stored: encoded) }
             if encoded, let geoJSONBody { geoJSONLabels?.bodyStored(url: resource.url, body: geoJSONBody) }
@@ -314,7 +364,7 @@ public final class PackDownload: GlyphChoosingJob {
 
     /// A resource that failed for good: recorded with the batch, and the pack stops early once
     /// more failed than the budget allows.
-    private func recordFailure(_ resource: PlannedResource, status: Int?, message: String, attempts: Int) {
+    func recordFailure(_ resource: PlannedResource, status: Int?, message: String, attempts: Int) {
         if failures?.record(url: resource.url, status: status, message: message, attempts: attempts, now: clock.now) == true {
             return end(.fail(PackError(.tooManyFailures, "\(failures?.count ?? 0) resources failed", url: resource.url,
                                        status: status)))
@@ -322,7 +372,7 @@ public final class PackDownload: GlyphChoosingJob {
         resolved()
     }
 
-    private func resolved() {
+    func resolved() {
         busy -= 1
         pump()
     }
@@ -365,7 +415,7 @@ public final class PackDownload: GlyphChoosingJob {
         guard !ended else { return }
         let accounted = fetcher.transferCount(owner: transferOwner) + resolver.retriesWaiting + writes.encoding
         let waiting = documentPhase != nil || lookup?.lookingUp == true || finishing || bandwidth?.isWaiting == true
-            || writes.isFull || choosingGlyphs || startAreaRecording
+            || writes.isFull || restarting || (archiveFetch?.poolJobs ?? 0) > 0 || choosingGlyphs || startAreaRecording
         if busy > accounted || (busy == 0 && !waiting) {
             end(.fail(PackError(.internalError, "the download stalled with \(busy) resources under way, "
                                 + "\(accounted) accounted for; resume continues it")))
@@ -378,53 +428,8 @@ public final class PackDownload: GlyphChoosingJob {
         owner?.jobEnded(packID, event)
     }
 
-    private func request(for resource: PlannedResource) -> FetchRequest {
+    func request(for resource: PlannedResource) -> FetchRequest {
         FetchRequest(url: resource.url, maxBodyBytes: settings.maxBodyBytes, timeouts: settings.timeouts,
                      owner: transferOwner)
-    }
-
-    /// A document phase that cannot produce a plan fails the pack with what went wrong.
-    static func packError(_ failure: DocumentFailure) -> PackError {
-        switch failure {
-        case .unavailable(let url, let status, let detail): PackError(.styleUnavailable, detail, url: url, status: status)
-        case .unauthorized(let url, let status): PackError(.upstreamUnauthorized, "the upstream refused the request", url: url, status: status)
-        case .hostNotAllowed(let url): addressRefused(url)
-        case .tooLarge(let url, let detail): PackError(.invalidDocument, detail, url: url)
-        case .invalid(let error): PackError(.invalidDocument, error.description, url: error.url)
-        }
-    }
-
-    /// The address policy refused the connection: a configuration matter (allow the host), not
-    /// something retries fix, so the pack fails at once and says which setting is involved.
-    static func addressRefused(_ url: String) -> PackError {
-        PackError(.hostNotAllowed, "the upstream's address (or a redirect's) is loopback, private or otherwise not "
-                  + "global and no allow rule permits it (address policy: --allow-upstream-hosts)", url: url)
-    }
-}
-
-/// A download's documents come from the upstream with its retries; each answer is kept, to be
-/// stored with the fixed resources instead of fetched again.
-extension PackDownload: DocumentSource {
-    public func document(_ resource: PlannedResource, then: @escaping (Result<[UInt8], DocumentFailure>) -> Void) {
-        resolver.fetch(request(for: resource)) { [weak self] resolution in
-            switch resolution {
-            case .body(let response):
-                self?.documents[resource.url] = response
-                then(.success(response.body))
-            case .noContent(let status):
-                then(.failure(.unavailable(url: resource.url, status: status == 204 ? 404 : status,
-                                           detail: "the upstream has no content here")))
-            case .notModified(let response):
-                then(.failure(.unavailable(url: resource.url, status: response.status, detail: "HTTP \(response.status)")))
-            case .unauthorized(let status):
-                then(.failure(.unauthorized(url: resource.url, status: status)))
-            case .refused:
-                then(.failure(.hostNotAllowed(url: resource.url)))
-            case .failed(let status, let message, _):
-                then(.failure(.unavailable(url: resource.url, status: status, detail: message)))
-            case .stopped:
-                then(.failure(.unavailable(url: resource.url, status: nil, detail: "stopped")))
-            }
-        }
     }
 }

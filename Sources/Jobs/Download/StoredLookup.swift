@@ -14,6 +14,9 @@ final class StoredLookup {
     private let store: any PackStore
     private let clock: WallClock
     private let pyramids: [TilePyramid]
+    /// Per pyramid (by index) the version its tiles must have been stored from to count as
+    /// stored: an archive's current validators. Others count whatever they were stored from.
+    private let versions: [Int: TileVersion]
     private var bands: TileBands?
     private var stopped = false
     /// The pack's progress after rows stored elsewhere were linked to it.
@@ -28,11 +31,12 @@ final class StoredLookup {
 
     /// `order`: which tiles, in which order (every tile of the pyramids zoom by zoom by default).
     init(packID: Int64, store: any PackStore, clock: WallClock, pyramids: [TilePyramid], bandTiles: Int,
-         order: TileOrder) {
+         order: TileOrder, versions: [Int: TileVersion] = [:]) {
         self.packID = packID
         self.store = store
         self.clock = clock
         self.pyramids = pyramids
+        self.versions = versions
         bands = TileBands(pyramids: pyramids, limit: bandTiles, order: order)
     }
 
@@ -78,9 +82,10 @@ final class StoredLookup {
         let zoom = Int64(band.zoom)
         let (xRange, yRange) = (band.xRange, band.yRange)
         let now = clock.now
+        let version = versions[band.pyramidIndex]
         store.read({ reader in
             try reader.tileWindow(packID: packID, urlTemplate: template, pixelRatio: ratio, z: zoom, xRange: xRange,
-                                  yRange: yRange, now: now)
+                                  yRange: yRange, now: now, version: version)
         }) { [self] result in
             guard !stopped else { return }
             let window = try? result.get()

@@ -13,6 +13,9 @@ final class WriteQueue {
     private struct PendingEncode: @unchecked Sendable {
         let resource: PlannedResource
         let response: FetchResponse
+        /// The cache columns when the caller has them (every tile of an archive's range shares
+        /// them), else parsed from the response's headers on the pool.
+        let cache: HTTPCacheHeaders?
         /// What the write counts against `maxUncommittedBytes`.
         let cost: Int
         /// Called on the loop thread only (the pool job reads the other fields).
@@ -40,6 +43,8 @@ final class WriteQueue {
     private var bytesSinceMarker = 0
     /// Called when room frees up (a marker committed) or an encode job finished.
     var onProgress: (() -> Void)?
+    /// Waiting for every encode job to have handed its rows to the writer (also once stopped).
+    private var idleWaiters: [() -> Void] = []
 
     init(packID: Int64, loop: EventLoop, sink: any ResourceSink, settings: DownloadSettings, clock: WallClock) {
         self.packID = packID
@@ -56,23 +61,32 @@ final class WriteQueue {
         stopped = true
     }
 
+    /// Calls `then` on the loop once no encode job is running (at once when none is): every row
+    /// handed in before is then submitted to the writer, in order before anything submitted later.
+    func whenIdle(_ then: @escaping () -> Void) {
+        guard jobs > 0 else { return then() }
+        idleWaiters.append(then)
+    }
+
     /// Encodes `response`'s body on the pool and submits it; `stored` hears whether it could be
     /// encoded (a corrupt gzip body cannot).
-    func store(_ resource: PlannedResource, _ response: FetchResponse, stored: @escaping (Bool) -> Void) {
+    func store(_ resource: PlannedResource, _ response: FetchResponse, cache: HTTPCacheHeaders? = nil,
+               stored: @escaping (Bool) -> Void) {
         // Counted against the bound from now (the body is held from here until committed), but
         // marked for release only once the writer has it.
         let cost = response.body.count + Self.overheadBytes
         uncommittedBytes += cost
         encoding += 1
-        queue.append(PendingEncode(resource: resource, response: response, cost: cost, stored: stored))
+        queue.append(PendingEncode(resource: resource, response: response, cache: cache, cost: cost, stored: stored))
         startJob()
     }
 
     /// A tile the upstream has no content for: stored with NULL data.
-    func storeNoContent(_ resource: PlannedResource) {
+    /// (An archive's tile carries the validators of the archive that lacks it.)
+    func storeNoContent(_ resource: PlannedResource, cache: HTTPCacheHeaders = HTTPCacheHeaders()) {
         let cost = Self.overheadBytes
         uncommittedBytes += cost
-        sink.submit([ResourceWrite(key: Self.key(of: resource), content: .noContent, packID: packID)])
+        sink.submit([ResourceWrite(key: Self.key(of: resource), content: .noContent, cache: cache, packID: packID)])
         submitted(cost: cost)
     }
 
@@ -89,9 +103,11 @@ final class WriteQueue {
             var writes: [ResourceWrite] = []
             writes.reserveCapacity(items.count)
             let encoded = items.map { item -> Bool in
-                guard let stored = try? StoredBody.encoding(item.response.body) else { return false }
+                let body = item.resource.kind == .style
+                    ? StoredStyleBody.body(item.response.body, url: item.resource.url) : item.response.body
+                guard let stored = try? StoredBody.encoding(body) else { return false }
                 writes.append(ResourceWrite(key: Self.key(of: item.resource), content: .body(stored),
-                                            cache: item.response.headers.cacheHeaders(now: now), packID: packID))
+                                            cache: item.cache ?? item.response.headers.cacheHeaders(now: now), packID: packID))
                 return true
             }
             sink.submit(writes)
@@ -100,6 +116,11 @@ final class WriteQueue {
             guard let self else { return }
             jobs -= 1
             encoding -= items.count
+            if jobs == 0, !idleWaiters.isEmpty {
+                let waiters = idleWaiters
+                idleWaiters.removeAll()
+                for waiter in waiters { waiter() }
+            }
             guard !stopped else { return }
             for (item, wasEncoded) in zip(items, encoded) {
                 if wasEncoded { submitted(cost: item.cost) } else { uncommittedBytes -= item.cost }

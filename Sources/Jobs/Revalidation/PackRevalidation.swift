@@ -55,6 +55,11 @@ public final class PackRevalidation: GlyphChoosingJob {
     private var removed: Int64 = 0
     private var resolvedSinceCommit = 0
     private var failures: FailureLedger
+    /// The rows of PMTiles archives (their TileJSON, their tiles), read from the archives.
+    private let archive: ArchiveRevalidation
+    /// Archive rows handed to `archive` at most (each waits there as a few bytes).
+    static let archiveRowsLimit = 16_384
+    private var archiveTraffic = (requests: Int64(0), bytes: Int64(0))
     private var walking = false
     private var finishing = false
     private(set) var ended = false
@@ -76,6 +81,15 @@ public final class PackRevalidation: GlyphChoosingJob {
         watchdog = LoopTimer(loop: loop)
         failures = FailureLedger(packID: packID, store: store,
                                  budget: settings.failureBudget(expectedResources: Int(clamping: expected.resources)))
+        let ranges = ResolverRanges(resolver: resolver, settings: settings, owner: UInt64(bitPattern: packID))
+        archive = ArchiveRevalidation(packID: packID, loop: loop, store: store, ranges: ranges, settings: settings, clock: clock)
+        ranges.onAnswer = { [weak self] bytes in
+            self?.archiveTraffic.requests += 1
+            self?.archiveTraffic.bytes += Int64(bytes)
+        }
+        archive.onResult = { [weak self] row, result in self?.archiveResolved(row, result) }
+        archive.onFatal = { [weak self] error in self?.end(.fail(error)) }
+        archive.onReady = { [weak self] in self?.pump() }
     }
 
     /// Zeroes the stored counts (a resumed revalidation starts over), rebuilds the tile
@@ -108,6 +122,7 @@ public final class PackRevalidation: GlyphChoosingJob {
         glyphSelection?.stop()
         glyphSelection = nil
         resolver.stop()
+        archive.stop()
         watchdog.close()
         fetcher.cancelAll(owner: UInt64(bitPattern: packID))
     }
@@ -116,11 +131,22 @@ public final class PackRevalidation: GlyphChoosingJob {
 
     private func pump() {
         guard !ended, walking else { return }
-        while busy < settings.maxInFlight, pendingIndex < pending.count {
+        while pendingIndex < pending.count {
             let row = pending[pendingIndex]
+            // An archive's rows are read from the archive, many to a request: they do not wait
+            // for transfer slots, only for room in `archive`.
+            if let key = ArchiveRevalidation.key(of: row) {
+                guard archive.rows < Self.archiveRowsLimit else { break }
+                pendingIndex += 1
+                archive.take(row, key: key)
+                continue
+            }
+            guard busy < settings.maxInFlight else { break }
             pendingIndex += 1
             revalidate(row)
         }
+        if !readingPage || archive.rows >= Self.archiveRowsLimit { archive.flush() }
+        while archive.requestsUnderWay < settings.maxInFlight, archive.startNext() {}
         if pendingIndex == pending.count {
             pending.removeAll(keepingCapacity: true)
             pendingIndex = 0
@@ -129,7 +155,7 @@ public final class PackRevalidation: GlyphChoosingJob {
         if case .exhausted = phase { exhausted = true } else { exhausted = false }
         if pending.count - pendingIndex < settings.maxInFlight, !readingPage, !exhausted {
             readNextPage()
-        } else if busy == 0, pending.isEmpty, exhausted, !readingPage {
+        } else if busy == 0, pending.isEmpty, exhausted, !readingPage, archive.isIdle {
             finish()
         }
     }
@@ -219,6 +245,8 @@ public final class PackRevalidation: GlyphChoosingJob {
             end(.fail(PackError(.upstreamUnauthorized, "the upstream refused the request", url: url, status: status)))
         case .refused:
             end(.fail(PackDownload.addressRefused(url)))
+        case .rangeRefused(let error):
+            recordFailure(row, url: url, status: nil, message: error.description, attempts: 1)
         case .failed(let status, let message, let attempts):
             recordFailure(row, url: url, status: status, message: message, attempts: attempts)
         case .stopped:
@@ -269,6 +297,32 @@ public final class PackRevalidation: GlyphChoosingJob {
 
     private func resolved() {
         busy -= 1
+        counted()
+    }
+
+    /// An archive row's result: its write, its count.
+    private func archiveResolved(_ row: StoredValidators, _ result: ArchiveRevalidation.Result) {
+        guard !ended else { return }
+        switch result {
+        case .unchanged(let write):
+            store.submit([write])
+            unchanged += 1
+        case .updated(let write):
+            store.submit([write])
+            updated += 1
+        case .removed(let write):
+            store.submit([write])
+            removed += 1
+        case .failed(let url, let status, let message):
+            if failures.record(url: url, status: status, message: message, attempts: 1, now: clock.now) {
+                return end(.fail(PackError(.tooManyFailures, "\(failures.count) resources could not be revalidated",
+                                           url: url, status: status)))
+            }
+        }
+        counted()
+    }
+
+    private func counted() {
         resolvedSinceCommit += 1
         if resolvedSinceCommit >= Self.commitEvery { commitCounts(completed: false) }
         pump()
@@ -278,6 +332,11 @@ public final class PackRevalidation: GlyphChoosingJob {
     /// them; `then` runs on the loop once committed.
     private func commitCounts(completed: Bool, then: @escaping () -> Void = {}) {
         resolvedSinceCommit = 0
+        if archiveTraffic.requests > 0 {
+            let (packID, requests, bytes) = (packID, archiveTraffic.requests, archiveTraffic.bytes)
+            archiveTraffic = (0, 0)
+            store.inBatch({ database in try database.addArchiveTraffic(packID: packID, requests: requests, bytes: bytes) }, then: nil)
+        }
         let (packID, unchanged, updated, removed) = (packID, unchanged, updated, removed)
         let completedAt = completed ? clock.now : nil
         // Two carriers, not one of a tuple: a closure inside a tuple inside a generic value lost a
@@ -339,7 +398,8 @@ public final class PackRevalidation: GlyphChoosingJob {
     private func checkProgressing() {
         guard !ended else { return }
         let accounted = fetcher.transferCount(owner: UInt64(bitPattern: packID)) + resolver.retriesWaiting + comparing
-        let waiting = templatePhase != nil || readingPage || finishing || !pending.isEmpty || glyphSelection != nil
+        let waiting = templatePhase != nil || readingPage || finishing || !pending.isEmpty || !archive.isIdle
+            || glyphSelection != nil
         if busy > accounted || (busy == 0 && !waiting) {
             end(.fail(PackError(.internalError, "the revalidation stalled with \(busy) resources under way, "
                                 + "\(accounted) accounted for; resume continues it")))

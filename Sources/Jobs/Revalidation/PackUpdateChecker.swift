@@ -2,6 +2,8 @@ import Fetch
 import Foundation
 import Loop
 import Packs
+import Plan
+import TileFormats
 
 /// What `check-update` asks: whether the upstream changed since a pack was downloaded. The
 /// API's seam: `PackUpdateChecker` probes the upstream; tests answer as they need to.
@@ -34,6 +36,8 @@ public final class PackUpdateChecker: UpdateChecking {
 
     private let store: any PackStore
     private let resolver: UpstreamResolver
+    /// An archive's TileJSON row is probed on the archive itself: its header, `If-None-Match`.
+    private let ranges: ResolverRanges
     private let timeouts: FetchRequest.Timeouts
     private let maxBodyBytes: Int
 
@@ -46,6 +50,9 @@ public final class PackUpdateChecker: UpdateChecking {
         maxBodyBytes = settings.maxBodyBytes
         resolver = UpstreamResolver(loop: loop, fetcher: fetcher, settings: settings, policy: .probe, packID: nil,
                                     clock: clock, listener: nil)
+        var probing = settings
+        probing.timeouts = timeouts
+        ranges = ResolverRanges(resolver: resolver, settings: probing, owner: 0)
     }
 
     public func check(_ packID: Int64, completion: @escaping (Outcome) -> Void) {
@@ -76,8 +83,25 @@ public final class PackUpdateChecker: UpdateChecking {
         }
     }
 
+    /// An archive changed when its validators are not those its TileJSON was stored with.
+    private func probeArchive(_ url: String, _ row: StoredValidators, then: @escaping (Probe) -> Void) {
+        ranges.read(ArchiveRead(url: url, range: 0...UInt64(PMTilesHeader.size - 1), ifNoneMatch: row.etag)) { result in
+            switch result {
+            case .notModified: then(.unchanged)
+            case .bytes(let first):
+                then(ArchiveRevalidation.isUnchanged(first.validator, storedETag: row.etag, modified: row.modified) ? .unchanged : .changed)
+            case .replaced(let detail): then(.failed(url: url, status: nil, detail: detail))
+            case .failed(let failure):
+                let error = failure.packError
+                then(.failed(url: url, status: error.status, detail: error.detail))
+            case .stopped: then(.failed(url: url, status: nil, detail: FetchError.shutdown.description))
+            }
+        }
+    }
+
     private func probe(_ row: StoredValidators, then: @escaping (Probe) -> Void) {
         guard case .resource(let url, _) = row.key else { return then(.changed) }
+        if let archive = PMTilesSourceURL.archiveURL(ofKey: url) { return probeArchive(archive, row, then: then) }
         let request = FetchRequest(url: url, ifNoneMatch: row.etag, ifModifiedSince: row.modified,
                                    maxBodyBytes: maxBodyBytes, timeouts: timeouts)
         resolver.fetch(request) { [store] resolution in
@@ -101,6 +125,8 @@ public final class PackUpdateChecker: UpdateChecking {
                 then(.failed(url: url, status: status, detail: "the upstream answered HTTP \(status)"))
             case .refused:
                 then(.failed(url: url, status: nil, detail: FetchError.blockedAddress.description))
+            case .rangeRefused(let error):
+                then(.failed(url: url, status: nil, detail: error.description))
             case .failed(let status, let message, _):
                 then(.failed(url: url, status: status, detail: status.map { "the upstream answered HTTP \($0)" } ?? message))
             case .stopped:

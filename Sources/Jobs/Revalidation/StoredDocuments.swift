@@ -39,6 +39,8 @@ enum BodyComparison: Sendable {
 
     /// On a reading thread.
     static func compare(_ body: [UInt8], with key: ResourceKey, in reader: any StoreReading) -> BodyComparison {
+        // A style is stored (and so compared) naming its archives by key.
+        let body = if case .resource(let url, .style) = key { StoredStyleBody.body(body, url: url) } else { body }
         guard let encoded = try? StoredBody.encoding(body) else { return .undecodable }
         let stored = (try? reader.resource(key, linkedTo: nil)) ?? nil
         guard let storedBody = stored?.body else { return .changed(encoded) }

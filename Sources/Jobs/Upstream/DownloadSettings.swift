@@ -24,6 +24,9 @@ public struct DownloadSettings: Sendable {
     /// Bytes handed to the writer and not yet committed before fetching pauses: what bounds
     /// memory when the disk is slower than the network.
     public var maxUncommittedBytes: Int
+    /// How PMTiles archives are read: bounds on what an archive may make packd hold, and the
+    /// coalescing of tiles into range requests.
+    public var archive = ArchiveLimits()
     /// What a write costs beside its body (key, headers, queue entry), so a flood of tiny or
     /// empty tiles is bounded too.
     static let writeOverheadBytes = 1024

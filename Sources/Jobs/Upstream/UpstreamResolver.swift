@@ -20,6 +20,9 @@ final class UpstreamResolver {
         case unauthorized(status: Int)
         /// The address policy refused the upstream's address (directly or after a redirect).
         case refused
+        /// A range request answered with the whole file (`rangeIgnored`) or other bytes
+        /// (`rangeMismatch`): retrying cannot help.
+        case rangeRefused(FetchError)
         /// No usable answer after `attempts` tries: `status` when the upstream answered.
         case failed(status: Int?, message: String, attempts: Int)
         /// The job stopped (or the fetcher shut down) first.
@@ -51,6 +54,7 @@ final class UpstreamResolver {
     private struct PendingRetry {
         let request: FetchRequest
         let attempt: Int
+        let eachAnswer: ((Int) -> Void)?
         let then: (Resolution) -> Void
     }
 
@@ -74,7 +78,7 @@ final class UpstreamResolver {
         self.clock = clock
         self.listener = listener
         retries = RetryQueue(loop: loop) { [weak self] retry in
-            self?.attempt(retry.request, number: retry.attempt, then: retry.then)
+            self?.attempt(retry.request, number: retry.attempt, eachAnswer: retry.eachAnswer, then: retry.then)
         }
     }
 
@@ -82,8 +86,9 @@ final class UpstreamResolver {
     var retriesWaiting: Int { retries.count }
 
     /// Resolves `request`; `then` runs exactly once, on the loop thread, never inside this call.
-    func fetch(_ request: FetchRequest, then: @escaping (Resolution) -> Void) {
-        attempt(request, number: 1, then: then)
+    /// `eachAnswer` hears the body size of every attempt that got an answer (retries included).
+    func fetch(_ request: FetchRequest, eachAnswer: ((Int) -> Void)? = nil, then: @escaping (Resolution) -> Void) {
+        attempt(request, number: 1, eachAnswer: eachAnswer, then: then)
     }
 
     /// Drops the waiting retries; answers still arriving resolve as `.stopped`. Cancelling the
@@ -93,10 +98,14 @@ final class UpstreamResolver {
         retries.close()
     }
 
-    private func attempt(_ request: FetchRequest, number attempt: Int, then: @escaping (Resolution) -> Void) {
+    private func attempt(_ request: FetchRequest, number attempt: Int, eachAnswer: ((Int) -> Void)?,
+                         then: @escaping (Resolution) -> Void) {
         fetcher.submit(request) { [weak self] result in
             guard let self, !stopped else { return then(.stopped) }
-            if case .success(let response) = result { onAnswer?(response.body.count) }
+            if case .success(let response) = result {
+                onAnswer?(response.body.count)
+                eachAnswer?(response.body.count)
+            }
             let url = request.url
             switch result {
             case .success(let response):
@@ -115,7 +124,8 @@ final class UpstreamResolver {
                        let delay = response.headers.retryAfterDelay(now: clock.now) {
                         fetcher.pauseHost(of: url, until: .now + delay)
                     }
-                    retry(request, attempt: attempt, status: response.status, message: "HTTP \(response.status)", then: then)
+                    retry(request, attempt: attempt, status: response.status, message: "HTTP \(response.status)",
+                          eachAnswer: eachAnswer, then: then)
                 default:
                     report(url, status: response.status, error: nil, attempt: attempt, willRetry: false)
                     then(.failed(status: response.status, message: "HTTP \(response.status)", attempts: attempt))
@@ -125,12 +135,15 @@ final class UpstreamResolver {
             case .failure(.cancelled):
                 // Not by this job (`stop()` comes first): someone else cancelled the transfer.
                 // Dropping it would leave the resource unresolved and the pack `active` forever.
-                retry(request, attempt: attempt, status: nil, message: "cancelled", then: then)
+                retry(request, attempt: attempt, status: nil, message: "cancelled", eachAnswer: eachAnswer, then: then)
             case .failure(.blockedAddress):
                 then(.refused)
+            case .failure(let error) where error == .rangeIgnored || error == .rangeMismatch:
+                report(url, status: nil, error: error.description, attempt: attempt, willRetry: false)
+                then(.rangeRefused(error))
             case .failure(let error):
                 if error.isTransient {
-                    retry(request, attempt: attempt, status: nil, message: error.description, then: then)
+                    retry(request, attempt: attempt, status: nil, message: error.description, eachAnswer: eachAnswer, then: then)
                 } else {
                     report(url, status: nil, error: error.description, attempt: attempt, willRetry: false)
                     then(.failed(status: nil, message: error.description, attempts: attempt))
@@ -140,14 +153,14 @@ final class UpstreamResolver {
     }
 
     private func retry(_ request: FetchRequest, attempt: Int, status: Int?, message: String,
-                       then: @escaping (Resolution) -> Void) {
+                       eachAnswer: ((Int) -> Void)?, then: @escaping (Resolution) -> Void) {
         report(request.url, status: status, error: status == nil ? message : nil, attempt: attempt,
                willRetry: attempt < policy.maxAttempts)
         guard attempt < policy.maxAttempts else {
             return then(.failed(status: status, message: message, attempts: attempt))
         }
         listener?.retried()
-        retries.add(PendingRetry(request: request, attempt: attempt + 1, then: then),
+        retries.add(PendingRetry(request: request, attempt: attempt + 1, eachAnswer: eachAnswer, then: then),
                     after: settings.backoff(afterAttempt: attempt))
     }
 

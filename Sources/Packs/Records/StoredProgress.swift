@@ -8,14 +8,21 @@ public struct StoredProgress: Sendable, Equatable, Codable {
     public var completedTiles: Int64
     public var completedTileBytes: Int64
     public var failedResources: Int64
+    /// Range requests made to PMTiles archives for the pack (every run, retries included), and
+    /// the bytes they brought: what the coalescing of tiles into ranges saved shows here.
+    public var archiveRequests: Int64
+    public var archiveBytes: Int64
 
     public init(completedResources: Int64 = 0, completedBytes: Int64 = 0, completedTiles: Int64 = 0,
-                completedTileBytes: Int64 = 0, failedResources: Int64 = 0) {
+                completedTileBytes: Int64 = 0, failedResources: Int64 = 0, archiveRequests: Int64 = 0,
+                archiveBytes: Int64 = 0) {
         self.completedResources = completedResources
         self.completedBytes = completedBytes
         self.completedTiles = completedTiles
         self.completedTileBytes = completedTileBytes
         self.failedResources = failedResources
+        self.archiveRequests = archiveRequests
+        self.archiveBytes = archiveBytes
     }
 
     /// The completed counts only (what a recount from the link tables can know).

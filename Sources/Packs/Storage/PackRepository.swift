@@ -92,6 +92,9 @@ public protocol MutablePackRepository: PackRepository {
     func recordFailure(packID: Int64, url: String, status: Int64?, message: String, attempts: Int64, now: Int64) throws
     /// Forgets the pack's failures (a run retries them).
     func clearFailures(packID: Int64) throws
+    /// Adds range requests made to PMTiles archives, and the bytes they brought, to the pack's
+    /// `archive_requests` and `archive_bytes` (nothing when there is no such pack).
+    func addArchiveTraffic(packID: Int64, requests: Int64, bytes: Int64) throws
     /// Zeroes the revalidation counts and starts them at `now` (a revalidation resumed after a
     /// suspend or a restart starts over: what it already refreshed then answers 304).
     func restartInvalidation(_ packID: Int64, now: Int64) throws

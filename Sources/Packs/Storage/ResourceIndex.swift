@@ -8,9 +8,12 @@ public protocol ResourceIndex: AnyObject {
     /// URLs of the non-tile resources linked to the pack.
     func storedResourceURLs(packID: Int64) throws -> Set<String>
     /// One window of tiles (one template, ratio and zoom): those the pack links (skipped by a
-    /// download) and those stored elsewhere and fresh at `now` (linked instead of fetched).
+    /// download) and those stored elsewhere and fresh at `now` (linked instead of fetched). With
+    /// `version`, only tiles stored from that version of their source count at all (a tile of a
+    /// PMTiles archive stored from a replaced archive is fetched again).
     func tileWindow(packID: Int64, urlTemplate: String, pixelRatio: Int64, z: Int64,
-                    xRange: ClosedRange<Int64>, yRange: ClosedRange<Int64>, now: Int64) throws -> StoredTileWindow
+                    xRange: ClosedRange<Int64>, yRange: ClosedRange<Int64>, now: Int64,
+                    version: TileVersion?) throws -> StoredTileWindow
     /// A page of the pack's stored resources (not tiles) with their validators, by row id.
     func resourceValidators(packID: Int64, afterRowID: Int64, limit: Int) throws -> [StoredValidators]
     /// A page of the pack's stored tiles with their validators, by row id.
@@ -59,6 +62,28 @@ public protocol MutableResourceIndex: ResourceIndex {
     /// Stores `write` now (a request waits for it, so not in a batch) in the ambient cache —
     /// unless the cache is disabled and no pack holds the resource: false, nothing written.
     func storeInAmbientCache(_ write: ResourceWrite, now: Int64) throws -> Bool
+}
+
+extension ResourceIndex {
+    /// `tileWindow` whatever version the tiles were stored from.
+    public func tileWindow(packID: Int64, urlTemplate: String, pixelRatio: Int64, z: Int64,
+                           xRange: ClosedRange<Int64>, yRange: ClosedRange<Int64>, now: Int64) throws -> StoredTileWindow {
+        try tileWindow(packID: packID, urlTemplate: urlTemplate, pixelRatio: pixelRatio, z: z, xRange: xRange,
+                       yRange: yRange, now: now, version: nil)
+    }
+}
+
+/// The version of a source its tiles were stored from, as the validators stored with each tile
+/// name it: the `etag` and `modified` (Unix seconds of `Last-Modified`) columns. Every tile read
+/// from a PMTiles archive is stored with the archive's own validators.
+public struct TileVersion: Sendable, Hashable {
+    public var etag: String?
+    public var modified: Int64?
+
+    public init(etag: String?, modified: Int64?) {
+        self.etag = etag
+        self.modified = modified
+    }
 }
 
 /// What a link call linked, and the pack's progress after it (nil when the pack is gone).

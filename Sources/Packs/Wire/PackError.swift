@@ -16,6 +16,8 @@ public struct PackError: Error, Sendable, Equatable, Hashable, Codable, CustomSt
         /// Everything else is stored; these few failed after their retries.
         case resourcesFailed = "resources_failed"
         case invalidDocument = "invalid_document"
+        /// A PMTiles archive's server ignores Range requests (it answered 200 with the whole file).
+        case rangeNotSupported = "range_not_supported"
         /// The disk (or the configured maximum database size) is full.
         case storageFull = "storage_full"
         /// A batch with this pack's writes was rolled back for another reason.

@@ -18,11 +18,17 @@ public struct PackProgress: Sendable, Equatable, Codable {
     public var transfersInFlight: Int64
     /// nil unless an upstream is pausing or slowing the pack down.
     public var throttled: PackThrottle?
+    /// Range requests made to PMTiles archives and the bytes they brought (0 for other packs).
+    public var archiveRequests: Int64
+    public var archiveBytes: Int64
 
     public init(completedResources: Int64 = 0, completedBytes: Int64 = 0, completedTiles: Int64 = 0,
                 completedTileBytes: Int64 = 0, expectedResources: Int64 = 0, expectedIsPrecise: Bool = false,
                 failedResources: Int64 = 0, bytesPerSecond: Int64? = nil, etaSeconds: Int64? = nil,
-                transfersInFlight: Int64 = 0, throttled: PackThrottle? = nil) {
+                transfersInFlight: Int64 = 0, throttled: PackThrottle? = nil, archiveRequests: Int64 = 0,
+                archiveBytes: Int64 = 0) {
+        self.archiveRequests = archiveRequests
+        self.archiveBytes = archiveBytes
         self.completedResources = completedResources
         self.completedBytes = completedBytes
         self.completedTiles = completedTiles
@@ -41,7 +47,8 @@ public struct PackProgress: Sendable, Equatable, Codable {
         self.init(completedResources: stored.completedResources, completedBytes: stored.completedBytes,
                   completedTiles: stored.completedTiles, completedTileBytes: stored.completedTileBytes,
                   expectedResources: max(expected?.resources ?? 0, 0), expectedIsPrecise: expected?.precise ?? false,
-                  failedResources: stored.failedResources, bytesPerSecond: bytesPerSecond, etaSeconds: etaSeconds)
+                  failedResources: stored.failedResources, bytesPerSecond: bytesPerSecond, etaSeconds: etaSeconds,
+                  archiveRequests: stored.archiveRequests, archiveBytes: stored.archiveBytes)
     }
 
     /// Whether every expected resource is stored (and the count is exact).
@@ -59,6 +66,26 @@ public struct PackProgress: Sendable, Equatable, Codable {
         case etaSeconds = "eta_seconds"
         case transfersInFlight = "transfers_in_flight"
         case throttled
+        case archiveRequests = "archive_requests"
+        case archiveBytes = "archive_bytes"
+    }
+
+    /// Documents and events written before archive sources existed have no archive counts: 0.
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        completedResources = try container.decode(Int64.self, forKey: .completedResources)
+        completedBytes = try container.decode(Int64.self, forKey: .completedBytes)
+        completedTiles = try container.decode(Int64.self, forKey: .completedTiles)
+        completedTileBytes = try container.decode(Int64.self, forKey: .completedTileBytes)
+        expectedResources = try container.decode(Int64.self, forKey: .expectedResources)
+        expectedIsPrecise = try container.decode(Bool.self, forKey: .expectedIsPrecise)
+        failedResources = try container.decode(Int64.self, forKey: .failedResources)
+        bytesPerSecond = try container.decodeIfPresent(Int64.self, forKey: .bytesPerSecond)
+        etaSeconds = try container.decodeIfPresent(Int64.self, forKey: .etaSeconds)
+        transfersInFlight = try container.decode(Int64.self, forKey: .transfersInFlight)
+        throttled = try container.decodeIfPresent(PackThrottle.self, forKey: .throttled)
+        archiveRequests = try container.decodeIfPresent(Int64.self, forKey: .archiveRequests) ?? 0
+        archiveBytes = try container.decodeIfPresent(Int64.self, forKey: .archiveBytes) ?? 0
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -74,5 +101,7 @@ public struct PackProgress: Sendable, Equatable, Codable {
         try container.encode(etaSeconds, forKey: .etaSeconds)
         try container.encode(transfersInFlight, forKey: .transfersInFlight)
         try container.encode(throttled, forKey: .throttled)
+        try container.encode(archiveRequests, forKey: .archiveRequests)
+        try container.encode(archiveBytes, forKey: .archiveBytes)
     }
 }

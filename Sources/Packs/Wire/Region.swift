@@ -5,6 +5,8 @@ public struct Region: Sendable, Hashable, Codable {
     public var styleURL: String?
     public var tiles: [String]?
     public var subdomains: [String]?
+    /// A PMTiles archive's URL (a tiles region read from the archive).
+    public var pmtiles: String?
     /// `xyz` or `tms`.
     public var scheme: String?
     public var tileSize: Int?
@@ -22,7 +24,8 @@ public struct Region: Sendable, Hashable, Codable {
     public init(styleURL: String? = nil, tiles: [String]? = nil, subdomains: [String]? = nil, scheme: String? = nil,
                 tileSize: Int? = nil, bounds: [Double]? = nil, geometry: JSONValue? = nil, minZoom: Double? = nil,
                 maxZoom: Double? = nil, pixelRatio: Double? = nil, includeIdeographs: Bool? = nil,
-                glyphs: String? = nil) {
+                glyphs: String? = nil, pmtiles: String? = nil) {
+        self.pmtiles = pmtiles
         self.styleURL = styleURL
         self.tiles = tiles
         self.subdomains = subdomains
@@ -38,7 +41,7 @@ public struct Region: Sendable, Hashable, Codable {
     }
 
     private enum CodingKeys: String, CodingKey {
-        case tiles, subdomains, scheme, bounds, geometry, glyphs
+        case tiles, subdomains, scheme, bounds, geometry, glyphs, pmtiles
         case styleURL = "style_url"
         case tileSize = "tile_size"
         case minZoom = "min_zoom"

@@ -7,7 +7,7 @@ public struct PMTilesHeader: Equatable, Sendable {
     public static let rootFetchSize = 16_384
 
     public enum Compression: UInt8, Sendable { case unknown = 0, none = 1, gzip = 2, brotli = 3, zstd = 4 }
-    public enum TileType: UInt8, Sendable { case unknown = 0, mvt = 1, png = 2, jpeg = 3, webp = 4, avif = 5 }
+    public enum TileType: UInt8, Sendable { case unknown = 0, mvt = 1, png = 2, jpeg = 3, webp = 4, avif = 5, mlt = 6 }
 
     public var rootOffset: UInt64 = 0
     public var rootLength: UInt64 = 0
@@ -36,10 +36,24 @@ public struct PMTilesHeader: Equatable, Sendable {
 
     public init() {}
 
-    public enum Failure: Error, Equatable {
+    public enum Failure: Error, Equatable, CustomStringConvertible {
         case notPMTiles
         case unsupportedVersion(UInt8)
         case badEnum(field: String, value: UInt8)
+        /// A field that breaks the spec or points outside the archive (`checked`).
+        case invalid(field: String, detail: String)
+        /// A valid archive packd cannot read or store: brotli or zstd compression.
+        case unsupported(field: String, detail: String)
+
+        public var description: String {
+            switch self {
+            case .notPMTiles: "not a PMTiles archive (no \"PMTiles\" magic)"
+            case .unsupportedVersion(let version): "PMTiles version \(version) is not supported (only 3)"
+            case .badEnum(let field, let value): "\(field) has the unknown value \(value)"
+            case .invalid(let field, let detail): "\(field): \(detail)"
+            case .unsupported(let field, let detail): "\(field): \(detail)"
+            }
+        }
     }
 
     public func encoded() -> [UInt8] {

@@ -86,6 +86,7 @@ enum PackText {
     static func region(_ region: Region) -> String {
         var parts: [String] = []
         if let style = region.styleURL { parts.append("style " + style) }
+        if let archive = region.pmtiles { parts.append("pmtiles " + archive) }
         if let tiles = region.tiles { parts.append("tiles " + tiles.joined(separator: " ")) }
         if let bounds = region.bounds { parts.append("bounds " + bounds.map { number($0) }.joined(separator: ",")) }
         if region.geometry != nil { parts.append("a GeoJSON geometry") }

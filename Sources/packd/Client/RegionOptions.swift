@@ -17,6 +17,9 @@ struct RegionOptions: ParsableArguments {
                                valueName: "template"))
     var tiles: [String] = []
 
+    @Option(help: ArgumentHelp("A PMTiles archive's http(s) URL: its tiles, read with coalesced range requests.", valueName: "url"))
+    var pmtiles: String?
+
     @Option(help: ArgumentHelp("Comma-separated values of {s} in --tiles.", valueName: "a,b,c"))
     var subdomains: String?
 
@@ -45,8 +48,9 @@ struct RegionOptions: ParsableArguments {
     var glyphs: String?
 
     func validate() throws {
-        guard style != nil || !tiles.isEmpty else { throw ValidationError("give --style URL or --tiles TEMPLATE") }
-        guard style == nil || tiles.isEmpty else { throw ValidationError("give either --style or --tiles, not both") }
+        let given = [style != nil, !tiles.isEmpty, pmtiles != nil].filter { $0 }.count
+        guard given > 0 else { throw ValidationError("give --style URL, --tiles TEMPLATE or --pmtiles URL") }
+        guard given == 1 else { throw ValidationError("give one of --style, --tiles and --pmtiles") }
         guard bbox != nil || geojson != nil else { throw ValidationError("give --bbox W,S,E,N or --geojson FILE") }
         guard bbox == nil || geojson == nil else { throw ValidationError("give either --bbox or --geojson, not both") }
         if let bbox { _ = try Self.bounds(bbox) }
@@ -58,6 +62,8 @@ struct RegionOptions: ParsableArguments {
         var region = Region()
         if let style {
             region.styleURL = style
+        } else if let pmtiles {
+            region.pmtiles = pmtiles
         } else {
             region.tiles = tiles
             region.subdomains = subdomains.map { $0.split(separator: ",", omittingEmptySubsequences: false).map(String.init) }

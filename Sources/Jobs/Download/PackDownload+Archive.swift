@@ -1,0 +1,151 @@
+import Fetch
+import Geo
+import Packs
+import Plan
+
+/// A download's PMTiles pyramids: their tiles read from the archives its documents opened, and a
+/// restart from the new header when an archive is replaced while it is read.
+extension PackDownload {
+    /// The range reads of this run, counted into the pack's `archive_requests`/`archive_bytes`.
+    func archiveRanges() -> ResolverRanges {
+        let ranges = ResolverRanges(resolver: resolver, settings: settings, owner: transferOwner)
+        ranges.onAnswer = { [weak self] bytes in
+            self?.archiveTraffic.requests += 1
+            self?.archiveTraffic.bytes += Int64(bytes)
+        }
+        return ranges
+    }
+
+    /// Sets up reading the tiles of every pyramid whose template is an opened archive's; its
+    /// TileJSON is stored from hand. The version each archive pyramid's stored tiles must have.
+    func readArchives(_ pyramids: [TilePyramid], opened: [String: OpenedArchive],
+                      ranges: ResolverRanges) throws(ArchiveFailure) -> [Int: TileVersion] {
+        var versions: [Int: TileVersion] = [:]
+        for (index, pyramid) in pyramids.enumerated() {
+            guard let key = PMTilesSourceURL.key(ofTemplate: pyramid.template.template) else { continue }
+            guard let archive = opened[key] else {
+                throw .unavailable(url: PMTilesSourceURL.archiveURL(ofKey: key) ?? key, status: nil,
+                                   detail: "the archive's TileJSON is known but the archive was not opened")
+            }
+            let fetch = archiveFetch ?? makeArchiveFetch(ranges)
+            fetch.addArchive(archive, slot: index)
+            versions[index] = archive.validator.tileVersion
+            var headers = archive.headers.filter { ["etag", "last-modified", "cache-control", "expires"].contains($0.key) }
+            headers["content-type"] = "application/json"
+            documents[key] = FetchResponse(status: 200, headers: ResponseHeaders(headers), body: archive.tileJSON, url: key)
+        }
+        return versions
+    }
+
+    private func makeArchiveFetch(_ ranges: ResolverRanges) -> ArchiveTileFetch {
+        let fetch = ArchiveTileFetch(loop: loop, source: ranges, limits: settings.archive)
+        fetch.onOutcome = { [weak self] outcome in self?.archiveOutcome(outcome) }
+        fetch.onRequestEnded = { [weak self] in
+            guard let self, !ended else { return }
+            flushArchiveTraffic()
+            resolved()
+        }
+        fetch.onReady = { [weak self] in self?.pump() }
+        fetch.onFatal = { [weak self] failure in self?.end(.fail(failure.packError)) }
+        fetch.onReplaced = { [weak self] slot, detail in self?.archiveReplaced(slot, detail) }
+        archiveFetch = fetch
+        return fetch
+    }
+
+    private func archiveOutcome(_ outcome: ArchiveTileFetch.Outcome) {
+        guard !ended else { return }
+        switch outcome {
+        case .tile(let slot, let tile, let bytes, let headers):
+            busy += 1
+            let resource = pyramids[slot].resource(for: tile)
+            store(resource, FetchResponse(status: 200, headers: ResponseHeaders(), body: bytes, url: resource.url),
+                  cache: archiveCache(headers))
+        case .missing(let slot, let tile, let headers):
+            // Not in the archive: no content, as a tile server's 404 (MapLibre's PMTiles sources do the same).
+            writes.storeNoContent(pyramids[slot].resource(for: tile), cache: archiveCache(headers))
+            listener?.resourceDownloaded()
+        case .failed(let slot, let tiles, let status, let message):
+            for tile in tiles where !ended {
+                busy += 1
+                recordFailure(pyramids[slot].resource(for: tile), status: status, message: message, attempts: settings.maxAttempts)
+            }
+        }
+    }
+
+    /// The archive changed under the download: everything of this run stops, what it handed the
+    /// writer is submitted, and the download starts again from the documents. Tiles stored from
+    /// the old archive no longer count as stored (their validators are the old ones) and are
+    /// read again from the new one. In a cluster unit the pack fails instead: other nodes' units
+    /// read the old archive.
+    func archiveReplaced(_ slot: Int, _ detail: String) {
+        guard !ended, !restarting else { return }
+        let url = pyramids.indices.contains(slot)
+            ? PMTilesSourceURL.key(ofTemplate: pyramids[slot].template.template).flatMap(PMTilesSourceURL.archiveURL(ofKey:)) : nil
+        guard case .pack = scope else {
+            return end(.fail(PackError(.sourceUnavailable, "the archive changed during a cluster download (\(detail)); resume "
+                                       + "reads it again", url: url)))
+        }
+        restarts += 1
+        guard restarts <= settings.archive.maxRestarts else {
+            return end(.fail(ArchiveFailure.unstable(url: url ?? "", detail: "the archive changed \(restarts) times during the "
+                                                     + "download: \(detail)").packError))
+        }
+        restarting = true
+        downloading = false
+        documentPhase?.stop()
+        documentPhase = nil
+        archiveFetch?.stop()
+        archiveFetch = nil
+        lookup?.stop()
+        lookup = nil
+        resolver.stop()
+        fetcher.cancelAll(owner: transferOwner)
+        flushArchiveTraffic()
+        let previous = writes
+        previous.stop()
+        // Every row of the old run reaches the writer before any row of the new one.
+        previous.whenIdle { [weak self] in
+            guard let self, !ended else { return }
+            resolver = UpstreamResolver(loop: loop, fetcher: fetcher, settings: settings, policy: .download(settings),
+                                        packID: packID, clock: clock, listener: listener)
+            writes = WriteQueue(packID: packID, loop: loop, sink: store, settings: settings, clock: clock)
+            connectRun()
+            pending = PendingResources()
+            documents = [:]
+            busy = 0
+            failures = nil
+            restarting = false
+            run()
+        }
+    }
+
+    /// The cache columns of an archive answer's tiles, parsed once for all the tiles it brought.
+    private func archiveCache(_ headers: [String: String]) -> HTTPCacheHeaders {
+        if let last = lastArchiveCache, last.headers == headers { return last.cache }
+        let cache = ResponseHeaders(headers).cacheHeaders(now: clock.now)
+        lastArchiveCache = (headers, cache)
+        return cache
+    }
+
+    /// Adds the archive requests and bytes counted so far to the pack's, in the writer's open batch.
+    func flushArchiveTraffic() {
+        guard archiveTraffic.requests > 0 || archiveTraffic.bytes > 0 else { return }
+        let (packID, requests, bytes) = (packID, archiveTraffic.requests, archiveTraffic.bytes)
+        archiveTraffic = (0, 0)
+        store.inBatch({ database in try database.addArchiveTraffic(packID: packID, requests: requests, bytes: bytes) }, then: nil)
+    }
+
+    /// Tiles to fetch: an archive's to its `ArchiveTileFetch`, the others to fetch one URL each.
+    func queue(_ tiles: [PendingResources.Entry]) {
+        guard let archiveFetch else { return pending.append(contentsOf: tiles) }
+        var archived: [Int: [TileID]] = [:]
+        for entry in tiles {
+            if case .tile(let pyramid, let tile, _) = entry, archiveFetch.hasArchive(slot: pyramid) {
+                archived[pyramid, default: []].append(tile)
+            } else {
+                pending.append(entry)
+            }
+        }
+        for (slot, tiles) in archived { archiveFetch.add(tiles, slot: slot) }
+    }
+}
