@@ -39,7 +39,9 @@ let package = Package(
         // Tile formats as bytes, pure: PMTiles v3 (header, directories, Hilbert ids), protobuf and
         // Mapbox Vector Tile decoding, gzip. Read by exports, archive sources and glyph subsetting.
         .target(name: "TileFormats", dependencies: ["CZlib"]),
-        .target(name: "Store", dependencies: ["Packs", "Loop", "CSQLite", "CZlib", "TileFormats"]),
+        // The one batching writer behind both stores, generic over each store's backend.
+        .target(name: "Writer", dependencies: ["Packs"]),
+        .target(name: "Store", dependencies: ["Packs", "Writer", "Loop", "CSQLite", "CZlib", "TileFormats"]),
         // Immutable export files: keys, build-once, the directory, eviction, digests.
         .target(name: "Artifacts", dependencies: ["Packs", "Loop", "CCrypto"]),
         // The child process StoreTests SIGKILLs mid-stream to prove crash safety.
@@ -130,7 +132,7 @@ let package = Package(
         // under leases, Jobs' download engine run per unit, the node's heartbeat and shares.
         .target(name: "Cluster", dependencies: ["Packs", "Jobs", "Fetch", "Loop", "Plan", "Postgres", "PostgresStore", "WorkSharing"]),
         // The cluster-mode store on PostgreSQL.
-        .target(name: "PostgresStore", dependencies: ["Packs", "Postgres", "WorkSharing", "Plan", "Geo", "Loop", "Store"]),
+        .target(name: "PostgresStore", dependencies: ["Packs", "Writer", "Postgres", "WorkSharing", "Plan", "Geo", "Loop", "Store"]),
         .testTarget(
             name: "PostgresStoreTests",
             dependencies: [
@@ -154,7 +156,7 @@ let package = Package(
 
         .testTarget(name: "PacksTests", dependencies: ["Packs", "CZlib", "PackdTestSupport"]),
         // One suite of store tests, run against every store implementation (`StoreFactory.all`).
-        .testTarget(name: "StoreContractTests", dependencies: ["Packs", "Store", "Loop", "Postgres", "PostgresStore", "PostgresTestSupport"]),
+        .testTarget(name: "StoreContractTests", dependencies: ["Packs", "Writer", "Store", "Loop", "PackdTestSupport", "Postgres", "PostgresStore", "PostgresTestSupport"]),
         .testTarget(name: "LoopTests", dependencies: ["Loop"]),
         .testTarget(name: "ArtifactsTests", dependencies: ["Artifacts", "Loop", "PackdTestSupport"]),
         .testTarget(
@@ -173,7 +175,7 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
-        .testTarget(name: "StoreTests", dependencies: ["Store", "Packs", "PackdTestSupport", "packd-store-crash-writer"]),
+        .testTarget(name: "StoreTests", dependencies: ["Store", "Writer", "Packs", "PackdTestSupport", "packd-store-crash-writer"]),
         .testTarget(name: "StoreIOTests", dependencies: ["Store", "Packs", "CZlib", "PackdTestSupport", "TileFormats"]),
         .testTarget(name: "GeoTests", dependencies: ["Geo"]),
         .testTarget(name: "TileFormatsTests", dependencies: ["TileFormats", "PackdTestSupport"]),

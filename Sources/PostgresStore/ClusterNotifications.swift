@@ -4,8 +4,9 @@ import Packs
 import Postgres
 
 /// What one node hears of the others: a `LISTEN` connection on the loop (`PostgresLoopConnection`:
-/// notifications are small and arrive unasked) for `EventChannel` and `CommitChannel`. A commit
-/// anywhere moves the store's `committedChanges`; an event anywhere makes the node read the
+/// notifications are small and arrive unasked) for `EventChannel` and `CommitChannel`. Another
+/// node's commit moves the store's change counts of the packs it names (all of them after a
+/// reconnection, for what may have been missed); an event anywhere makes the node read the
 /// events after the last it delivered, in id order — so every node's streams carry every node's
 /// events, within a notification's latency. A poll every `pollInterval` covers a notification
 /// lost with a broken connection, which is made again (and what it missed read from the table).
@@ -75,14 +76,20 @@ public final class ClusterNotifications {
             listener.onNotification = { [weak self] notification in self?.heard(notification) }
             listener.onConnectionLost = { [weak self] _ in self?.listener = nil }
             self.listener = listener
-            // What was committed while nobody listened.
+            // What was committed while nobody listened: events are read again, and any pack may
+            // have changed.
+            store.noteRemoteCommit()
             readEvents()
             onActivity?()
         })
     }
 
     private func heard(_ notification: PostgresNotification) {
-        store.noteRemoteCommit()
+        if notification.channel == CommitChannel.name {
+            let (node, packs) = CommitChannel.parse(notification.payload)
+            // This node's own commits were marked by its writer before anyone heard of them.
+            if node != store.node { store.noteRemoteCommit(packs: packs) }
+        }
         if notification.channel == EventChannel.name, let id = Int64(notification.payload), id <= lastDelivered {
             return
         }

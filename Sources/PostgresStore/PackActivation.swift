@@ -27,6 +27,14 @@ public enum PackActivation {
             // hold (a resumed pack's were cleared by `resume` already).
             try connection.query("DELETE FROM packd_errors WHERE pack_id = ANY($1)", [.int8Array(started)])
             try connection.query("UPDATE packd_progress SET failed_resources = 0 WHERE pack_id = ANY($1)", [.int8Array(started)])
+            if !started.isEmpty {
+                // Changed outside any node's writer: every node, this one too, hears which packs
+                // (a payload without a node, which no node takes for its own; `*` past 8000 bytes).
+                try connection.query("""
+                    SELECT pg_notify($1, ':' || CASE WHEN length(ids) > 7000 THEN '*' ELSE ids END)
+                    FROM array_to_string($2::int8[], ',') AS ids
+                    """, [.text(CommitChannel.name), .int8Array(started)])
+            }
             return started
         }
     }

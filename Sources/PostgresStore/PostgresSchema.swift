@@ -376,6 +376,8 @@ public enum PostgresSchema {
         ALTER TABLE packd_progress ADD COLUMN archive_requests bigint NOT NULL DEFAULT 0;
         ALTER TABLE packd_progress ADD COLUMN archive_bytes bigint NOT NULL DEFAULT 0;
         """,
+        // The packs each of the writer's transactions changed (`changedPacksMigration`).
+        changedPacksMigration,
     ]
 
     /// The version a fully migrated database has.
@@ -385,12 +387,6 @@ public enum PostgresSchema {
 /// The channel `packd_append_events` notifies with the highest event id of each append.
 public enum EventChannel {
     public static let name = "packd_events"
-}
-
-/// The channel every batch that changed packs notifies (payload: the node id), so every node's
-/// cache of rendered packs learns that another node committed.
-public enum CommitChannel {
-    public static let name = "packd_commits"
 }
 
 /// packd's advisory locks: `pg_advisory_lock(namespace, key)`, the namespace keeping them apart

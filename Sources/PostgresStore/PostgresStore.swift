@@ -3,17 +3,19 @@ import Loop
 import Packs
 import Postgres
 import Store
+import Writer
 
 /// Cluster mode's store: packd's facts in a PostgreSQL database shared by every node
-/// (`PostgresSchema`), written by this node's one `PostgresWriterThread` in batches and read by
-/// pooled connections on libuv's thread pool — the same roles and thread rules as `SQLiteStore`,
-/// so Jobs and the API cannot tell the two apart. Completions hop to the loop thread.
+/// (`PostgresSchema`), written by this node's one `BatchingWriter` (on a `PostgresWriterBackend`)
+/// in batches and read by pooled connections on libuv's thread pool — the same roles and thread
+/// rules as `SQLiteStore`, so Jobs and the API cannot tell the two apart. Completions hop to the
+/// loop thread. `Store` is imported for MapLibre files only (checking, merging, exporting them).
 ///
 /// What is the cluster's rather than the node's: event ids (a database sequence, in commit
-/// order), the distinct-tile count and ambient size (counter slots summed over nodes), and
-/// `committedChanges`, which also moves when another node commits (`noteRemoteCommit`, fed by
-/// the node's `LISTEN` connection).
-public final class PostgresStore: PackStore, @unchecked Sendable {
+/// order), the distinct-tile count and ambient size (counter slots summed over nodes), and the
+/// change counts (`committedChanges`, `documentChanges(of:)`), which also move for the packs
+/// another node changed (`noteRemoteCommit`, fed by the node's `LISTEN` connection).
+public final class PostgresStore: PackStore, WriterSink, @unchecked Sendable {
     public struct Configuration: Sendable {
         public var maximumBatchCount: Int
         public var maximumBatchDelay: Duration
@@ -33,9 +35,11 @@ public final class PostgresStore: PackStore, @unchecked Sendable {
     public let node: Int64
     /// The units this node holds, by the tiles they cover (the cluster scheduler fills it).
     public let units = WorkUnitAttribution()
-    private let writer: PostgresWriterThread
+    /// The writer (tests drive it directly; the server only through `PackStore`).
+    public let writer: BatchingWriter<PostgresWriterBackend>
     private let readers: PostgresReaderPool
-    private let remoteChanges = RemoteChanges()
+    /// Commits of other nodes heard of.
+    private let remoteChanges = LockedValue(PackChangeMarks(capacity: BatchingWriter<PostgresWriterBackend>.maximumPackMarks))
     /// Loop thread only.
     public var onCommit: ((BatchOutcome) -> Void)?
 
@@ -52,7 +56,7 @@ public final class PostgresStore: PackStore, @unchecked Sendable {
         let node = try ClusterNodes().register(name: nodeName, listenAddress: "", version: version, on: migration)
         self.node = node
         let units = units
-        let relay = CommitRelay()
+        let relay = CommitRelay<PostgresStore>()
         let keepVersions = configuration.keepVersions
         let connectWriter: @Sendable () throws -> PostgresStoreConnection = {
             let connection = try PostgresStoreConnection(url: url, node: node, applicationName: "packd-writer", units: units)
@@ -61,13 +65,13 @@ public final class PostgresStore: PackStore, @unchecked Sendable {
             return connection
         }
         let first = try connectWriter()
-        writer = PostgresWriterThread(
-            connection: first, connect: connectWriter,
-            configuration: .init(maximumBatchCount: configuration.maximumBatchCount,
-                                 maximumBatchDelay: configuration.maximumBatchDelay),
-            clock: clock) { outcome in
+        writer = BatchingWriter(
+            backend: try PostgresWriterBackend(connection: first, connect: connectWriter, clock: clock),
+            limits: BatchLimits(maximumBatchCount: configuration.maximumBatchCount,
+                                maximumBatchDelay: configuration.maximumBatchDelay),
+            threadName: "packd-pg-writer") { outcome in
             onCommitOnWriter?(outcome)
-            loop.execute { relay.store?.onCommit?(outcome) }
+            loop.execute { relay.owner?.onCommit?(outcome) }
         }
         let touch = TouchRelay()
         readers = PostgresReaderPool {
@@ -79,7 +83,7 @@ public final class PostgresStore: PackStore, @unchecked Sendable {
             })
         }
         touch.writer = writer
-        relay.store = self
+        relay.owner = self
     }
 
     // MARK: PackStore
@@ -94,7 +98,7 @@ public final class PostgresStore: PackStore, @unchecked Sendable {
                                    then: @escaping (Result<T, any Error>) -> Void) {
         let loop = loop
         let completion = LoopBound(then)
-        writer.perform({ connection in try operation(connection) }, changesPacks: true) { result in
+        writer.perform({ connection in try operation(connection) }) { result in
             loop.execute { completion.value(result) }
         }
     }
@@ -104,7 +108,7 @@ public final class PostgresStore: PackStore, @unchecked Sendable {
                                           then: @escaping (Result<T, any Error>) -> Void) {
         let loop = loop
         let completion = LoopBound(then)
-        writer.perform({ connection in try operation(connection) }, changesPacks: true) { result in
+        writer.perform({ connection in try operation(connection) }) { result in
             loop.execute { completion.value(result) }
         }
     }
@@ -114,17 +118,25 @@ public final class PostgresStore: PackStore, @unchecked Sendable {
     }
 
     /// This node's batches and operations, plus the commits other nodes announced.
-    public var committedChanges: UInt64 { writer.committedChanges &+ remoteChanges.count }
+    public var committedChanges: UInt64 { writer.committedChanges &+ remoteChanges.withLock { $0.count } }
 
-    /// Another node committed (a notification on `CommitChannel` or `EventChannel`). Any thread.
-    public func noteRemoteCommit() {
-        remoteChanges.bump()
+    /// Per pack: what this node's writer changed (PostgreSQL's triggers name the packs, see
+    /// `PostgresWriterBackend`), plus what other nodes announced for it. A sum of two counts
+    /// that never go back, so it never goes back either, and moves when either does.
+    public func documentChanges(of packID: Int64) -> UInt64 {
+        writer.documentChanges(of: packID) &+ remoteChanges.withLock { $0.value(of: packID) }
+    }
+
+    /// Another node committed changes to `packs` (`CommitChannel`), or to any pack (nil: a
+    /// notification that names none, or notifications that may have been missed). Any thread.
+    public func noteRemoteCommit(packs: Set<Int64>? = nil) {
+        remoteChanges.withLock { marks in
+            if let packs { marks.mark(packs) } else { marks.markEveryPack() }
+        }
     }
 
     public func checkUpload(path: String, limits: UploadLimits, scratchDirectory: String) -> Result<any CheckedUpload, ImportError> {
-        Result { () throws(ImportError) -> any CheckedUpload in
-            try ValidatedImport.check(path: path, limits: limits, scratchDirectory: scratchDirectory)
-        }
+        ValidatedImport.checkUpload(path: path, limits: limits, scratchDirectory: scratchDirectory)
     }
 
     public func close() {
@@ -132,90 +144,36 @@ public final class PostgresStore: PackStore, @unchecked Sendable {
         readers.close()
     }
 
-    // MARK: ResourceSink
+    // MARK: ResourceSink (the rest is `WriterSink`'s)
 
-    public func submit(_ writes: [ResourceWrite]) {
-        writer.submit(contentsOf: writes)
+    public func deliver(_ work: @escaping @Sendable () -> Void) {
+        loop.execute(work)
     }
-
-    public func inBatch<T: Sendable>(_ operation: @escaping @Sendable (any StoreWriting) throws -> T,
-                                     then: (@Sendable (Result<T, any Error>) -> Void)?) {
-        let loop = loop
-        let box = BatchResult<T>(then: then)
-        writer.inBatch(PostgresWriterThread.BatchOperation(apply: { connection in
-            box.result = Result { try connection.transaction { try operation(connection) } }
-        }, finish: { batchError in
-            box.deliver(batchError, on: loop)
-        }, changesPacks: true))
-    }
-
-    public func whenCommitted(_ then: @escaping @Sendable () -> Void) {
-        let loop = loop
-        writer.whenCommitted { loop.execute(then) }
-    }
-
-    public func flush(_ then: @escaping @Sendable () -> Void) {
-        let loop = loop
-        writer.flush { loop.execute(then) }
-    }
-
-    public var pendingWrites: Int { writer.pendingWrites }
 
     /// Appends the event in the open batch, numbered by the database at the batch's commit
     /// (`event.id` is ignored: in cluster mode the database numbers every node's events).
     public func logEvent(_ event: StoredEvent, failed: @escaping @Sendable (any Error) -> Void) {
-        writer.inBatch(PostgresWriterThread.BatchOperation(apply: { connection in
-            do {
-                try connection.queueEvent(event)
-            } catch {
-                failed(error)
-            }
-        }, finish: { batchError in
-            if let batchError { failed(batchError) }
-        }, changesPacks: false))
+        writer.inBatch(.reporting(changesPacks: false, { connection in try connection.queueEvent(event) }, then: { result in
+            if case .failure(let error) = result { failed(error) }
+        }))
     }
-}
-
-/// The writer's commit callback is made before the store exists; this lets it reach the store.
-private final class CommitRelay: @unchecked Sendable {
-    weak var store: PostgresStore?
 }
 
 /// The readers' access callback is made before the writer exists.
 private final class TouchRelay: @unchecked Sendable {
-    weak var writer: PostgresWriterThread?
+    weak var writer: BatchingWriter<PostgresWriterBackend>?
 }
 
-/// Commits of other nodes heard of, for `committedChanges`.
-private final class RemoteChanges: @unchecked Sendable {
+/// A value behind a lock (the loop marks, any thread reads).
+private final class LockedValue<Value>: @unchecked Sendable {
     private let lock = NSLock()
-    private var value: UInt64 = 0
+    private var value: Value
 
-    var count: UInt64 { lock.withLock { value } }
-
-    func bump() {
-        lock.withLock { value &+= 1 }
-    }
-}
-
-/// An in-batch operation's result, set on the writer thread (again if the batch is retried)
-/// and handed to the caller's completion on the loop once the batch committed or failed.
-private final class BatchResult<T: Sendable>: @unchecked Sendable {
-    var result: Result<T, any Error>?
-    private let then: (@Sendable (Result<T, any Error>) -> Void)?
-
-    init(then: (@Sendable (Result<T, any Error>) -> Void)?) {
-        self.then = then
+    init(_ value: Value) {
+        self.value = value
     }
 
-    func deliver(_ batchError: StoreError?, on loop: EventLoop) {
-        guard let then else { return }
-        let outcome: Result<T, any Error>
-        if let batchError {
-            outcome = .failure(batchError)
-        } else {
-            outcome = result ?? .failure(StoreError(.other, "the operation did not run"))
-        }
-        loop.execute { then(outcome) }
+    func withLock<R>(_ body: (inout Value) -> R) -> R {
+        lock.withLock { body(&value) }
     }
 }

@@ -1,6 +1,6 @@
 import Packs
 import Postgres
-import Store
+import Writer
 
 /// A batch of downloaded rows in ONE transaction, as `OfflineDatabase.apply` does it in SQLite
 /// mode — upserts (ids stable), links, the packs' progress, the cluster-wide tile count and
@@ -39,7 +39,7 @@ extension PostgresStoreConnection {
     public func apply(_ writes: [ResourceWrite], operations: [(PostgresStoreConnection) -> Void] = [], now: Int64,
                       touches: AccessTouches = AccessTouches(), changesPacks: Bool = true) -> BatchOutcome {
         do {
-            return try applyBatch(writes, operations: operations, now: now, touches: touches, changesPacks: changesPacks)
+            return try applyBatch(writes, operations: operations, now: now, touches: touches, changesPacks: changesPacks).outcome
         } catch {
             return Self.failedBatch(writes, error)
         }
@@ -53,11 +53,12 @@ extension PostgresStoreConnection {
         return outcome
     }
 
-    /// `apply`, throwing the engine's error (the writer retries conflicts and broken connections).
+    /// `apply`, throwing the engine's error (the writer retries conflicts and broken connections),
+    /// with the packs whose documents it changed (`takeChangedPacks`).
     func applyBatch(_ writes: [ResourceWrite], operations: [(PostgresStoreConnection) -> Void], now: Int64,
-                    touches: AccessTouches, changesPacks: Bool) throws -> BatchOutcome {
+                    touches: AccessTouches, changesPacks: Bool) throws -> (outcome: BatchOutcome, changedPacks: Set<Int64>?) {
         do {
-            return try transaction { () throws -> BatchOutcome in
+            return try transaction { () throws -> (outcome: BatchOutcome, changedPacks: Set<Int64>?) in
                 // A batch applied inside another (an ambient store during an operation) leaves
                 // the outer batch's events to it.
                 let ownsEvents = batchEvents == nil
@@ -91,10 +92,10 @@ extension PostgresStoreConnection {
                 }
                 if tally.ambientDelta > 0 { try trimAmbientCache() }
                 if !writes.isEmpty { outcome.linkedTiles = try linkedTileCount() }
-                if changesPacks { try notifyCommit() }
+                let changedPacks = try takeChangedPacks(notify: changesPacks)
                 // Last: the event lock is held from here to the commit.
                 if ownsEvents { _ = try appendEvents(batchEvents ?? []) }
-                return outcome
+                return (outcome, changedPacks)
             }
         } catch {
             forgetUncommittedTemplates()
@@ -112,9 +113,19 @@ extension PostgresStoreConnection {
         }
     }
 
-    /// Tells every node that packs changed (their rendered-pack caches are stale).
-    func notifyCommit() throws {
-        try query("SELECT pg_notify($1, $2)", [.text(CommitChannel.name), .text(String(node))])
+    /// Makes this session note the packs whose documents its transactions change (the writer's;
+    /// see `PostgresSchema.changedPacksMigration`).
+    func noteChangedPacks() throws {
+        try connection.execute("SET packd.note_changed_packs = on")
+    }
+
+    /// The packs whose documents this session changed since the last call, forgotten. Every node
+    /// hears which (`CommitChannel`: their rendered-pack caches are stale, their schedulers look
+    /// for work) when there are any, or always with `notify`.
+    func takeChangedPacks(notify: Bool) throws -> Set<Int64>? {
+        let ids = try connection.scalarString("SELECT packd_take_changed_packs($1, $2, $3)",
+                                              [.text(CommitChannel.name), .int8(node), .bool(notify)]) ?? ""
+        return CommitChannel.packs(in: ids)
     }
 
     /// A store error in the terms the download layer acts on.

@@ -289,7 +289,6 @@ extension PostgresStoreConnection {
         if let limit, linked > limit { throw ImportError.tileLimitExceeded(tiles: linked, limit: limit) }
         try addTotals(linkedTiles: linked - (try linkedTileCount()), ambientBytes: 0)
         try resynchronizeAmbientCacheSize()
-        try notifyCommit()
         return packs
     }
 

@@ -5,44 +5,10 @@ import Postgres
 /// Packs, their progress, failures, revalidations, events and idempotency keys: the SQL of
 /// `SQLiteStore`'s pack bookkeeping against the cluster schema.
 extension PostgresStoreConnection {
-    static let packSelect = """
-        SELECT p.region_id, p.name, p.state, p.error, p.context, r.definition, p.created_at, p.updated_at,
-               p.completed_at, p.limits, p.expected_resources, p.expected_tiles, p.expected_is_precise,
-               p.update_available, p.update_checked_at,
-               i.unchanged, i.updated, i.removed, i.started_at, i.completed_at, p.version,
-               p.refresh_every, p.next_refresh_at, p.start_area, p.start_area_ready_at, p.skipped_glyph_ranges
-        FROM packd_packs p JOIN regions r ON r.id = p.region_id
-        LEFT JOIN packd_invalidations i ON i.pack_id = p.region_id
-        """
-
-    /// A row of `packSelect`. A state this version does not know is a corrupt row, not a guess.
-    static func packRecord(_ row: PostgresRow) throws -> PackRecord {
-        let stateText = try row.string(2)
-        guard let state = PackState(rawValue: stateText) else {
-            throw StoreError(.corrupt, "pack \(try row.int64(0)) has an unknown state '\(stateText)'")
-        }
-        let invalidation = try row.int64OrNil(18).map { startedAt in
-            PackInvalidation(unchanged: try row.int64(15), updated: try row.int64(16), removed: try row.int64(17),
-                             startedAt: startedAt, completedAt: try row.int64OrNil(19))
-        }
-        return PackRecord(id: try row.int64(0), name: try row.string(1), state: state,
-                          error: try row.stringOrNil(3).flatMap(PackRecord.decodeError), context: try row.bytesOrNil(4),
-                          definition: try row.string(5), createdAt: try row.int64(6), updatedAt: try row.int64(7),
-                          completedAt: try row.int64OrNil(8),
-                          limits: try row.stringOrNil(9).flatMap(PackRecord.decodeLimits) ?? PackLimits(),
-                          expectedResources: try row.int64(10), expectedTiles: try row.int64(11),
-                          expectedIsPrecise: try row.bool(12), updateAvailable: try row.bool(13),
-                          updateCheckedAt: try row.int64OrNil(14), invalidation: invalidation, version: try row.int64(20),
-                          refreshEvery: try row.stringOrNil(21), nextRefreshAt: try row.int64OrNil(22),
-                          startArea: try row.stringOrNil(23).flatMap(PackRecord.decodeStartArea),
-                          startAreaReadyAt: try row.int64OrNil(24),
-                          skippedGlyphRanges: try row.stringOrNil(25).flatMap(PackRecord.decodeSkippedGlyphRanges))
-    }
-
-    // MARK: PackRepository
+    // MARK: PackRepository (rows decoded by `PackRecord(row:)`, as SQLite's are)
 
     public func pack(_ id: Int64) throws -> PackRecord? {
-        try query(Self.packSelect + " WHERE p.region_id = $1", [.int8(id)]).first.map(Self.packRecord)
+        try query(PackRecord.selectSQL + " WHERE p.region_id = $1", [.int8(id)]).first.map { try PackRecord(row: $0) }
     }
 
     /// ASCII case is ignored as SQLite's `lower` does (PostgreSQL's follows the locale).
@@ -51,12 +17,12 @@ extension PostgresStoreConnection {
     public func packs(after: Int64, state: PackState?, nameContains: String?, limit: Int) throws -> [PackRecord] {
         let lowerName = Self.asciiLower.replacingOccurrences(of: "%@", with: "p.name")
         let lowerNeedle = Self.asciiLower.replacingOccurrences(of: "%@", with: "$3::text")
-        return try query(Self.packSelect + """
+        return try query(PackRecord.selectSQL + """
              WHERE p.region_id > $1 AND ($2::text IS NULL OR p.state = $2)
               AND ($3::text IS NULL OR strpos(\(lowerName), \(lowerNeedle)) > 0)
             ORDER BY p.region_id LIMIT $4
             """, [.int8(after), PostgresValue(state?.rawValue), PostgresValue(nameContains),
-                  .int8(Int64(min(max(limit, 0), 500)))]).map(Self.packRecord)
+                  .int8(Int64(min(max(limit, 0), 500)))]).map { try PackRecord(row: $0) }
     }
 
     public func progress(_ id: Int64) throws -> StoredProgress? {
@@ -463,3 +429,6 @@ private struct TransitionRowsSQL: TransitionRows {
         try connection.enqueueWebhookMessages(types, packID: packID)
     }
 }
+
+/// A libpq row as `PackRecord(row:)` reads it: the driver's accessors are the protocol's.
+extension PostgresRow: StoredRowColumns {}

@@ -1,4 +1,5 @@
 import Packs
+import Writer
 
 /// The ambient cache: rows no pack links. Its size is `LENGTH(data)` plus the byte length of the
 /// row's URL (so "no content" rows still count something); pack rows never count and are never
@@ -103,13 +104,4 @@ extension OfflineDatabase {
             try database.execute("UPDATE resources SET accessed = ?1 WHERE id = ?2", [.integer(now), .integer(id)])
         }
     }
-}
-
-/// Rows read since the last commit, whose `accessed` the writer updates in its next transaction
-/// (batched: a read never waits for a write).
-public struct AccessTouches: Sendable {
-    public var tileIDs: Set<Int64> = []
-    public var resourceIDs: Set<Int64> = []
-    public var isEmpty: Bool { tileIDs.isEmpty && resourceIDs.isEmpty }
-    public init() {}
 }

@@ -1,5 +1,6 @@
 import CSQLite
 import Packs
+import Writer
 
 /// packd's read-write view of the database: resource/tile upserts with their pack links and
 /// progress, pack bookkeeping and the ambient cache. Owned by the `WriterThread` (one instance,

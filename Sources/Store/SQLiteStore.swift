@@ -1,10 +1,12 @@
 import Loop
 import Packs
+import Writer
 
 /// The embedded store (packd's default): one SQLite file in WAL mode — MapLibre's offline schema
-/// beside packd's own tables — written by the one `WriterThread` and read by pooled read-only
-/// connections on libuv's thread pool. Every completion hops to the loop thread.
-public final class SQLiteStore: PackStore, @unchecked Sendable {
+/// beside packd's own tables — written by the one `WriterThread` (the `BatchingWriter` on the
+/// `SQLiteWriterBackend`) and read by pooled read-only connections on libuv's thread pool. Every
+/// completion hops to the loop thread.
+public final class SQLiteStore: PackStore, WriterSink, @unchecked Sendable {
     public let path: String
     public let loop: EventLoop
     /// The writer (tests and benchmarks drive it directly; the server only through `PackStore`).
@@ -19,10 +21,10 @@ public final class SQLiteStore: PackStore, @unchecked Sendable {
                 onCommitOnWriter: (@Sendable (BatchOutcome) -> Void)? = nil) throws {
         self.path = path
         self.loop = loop
-        let relay = CommitRelay()
+        let relay = CommitRelay<SQLiteStore>()
         writer = try WriterThread(path: path, configuration: configuration) { outcome in
             onCommitOnWriter?(outcome)
-            loop.execute { relay.store?.onCommit?(outcome) }
+            loop.execute { relay.owner?.onCommit?(outcome) }
         }
         // Strong, not weak: no cycle (the writer never sees the readers), a read still running
         // after `close` only records a touch nobody commits, and a weak reference would give the
@@ -35,7 +37,7 @@ public final class SQLiteStore: PackStore, @unchecked Sendable {
             case .resource: writer.touch(resourceID: id)
             }
         })
-        relay.store = self
+        relay.owner = self
     }
 
     // MARK: PackStore
@@ -73,92 +75,29 @@ public final class SQLiteStore: PackStore, @unchecked Sendable {
     public func documentChanges(of packID: Int64) -> UInt64 { writer.documentChanges(of: packID) }
 
     public func checkUpload(path: String, limits: UploadLimits, scratchDirectory: String) -> Result<any CheckedUpload, ImportError> {
-        Result { () throws(ImportError) -> any CheckedUpload in
-            try ValidatedImport.check(path: path, limits: limits, scratchDirectory: scratchDirectory)
-        }
+        ValidatedImport.checkUpload(path: path, limits: limits, scratchDirectory: scratchDirectory)
     }
 
     public func close() {
         writer.stop()
     }
 
-    // MARK: ResourceSink
+    // MARK: ResourceSink (the rest is `WriterSink`'s)
 
-    public func submit(_ writes: [ResourceWrite]) {
-        writer.submit(contentsOf: writes)
+    public func deliver(_ work: @escaping @Sendable () -> Void) {
+        loop.execute(work)
     }
 
-    public func inBatch<T: Sendable>(_ operation: @escaping @Sendable (any StoreWriting) throws -> T,
-                                     then: (@Sendable (Result<T, any Error>) -> Void)?) {
-        let loop = loop
-        let box = OperationResult<T>(then: then)
-        writer.inBatch(WriterThread.BatchOperation(apply: { database in
-            box.result = Result { try database.database.transaction { try operation(database) } }.mapError(SQLiteStore.neutral)
-        }, finish: { batchError in
-            box.deliver(batchError, on: loop)
-        }))
-    }
-
-    public func whenCommitted(_ then: @escaping @Sendable () -> Void) {
-        let loop = loop
-        writer.whenCommitted { loop.execute(then) }
-    }
-
-    public func flush(_ then: @escaping @Sendable () -> Void) {
-        let loop = loop
-        writer.flush { loop.execute(then) }
-    }
-
-    public var pendingWrites: Int { writer.pendingWrites }
+    public func storeError(_ error: any Error) -> any Error { Self.neutral(error) }
 
     /// Appends an event to the durable log in the open batch; it changes no pack document.
     /// `failed` hears once, after the batch: its own error, or the batch's. (A batch a full disk
     /// refused applies its operations a second time, alone: only the last attempt counts.)
     public func logEvent(_ event: StoredEvent, failed: @escaping @Sendable (any Error) -> Void) {
-        let box = OperationResult<Void>(then: nil)
-        writer.inBatch(WriterThread.BatchOperation(changesPacks: false, apply: { database in
-            box.result = Result {
-                try database.database.transaction {
-                    _ = try database.appendEvent(id: event.id, packID: event.packID, type: event.type, json: event.json,
-                                                 now: event.createdAt)
-                }
-            }.mapError(SQLiteStore.neutral)
-        }, finish: { batchError in
-            if let error = batchError ?? box.failure { failed(error) }
-        }))
-    }
-}
-
-/// The writer's commit callback is made before the store exists; this lets it reach the store.
-private final class CommitRelay: @unchecked Sendable {
-    weak var store: SQLiteStore?
-}
-
-/// An in-batch operation's result, set on the writer thread before its batch commits and read
-/// after, on the same thread, then handed to the caller's completion on the loop.
-private final class OperationResult<T: Sendable>: @unchecked Sendable {
-    var result: Result<T, any Error>?
-    private let then: (@Sendable (Result<T, any Error>) -> Void)?
-
-    init(then: (@Sendable (Result<T, any Error>) -> Void)?) {
-        self.then = then
-    }
-
-    /// The operation's own error, if it threw.
-    var failure: (any Error)? {
-        if case .failure(let error)? = result { return error }
-        return nil
-    }
-
-    /// The operation's result once its batch committed, or the batch's error.
-    func deliver(_ batchError: StoreError?, on loop: EventLoop) {
-        guard let then else { return }
-        let outcome: Result<T, any Error>
-        if let batchError {
-            outcome = .failure(batchError)
-        } else {
-            outcome = result ?? .failure(StoreError(.other, "the operation did not run"))
-        }
-        loop.execute { then(outcome) }
+        writer.inBatch(changesPacks: false, savepoint: { database in
+            _ = try database.appendEvent(id: event.id, packID: event.packID, type: event.type, json: event.json, now: event.createdAt)
+        }, then: { result in
+            if case .failure(let error) = result { failed(Self.neutral(error)) }
+        })
     }
 }

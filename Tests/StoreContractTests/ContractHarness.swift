@@ -75,6 +75,11 @@ final class ContractHarness: @unchecked Sendable {
         try wait { done in self.store.inBatch(operation, then: { done($0) }) }
     }
 
+    /// A new pack named `name` (as `ContractRows.pack` makes it); its id.
+    func createPack(_ name: String, state: PackState = .queued) throws -> Int64 {
+        try write { try $0.createPack(ContractRows.pack(name, state: state), now: 1) }
+    }
+
     func submit(_ writes: [ResourceWrite]) {
         store.submit(writes)
     }

@@ -19,6 +19,14 @@ struct StoreFactory: Sendable, CustomTestStringConvertible {
     let open: @Sendable (_ loop: EventLoop, _ existing: String?, _ batches: BatchSettings) throws -> (store: any PackStore, location: String)
     /// Removes what `open` created.
     let remove: @Sendable (_ location: String) -> Void
+    /// Runs `operation` on the store's writer as an operation that promised to change no pack's
+    /// document (`BatchingWriter.perform(changesPacks: false)`, which `PackStore` does not offer);
+    /// `done` on the writer thread.
+    let performPromisingNoChange: @Sendable (_ store: any PackStore, _ operation: @escaping @Sendable (any StoreWriting) throws -> Void,
+                                             _ done: @escaping @Sendable () -> Void) -> Void
+    /// Makes the store's storage refuse new tile rows as a full disk does (`full`), or room again;
+    /// run on the store's writer (`PackStore.write`).
+    let fillStorage: @Sendable (_ writer: any StoreWriting, _ full: Bool) throws -> Void
 
     var testDescription: String { name }
 
@@ -32,5 +40,12 @@ struct StoreFactory: Sendable, CustomTestStringConvertible {
         return (store, path)
     }, remove: { path in
         for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) }
+    }, performPromisingNoChange: { store, operation, done in
+        (store as! SQLiteStore).writer.perform({ try operation($0) }, changesPacks: false) { _ in done() }
+    }, fillStorage: { writer, full in
+        // SQLITE_FULL, as a full disk gives it: the file may not grow past the pages it has.
+        let database = (writer as! OfflineDatabase).database
+        let pages = try database.scalarInt("PRAGMA page_count") ?? 0
+        try database.execute("PRAGMA max_page_count = \(full ? pages : 1 << 30)")
     })
 }

@@ -2,6 +2,7 @@ import CSQLite
 import Packs
 import PackdTestSupport
 import Testing
+import Writer
 @testable import Store
 
 @Suite struct OfflineDatabaseTests {

@@ -23,6 +23,14 @@ public final class ValidatedImport: CheckedUpload {
         if ownsFile { try? FileManager.default.removeItem(atPath: path) }
     }
 
+    /// `check` as `PackStore.checkUpload` answers it: every store imports MapLibre files, so
+    /// every store checks them this one way.
+    public static func checkUpload(path: String, limits: UploadLimits, scratchDirectory: String) -> Result<any CheckedUpload, ImportError> {
+        Result { () throws(ImportError) -> any CheckedUpload in
+            try check(path: path, limits: limits, scratchDirectory: scratchDirectory)
+        }
+    }
+
     /// Checks the file at `path`; `scratchDirectory` receives the upgraded copy of a schema-5
     /// file. Throws a precise `ImportError`; on success nothing has been written anywhere except
     /// that copy.
