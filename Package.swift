@@ -26,13 +26,16 @@ let package = Package(
 
         // The domain: pack states and their pure lifecycle, the wire types every client decodes,
         // stored records and the store protocols. Imports no other packd module.
-        .target(name: "Packs", dependencies: ["CZlib"]),
+        .target(name: "Packs", dependencies: ["CZlib", "TimeFormats"]),
+        // Time as text, pure: HTTP-dates (RFC 9110) and the civil calendar arithmetic under them and
+        // RFC 3339 timestamps — shared by the domain and the HTTP server, which knows nothing of packs.
+        .target(name: "TimeFormats"),
 
         .target(name: "Loop", dependencies: ["CUV"]),
         .target(
             name: "Server",
             dependencies: [
-                "Loop", "CUV", "CHTTPParser", "Packs",
+                "Loop", "CUV", "CHTTPParser", "TimeFormats",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
@@ -51,29 +54,29 @@ let package = Package(
         .target(
             name: "API",
             dependencies: [
-                "Packs", "Jobs", "Server", "Loop", "Plan", "Geo", "CCrypto", "Artifacts", "Webhooks",
+                "Packs", "Jobs", "Server", "Loop", "CUV", "Plan", "Geo", "CCrypto", "Artifacts", "Webhooks", "TimeFormats",
                 .product(name: "Logging", package: "swift-log"),
-                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "CoreMetrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
             ]
         ),
         .target(name: "Geo"),
-        .target(name: "Plan", dependencies: ["Packs", "Geo", "TileFormats"]),
-        .target(name: "Fetch", dependencies: ["Packs", "Loop", "CCurl", "CUV"]),
+        .target(name: "Plan", dependencies: ["Packs", "Geo", "TileFormats", "CCurl"]),
+        .target(name: "Fetch", dependencies: ["Packs", "Loop", "CCurl", "CUV", "TimeFormats"]),
         // Webhooks: Standard Webhooks signing, the retry schedule, the dispatcher sending the outbox.
         .target(
             name: "Webhooks",
-            dependencies: ["Packs", "Fetch", "Loop", "CCrypto", .product(name: "Logging", package: "swift-log")]
+            dependencies: ["Packs", "Fetch", "Loop", "CCrypto", "CCurl", .product(name: "Logging", package: "swift-log")]
         ),
         .testTarget(name: "WebhooksTests", dependencies: ["Webhooks", "Packs", "Fetch", "Loop", "Store", "PackdTestSupport"]),
         // Real `packd serve` processes sending webhooks: kill -9 at random moments, and two
         // cluster nodes on one PostgreSQL.
         .testTarget(
             name: "WebhookServeTests",
-            dependencies: ["Packs", "Webhooks", "Postgres", "PostgresTestSupport", "PackdTestSupport", "packd"]
+            dependencies: ["Postgres", "PostgresTestSupport", "PackdTestSupport", "packd"]
         ),
         // The download engine: one pack's state machine and the scheduler of packs.
-        .target(name: "Jobs", dependencies: ["Packs", "Loop", "Fetch", "Plan", "Geo", "WorkSharing", "TileFormats"]),
+        .target(name: "Jobs", dependencies: ["Packs", "Loop", "Fetch", "Plan", "Geo", "WorkSharing", "TimeFormats", "TileFormats"]),
 
         .executableTarget(
             name: "packd",
@@ -91,6 +94,8 @@ let package = Package(
                 "PostgresStore",
                 "WorkSharing",
                 "Webhooks",
+                // The CLI's HTTP client (`packd export`, `wait`, …) is libcurl's easy interface.
+                "CCurl",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -132,7 +137,7 @@ let package = Package(
         // under leases, Jobs' download engine run per unit, the node's heartbeat and shares.
         .target(name: "Cluster", dependencies: ["Packs", "Jobs", "Fetch", "Loop", "Plan", "Postgres", "PostgresStore", "WorkSharing"]),
         // The cluster-mode store on PostgreSQL.
-        .target(name: "PostgresStore", dependencies: ["Packs", "Writer", "Postgres", "WorkSharing", "Plan", "Geo", "Loop", "Store"]),
+        .target(name: "PostgresStore", dependencies: ["Packs", "Writer", "Postgres", "WorkSharing", "Loop", "Store"]),
         .testTarget(
             name: "PostgresStoreTests",
             dependencies: [
@@ -154,7 +159,7 @@ let package = Package(
                            .product(name: "Logging", package: "swift-log")]
         ),
 
-        .testTarget(name: "PacksTests", dependencies: ["Packs", "CZlib", "PackdTestSupport"]),
+        .testTarget(name: "PacksTests", dependencies: ["Packs", "TimeFormats", "CZlib", "PackdTestSupport"]),
         // One suite of store tests, run against every store implementation (`StoreFactory.all`).
         .testTarget(name: "StoreContractTests", dependencies: ["Packs", "Writer", "Store", "Loop", "PackdTestSupport", "Postgres", "PostgresStore", "PostgresTestSupport"]),
         .testTarget(name: "LoopTests", dependencies: ["Loop"]),
@@ -163,25 +168,28 @@ let package = Package(
             name: "APITests",
             dependencies: [
                 "API", "Artifacts", "Jobs", "Packs", "Server", "Loop", "Store", "CZlib", "PackdTestSupport",
+                // Store-numbered (cluster mode) event streams on a real PostgreSQL.
+                "Postgres", "PostgresStore", "PostgresTestSupport",
                 .product(name: "Logging", package: "swift-log"),
-                .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
             ]
         ),
         .testTarget(
             name: "ServerTests",
             dependencies: [
-                "Server", "Packs", "Loop", "PackdTestSupport", "packd",
+                "Server", "Loop", "PackdTestSupport", "packd",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
-        .testTarget(name: "StoreTests", dependencies: ["Store", "Writer", "Packs", "PackdTestSupport", "packd-store-crash-writer"]),
+        .testTarget(name: "StoreTests", dependencies: ["Store", "Writer", "Packs", "CSQLite", "PackdTestSupport", "packd-store-crash-writer"]),
         .testTarget(name: "StoreIOTests", dependencies: ["Store", "Packs", "CZlib", "PackdTestSupport", "TileFormats"]),
         .testTarget(name: "GeoTests", dependencies: ["Geo"]),
         .testTarget(name: "TileFormatsTests", dependencies: ["TileFormats", "PackdTestSupport"]),
         .testTarget(name: "PlanTests", dependencies: ["Plan", "Packs", "Geo", "TileFormats"]),
         // The in-process upstream and fetch harness shared by the network tests.
-        .target(name: "PackdTestSupport", dependencies: ["Packs", "Fetch", "Loop", "CZlib", "Store", "TileFormats"], path: "Tests/PackdTestSupport"),
+        .target(name: "PackdTestSupport", dependencies: ["Packs", "Fetch", "Loop", "CZlib", "Store", "TileFormats", "TimeFormats",
+                                                         .product(name: "Logging", package: "swift-log")],
+                path: "Tests/PackdTestSupport"),
         .testTarget(name: "FetchTests", dependencies: ["Fetch", "Packs", "Loop", "CZlib", "PackdTestSupport"]),
         // Depends on `packd` so the end-to-end test finds the built server next to the test bundle.
         // The client subcommands as real processes against a real `packd serve`.

@@ -9,9 +9,23 @@ from jsonschema.exceptions import best_match
 from openapi_schema_validator import OAS31Validator
 
 
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """safe_load, refusing a key given twice in one mapping (YAML would keep the last silently:
+    two schemas of one name became one, and a request body was described by a response's)."""
+
+    def construct_mapping(self, node, deep=False):
+        seen = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            if key in seen:
+                raise yaml.constructor.ConstructorError(None, None, f"duplicate key {key!r}", key_node.start_mark)
+            seen.add(key)
+        return super().construct_mapping(node, deep=deep)
+
+
 def load(path):
     with open(path, encoding="utf-8") as handle:
-        return yaml.safe_load(handle)
+        return yaml.load(handle, Loader=_UniqueKeyLoader)
 
 
 def lookup(spec, ref):

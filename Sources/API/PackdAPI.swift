@@ -6,16 +6,19 @@ import Server
 import Webhooks
 
 /// The Store-backed API as one unit: the pack, storage, resource and event routes behind the
-/// route wrappers, the broadcaster whose events are logged durably, and `/metrics`. `packd
+/// route wrappers, the event publisher whose events are logged durably, and `/metrics`. `packd
 /// serve` and the tests build the same thing, so the tests exercise the real wiring.
+///
+/// Made after the download engine: the engine is given `events` as its `PackActivityListener`,
+/// and the API is given the engine as its `PackScheduling`.
 public final class PackdAPI {
     public let store: any PackStore
     public let loop: EventLoop
     /// Every time the API stores (creation, state changes, events, preloads); tests inject their own.
     public let clock: WallClock
-    public let events: EventBroadcaster
-    /// The durable log behind `events` (and its backlog of appends a full disk refused).
-    public let eventLog: EventLog
+    /// Where every pack event is published from (the routes' changes and the engine's commits),
+    /// with the event streams and the durable log behind them.
+    public let events: PackEventPublisher
     public let packs: PackRoutes
     public let maintenance: PackMaintenanceRoutes
     /// `/v1/webhooks…`; `packd` gives it the upstream address policy and its dispatcher's wake-up.
@@ -36,29 +39,43 @@ public final class PackdAPI {
         set { upstreamAccess.client = newValue }
     }
 
-    /// Loop thread only (the broadcaster is loop-owned). Event ids continue after the largest one
-    /// the database ever handed out.
-    public init(store: any PackStore, loop: EventLoop, clock: WallClock = .system, routes: APIRouteBuilder, eventConfiguration: EventBroadcaster.Configuration = .init(),
-                logger: Logger = Logger(label: "packd.api")) throws {
+    /// `events` is the publisher made for `store` (and given to the engine); `scheduling` the
+    /// engine that runs the downloads, nil for an API that only keeps state; `refreshes` what
+    /// runs scheduled refreshes (nil: none run). Loop thread only.
+    public init(store: any PackStore, loop: EventLoop, clock: WallClock = .system, events: PackEventPublisher,
+                scheduling: (any PackScheduling)?, refreshes: (any RefreshScheduling)? = nil, routes: APIRouteBuilder,
+                logger: Logger = Logger(label: "packd.api")) {
         self.store = store
         self.loop = loop
         self.clock = clock
         self.routes = routes
         self.logger = logger
-        let lastEventID = try store.readNow { try $0.lastEventID() }
-        events = EventBroadcaster(loop: loop, lastEventID: lastEventID, configuration: eventConfiguration)
-        eventLog = EventLog.attach(events, to: store, loop: loop, clock: clock, logger: logger)
-        let metrics = routes.metrics
-        events.onSubscriberCountChange = { metrics.sseSubscribers.set(Int64($0)) }
-        packs = PackRoutes(store: store, events: events, clock: clock, logger: logger)
+        self.events = events
+        packs = PackRoutes(store: store, events: events, scheduling: scheduling, refreshes: refreshes, clock: clock, logger: logger)
         maintenance = PackMaintenanceRoutes(store: store, packs: packs, logger: logger)
-        webhooks = WebhookRoutes(store: store, urlPolicy: WebhookURLPolicy(), logger: logger)
-        webhookMetrics = WebhookMetrics(registry: metrics.registry)
+        let webhooks = WebhookRoutes(store: store, urlPolicy: WebhookURLPolicy(), logger: logger)
+        self.webhooks = webhooks
+        webhookMetrics = WebhookMetrics(registry: routes.metrics.registry)
+        // Webhook deliveries commit with the transition or removal that causes them: the
+        // dispatcher goes at once rather than at its next poll.
+        events.engineTransitionObservers.append { [weak webhooks] transition in
+            if !WebhookTrigger.types(of: transition).isEmpty { webhooks?.wake?() }
+        }
+        events.removalObservers.append { [weak webhooks] _ in webhooks?.wake?() }
+    }
+
+    /// An API that makes its own publisher, numbering events on this node: for tests of the
+    /// routes, with no download engine or one that reports to nobody. Loop thread only.
+    public convenience init(store: any PackStore, loop: EventLoop, clock: WallClock = .system, routes: APIRouteBuilder,
+                            scheduling: (any PackScheduling)? = nil, eventConfiguration: EventBroadcaster.Configuration = .init(),
+                            logger: Logger = Logger(label: "packd.api")) throws {
+        let events = try PackEventPublisher(store: store, loop: loop, configuration: eventConfiguration, metrics: routes.metrics,
+                                            clock: clock, logger: logger)
+        self.init(store: store, loop: loop, clock: clock, events: events, scheduling: scheduling, routes: routes, logger: logger)
     }
 
     /// The base of the URLs in offline `style.json`/TileJSON (`--public-url`); nil: the request's `Host`.
     public var offlinePublicURL: String?
-    private var transferWatch: LoopTimer?
 
     public func register(in router: inout Router) {
         packs.register(in: &router, using: routes)
@@ -69,7 +86,7 @@ public final class PackdAPI {
                        clock: clock, logger: logger)
             .register(in: &router, using: routes)
         EstimateRoutes(store: store, loop: loop, upstream: upstreamAccess, logger: logger).register(in: &router, using: routes)
-        EventRoutes(store: store, events: events, logger: logger).register(in: &router, using: routes)
+        EventRoutes(store: store, events: events.streams, logger: logger).register(in: &router, using: routes)
         VersionRoutes(store: store, logger: logger).register(in: &router, using: routes)
         let artifacts = ArtifactCache(directory: ArtifactDirectory(path: sharing.resolvedArtifactsDirectory()), loop: loop,
                                       configuration: ArtifactCache.Configuration(maximumBytes: sharing.artifactsMaximumBytes,
@@ -92,7 +109,7 @@ public final class PackdAPI {
             // The packs gauge is counted at scrape time: one grouped query, never stale.
             store.read({ reader in try reader.packCountsByState() }) { result in
                 switch result {
-                case .failure(let error): logger.warning("counting packs for /metrics failed: \(error)")
+                case .failure(let error): logger.warning("counting packs for /metrics failed", metadata: ["error": "\(error)"])
                 case .success(let counts):
                     for state in PackState.allCases { metrics.setPacks(state: state, count: counts[state] ?? 0) }
                 }
@@ -103,33 +120,11 @@ public final class PackdAPI {
         let offline = OfflineResourceRoutes(store: store, authenticator: routes.authenticator, publicURL: offlinePublicURL,
                                             logger: logger)
         offline.register(in: &router, using: routes)
-        packs.removalObservers.append { [weak offline] in offline?.packRemoved($0) }
-        packs.removalObservers.append { [weak webhooks] _ in webhooks?.wake?() }
+        events.removalObservers.append { [weak offline] in offline?.packRemoved($0) }
     }
 
     /// Ends the event streams (before the server's shutdown grace period runs out).
     public func close() {
-        transferWatch?.close()
-        transferWatch = nil
         events.close()
-        eventLog.close()
-    }
-
-    /// How often a change of what holds a pack's transfers back becomes a `progress` event when
-    /// nothing commits (a host pausing the pack with `Retry-After`).
-    static let transferWatchInterval: UInt64 = 500
-
-    /// Shows what the fetcher does for each pack (`progress.transfers_in_flight`,
-    /// `progress.throttled`) in pack documents and `progress` events. Loop thread.
-    public func showTransfers(_ statuses: @escaping () -> [Int64: PackTransferStatus]) {
-        packs.transferStatuses = statuses
-        if transferWatch == nil {
-            let timer = LoopTimer(loop: loop)
-            timer.unref()
-            timer.start(after: Self.transferWatchInterval, repeat: Self.transferWatchInterval) { [weak self] in
-                self?.packs.publishTransferChanges()
-            }
-            transferWatch = timer
-        }
     }
 }

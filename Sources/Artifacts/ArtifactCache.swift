@@ -57,7 +57,7 @@ public final class ArtifactCache {
     /// The published artifact of `key`, built with `build` when there is none. `then` runs on
     /// the loop, once.
     public func artifact(_ key: ArtifactKey, build: @escaping Build, then: @escaping Completion) {
-        assert(loop.inLoopThread, "ArtifactCache is loop-bound")
+        loop.assertInLoopThread()
         if waiters[key] != nil {
             waiters[key]!.append(then)
             return
@@ -78,17 +78,20 @@ public final class ArtifactCache {
 
     /// Marks `artifact` as being sent (not evicted until `endServing`).
     public func beginServing(_ artifact: Artifact) {
+        loop.assertInLoopThread()
         serving[artifact.path, default: 0] += 1
         lastUsed[artifact.path] = Self.now
     }
 
     public func endServing(_ artifact: Artifact) {
+        loop.assertInLoopThread()
         guard let count = serving[artifact.path] else { return }
         serving[artifact.path] = count > 1 ? count - 1 : nil
     }
 
     /// Removes the pack's artifacts of versions outside `retained` (every one for an empty set).
     public func removeVersions(pack: Int64, except retained: Set<Int64>) {
+        loop.assertInLoopThread()
         let directory = directory
         loop.runOnThreadPool({ directory.removeVersions(pack: pack, except: retained) }, then: { _ in })
     }

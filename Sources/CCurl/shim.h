@@ -25,4 +25,27 @@ static inline CURLMcode packd_multi_setopt_long(CURLM *m, CURLMoption o, long v)
 static inline CURLMcode packd_multi_setopt_pointer(CURLM *m, CURLMoption o, void *v) { return curl_multi_setopt(m, o, v); }
 static inline CURLMcode packd_multi_setopt_socket_callback(CURLM *m, int (*cb)(CURL *, curl_socket_t, int, void *, void *)) { return curl_multi_setopt(m, CURLMOPT_SOCKETFUNCTION, cb); }
 static inline CURLMcode packd_multi_setopt_timer_callback(CURLM *m, int (*cb)(CURLM *, long, void *)) { return curl_multi_setopt(m, CURLMOPT_TIMERFUNCTION, cb); }
+/* Whether libcurl takes `url` as a transfer will: the URL parser (curl_url_set, as packd's fetcher
+   checks every request), then, for a host that is not ASCII, its IDN conversion to punycode, which
+   a transfer does before resolving. CURLUE_OK when it does; else why not (an IDN host that cannot
+   be converted is CURLUE_BAD_HOSTNAME). Client URLs are checked with it, so what libcurl would
+   refuse mid-download is a 422 up front. */
+static inline CURLUcode packd_curl_url_check(const char *url) {
+    CURLU *handle = curl_url();
+    if (!handle) return CURLUE_OUT_OF_MEMORY;
+    CURLUcode code = curl_url_set(handle, CURLUPART_URL, url, 0);
+    char *host = NULL;
+    if (code == CURLUE_OK && curl_url_get(handle, CURLUPART_HOST, &host, 0) == CURLUE_OK && host) {
+        int ascii = 1;
+        for (const char *c = host; *c; c++) if ((unsigned char)*c >= 0x80) { ascii = 0; break; }
+        if (!ascii) {
+            char *converted = NULL;
+            if (curl_url_get(handle, CURLUPART_HOST, &converted, CURLU_PUNYCODE) != CURLUE_OK) code = CURLUE_BAD_HOSTNAME;
+            curl_free(converted);
+        }
+    }
+    curl_free(host);
+    curl_url_cleanup(handle);
+    return code;
+}
 #endif

@@ -7,4 +7,6 @@ static inline unsigned int packd_http_parser_method(const http_parser *p) { retu
 static inline unsigned int packd_http_parser_errno(const http_parser *p) { return p->http_errno; }
 static inline unsigned int packd_http_parser_flags(const http_parser *p) { return p->flags; }
 static inline unsigned int packd_http_parser_upgrade(const http_parser *p) { return p->upgrade; }
+/* While a method is matched: how many of its characters have been. */
+static inline unsigned int packd_http_parser_index(const http_parser *p) { return p->index; }
 #endif

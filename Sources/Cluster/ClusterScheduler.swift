@@ -24,7 +24,7 @@ import WorkSharing
 /// A unit's rows and the pack's counters commit in one transaction (the store's batch, which
 /// also adds to the unit's `stored_tiles`); the node finishing a pack's last unit finishes the
 /// pack in the same transaction (`completeUnit`). Loop thread only.
-public final class ClusterScheduler: PackScheduling {
+public final class ClusterScheduler: PackScheduling, CommittedBatchListener, ClusterActivityListener {
     public struct Settings: Sendable {
         /// Packs active at once in the whole cluster.
         public var maxActivePacks: Int
@@ -50,8 +50,9 @@ public final class ClusterScheduler: PackScheduling {
         }
     }
 
-    /// Hears committed transitions, progress and revalidation counts, and failed requests.
-    public weak var listener: (any PackActivityListener)?
+    /// Hears committed transitions, progress and revalidation counts, and failed requests (the
+    /// API's event publisher; given at `init`, held weakly).
+    public private(set) weak var listener: (any PackActivityListener)?
     /// A coordination step failed (a claim, a heartbeat, …); it is tried again on the next one.
     public var onError: ((String, any Error) -> Void)?
     /// Something an operator may want to know: a unit lost to another node, the node fenced.
@@ -81,8 +82,11 @@ public final class ClusterScheduler: PackScheduling {
     private var stopped = false
     private var nextTransferOwner: UInt64 = 1 << 62
 
-    public init(loop: EventLoop, fetcher: Fetcher, store: PostgresStore, settings: Settings, clock: WallClock = .system) {
+    /// Becomes `store`'s commit listener: each commit comes back here and goes on to `listener`.
+    public init(loop: EventLoop, fetcher: Fetcher, store: PostgresStore, listener: any PackActivityListener, settings: Settings,
+                clock: WallClock = .system) {
         self.loop = loop
+        self.listener = listener
         self.fetcher = fetcher
         self.store = store
         self.settings = settings
@@ -98,6 +102,7 @@ public final class ClusterScheduler: PackScheduling {
         heartbeatTimer = LoopTimer(loop: loop)
         // Nothing transfers until the node knows its share (first heartbeat).
         fetcher.setHostShare(Fetcher.HostShare(transfersPerHost: 0))
+        store.commitListener = self
     }
 
     public var node: Int64 { store.node }
@@ -345,8 +350,7 @@ public final class ClusterScheduler: PackScheduling {
                 stopPack(id)
             case .success(let record?):
                 do {
-                    let json = try JSONSerialization.jsonObject(with: Data(record.definition.utf8))
-                    pack.region = try RegionDefinition(mapLibreJSON: json)
+                    pack.region = try RegionDefinition(stored: record.definition)
                 } catch {
                     return fail(id, PackError(.invalidDocument, "the stored region definition is unreadable: \(error)"))
                 }
@@ -452,7 +456,7 @@ public final class ClusterScheduler: PackScheduling {
     /// Applies `event` in the writer's open batch and, once committed, tells the listener.
     private func transition(_ packID: Int64, _ event: PackLifecycle.Event) {
         let now = clock.now
-        let owned = LoopBound(self)
+        let owned = LoopBound(self, loop: loop)
         store.inBatch({ database in try database.transition(packID, event, now: now) }) { result in
             guard case .success(.applied(let transition)) = result, transition.changesState else { return }
             owned.value.listener?.packTransitioned(packID, transition)

@@ -1,4 +1,5 @@
 import Packs
+import TimeFormats
 
 /// Some bytes of a file, asked for only while the file is the one its validators name: PMTiles
 /// archives are read this way, a few ranges at a time, and an archive replaced meanwhile must

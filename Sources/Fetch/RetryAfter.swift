@@ -1,4 +1,4 @@
-import Packs
+import TimeFormats
 
 extension ResponseHeaders {
     /// How long `Retry-After` asks to wait, in either of its forms (RFC 9110 §10.2.3): delta

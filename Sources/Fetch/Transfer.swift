@@ -1,6 +1,7 @@
 import CCurl
 import Glibc
 import Packs
+import TimeFormats
 
 /// One request in flight or waiting: the canonical request, its wire form, and what curl has
 /// delivered so far. Lives on the loop thread; curl's callbacks reach it through the easy

@@ -17,9 +17,11 @@ final class BlockingWork {
 
 extension EventLoop {
     /// Runs `work` (which may block: SQLite reads, file I/O) on libuv's thread pool and hands its
-    /// result to `then` on the loop thread. Loop thread only. The pool is shared by the whole
+    /// result to `then` on the loop thread. Loop thread only (checked in
+    /// debug builds). The pool is shared by the whole
     /// process (`UV_THREADPOOL_SIZE`, default 4), so `work` must be bounded.
     public func runOnThreadPool<T: Sendable>(_ work: @escaping @Sendable () -> T, then: @escaping (T) -> Void) {
+        assertInLoopThread()
         let slot = PoolResult<T>()
         let request = UnsafeMutablePointer<uv_work_t>.allocate(capacity: 1)
         UnsafeMutableRawPointer(request).initializeMemory(as: UInt8.self, repeating: 0, count: MemoryLayout<uv_work_t>.size)

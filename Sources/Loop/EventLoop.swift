@@ -11,10 +11,13 @@ public final class EventLoop: @unchecked Sendable {
     public let raw: UnsafeMutablePointer<uv_loop_t>
 
     private let inbox = Inbox()
-    private var thread: pthread_t?
+    /// The loop's thread: the one that made it until `run()`, then the one running it. Written
+    /// before any other thread can ask (`LoopThread` waits for the loop to run), read anywhere.
+    private var thread: pthread_t
     private var closed = false
 
     public init() throws {
+        thread = pthread_self()
         raw = .allocate(capacity: 1)
         let status = uv_loop_init(raw)
         if status < 0 {
@@ -30,10 +33,20 @@ public final class EventLoop: @unchecked Sendable {
         inbox.open(wakeup: async)
     }
 
-    /// Whether the caller is on the thread currently running this loop.
+    /// Whether the caller is on this loop's thread: the one running it, or, before it runs (while
+    /// a server and its parts are built) and after (while it closes), the one that made it.
     public var inLoopThread: Bool {
-        guard let thread else { return false }
-        return pthread_equal(thread, pthread_self()) != 0
+        pthread_equal(thread, pthread_self()) != 0
+    }
+
+    /// Stops a debug build when called off this loop's thread, as swift-nio's
+    /// `assertInEventLoop` and `NIOLoopBound` do: loop objects (connections, transfers, the
+    /// scheduler, subscribers) are touched on the loop thread only and take no locks, so a touch
+    /// from another thread is a data race — caught here at the call, not as a corrupted state
+    /// later. Inlined and compiled out in release builds, so it costs nothing there.
+    @inlinable
+    public func assertInLoopThread(file: StaticString = #fileID, line: UInt = #line) {
+        assert(inLoopThread, "a loop-bound object was touched off its loop thread", file: file, line: line)
     }
 
     /// Runs the loop on the calling thread until `stop()` or until no referenced handle is left.
@@ -44,6 +57,7 @@ public final class EventLoop: @unchecked Sendable {
 
     /// Makes `run()` return after the current iteration. Loop thread only; use `execute` elsewhere.
     public func stop() {
+        assertInLoopThread()
         uv_stop(raw)
     }
 
@@ -60,6 +74,7 @@ public final class EventLoop: @unchecked Sendable {
     /// Call after `run()` has returned, on the thread that ran it (a loop that never ran: on the
     /// thread that made it, e.g. when starting up failed).
     public func close() {
+        assertInLoopThread()
         guard !closed else { return }
         closed = true
         // After `seal` no thread is inside `uv_async_send`, and none will enter it: only now may the

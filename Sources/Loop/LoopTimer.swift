@@ -1,12 +1,15 @@
 import CUV
 
-/// A uv timer. Callbacks run on the loop thread. Call `close()` when done: the handle keeps the
-/// timer alive until libuv has finished with it.
+/// A uv timer. Callbacks run on the loop thread, and it is used there only (checked in debug
+/// builds). Call `close()` when done: the handle keeps the timer alive until libuv has finished with it.
 public final class LoopTimer: LoopHandleOwner {
+    private let loop: EventLoop
     private var handle: UnsafeMutablePointer<uv_timer_t>?
     private var callback: (() -> Void)?
 
     public init(loop: EventLoop) {
+        loop.assertInLoopThread()
+        self.loop = loop
         let handle = allocateHandle(uv_timer_t.self, owner: self)
         uv_timer_init(loop.raw, handle)
         self.handle = handle
@@ -15,6 +18,7 @@ public final class LoopTimer: LoopHandleOwner {
     /// Fires `callback` after `timeout` milliseconds, then every `interval` milliseconds if non-zero.
     /// Starting a running timer restarts it.
     public func start(after timeout: UInt64, repeat interval: UInt64 = 0, _ callback: @escaping () -> Void) {
+        loop.assertInLoopThread()
         guard let handle else { return }
         self.callback = callback
         uv_timer_start(handle, { timer in
@@ -38,17 +42,20 @@ public final class LoopTimer: LoopHandleOwner {
     }
 
     public func stop() {
+        loop.assertInLoopThread()
         guard let handle else { return }
         uv_timer_stop(handle)
     }
 
     /// Keeps the timer from holding the loop open on its own (for housekeeping timers).
     public func unref() {
+        loop.assertInLoopThread()
         guard let handle else { return }
         uv_unref(UnsafeMutableRawPointer(handle).assumingMemoryBound(to: uv_handle_t.self))
     }
 
     public func close() {
+        loop.assertInLoopThread()
         guard let handle else { return }
         uv_timer_stop(handle)
         self.handle = nil

@@ -5,6 +5,7 @@ import Foundation
 /// one or more signals (libuv coalesces them). The SQLite writer uses one to say "this batch is
 /// durable" without the loop ever waiting on disk.
 public final class LoopWakeup: LoopHandleOwner, @unchecked Sendable {
+    private let loop: EventLoop
     /// Read by `signal()` on any thread and cleared by `close()` on the loop thread, so the lock
     /// keeps a signal from reaching a handle that `close()` has handed to libuv to free.
     private var handle: UnsafeMutablePointer<uv_async_t>?
@@ -12,6 +13,8 @@ public final class LoopWakeup: LoopHandleOwner, @unchecked Sendable {
     private var callback: (() -> Void)?
 
     public init(loop: EventLoop, _ callback: @escaping () -> Void) throws {
+        loop.assertInLoopThread()
+        self.loop = loop
         self.callback = callback
         let handle = allocateHandle(uv_async_t.self, owner: self)
         let status = uv_async_init(loop.raw, handle) { async in
@@ -36,14 +39,16 @@ public final class LoopWakeup: LoopHandleOwner, @unchecked Sendable {
         uv_async_send(handle)
     }
 
-    /// Keeps this handle from holding the loop open on its own. Loop thread only.
+    /// Keeps this handle from holding the loop open on its own. Loop thread only (checked in debug builds).
     public func unref() {
+        loop.assertInLoopThread()
         guard let handle = currentHandle() else { return }
         uv_unref(UnsafeMutableRawPointer(handle).assumingMemoryBound(to: uv_handle_t.self))
     }
 
-    /// Loop thread only. A signal sent after this (from any thread) is ignored.
+    /// Loop thread only (checked in debug builds). A signal sent after this (from any thread) is ignored.
     public func close() {
+        loop.assertInLoopThread()
         handleLock.lock()
         let handle = self.handle
         self.handle = nil

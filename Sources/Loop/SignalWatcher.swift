@@ -2,12 +2,16 @@ import CUV
 import Glibc
 
 /// Delivers a POSIX signal (SIGTERM, SIGINT) to the loop thread as an ordinary callback, so a
-/// graceful shutdown can run with the same single-threaded rules as everything else.
+/// graceful shutdown can run with the same single-threaded rules as everything else. Made and
+/// closed on the loop thread (checked in debug builds).
 public final class SignalWatcher: LoopHandleOwner {
+    private let loop: EventLoop
     private var handle: UnsafeMutablePointer<uv_signal_t>?
     private var callback: ((Int32) -> Void)?
 
     public init(loop: EventLoop, signal: Int32, _ callback: @escaping (Int32) -> Void) throws {
+        loop.assertInLoopThread()
+        self.loop = loop
         self.callback = callback
         let handle = allocateHandle(uv_signal_t.self, owner: self)
         uv_signal_init(loop.raw, handle)
@@ -23,11 +27,13 @@ public final class SignalWatcher: LoopHandleOwner {
 
     /// Keeps the watcher from holding the loop open on its own.
     public func unref() {
+        loop.assertInLoopThread()
         guard let handle else { return }
         uv_unref(UnsafeMutableRawPointer(handle).assumingMemoryBound(to: uv_handle_t.self))
     }
 
     public func close() {
+        loop.assertInLoopThread()
         guard let handle else { return }
         self.handle = nil
         uv_signal_stop(handle)

@@ -46,7 +46,7 @@ public enum PMTilesSourceURL {
     /// spaces or control characters, and no `{`/`}` (the key becomes part of a tile template).
     static func checkArchive(_ url: String, pointer: String) throws(PlanError) {
         try ResourceURL.checkHTTP(url, pointer: pointer)
-        try ResourceURL.checkClientURL(url, pointer: pointer)
+        try ResourceURL.checkClientURL(url, pointer: pointer, template: false)
         guard !url.contains("{"), !url.contains("}") else {
             throw PlanError(.unsupportedURL, "an archive URL may not contain { or }", pointer: pointer)
         }

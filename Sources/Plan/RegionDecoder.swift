@@ -109,7 +109,7 @@ struct RegionDecoder {
                     try ResourceURL.checkStoredURL(url, pointer: "/style_url")
                 } else {
                     try ResourceURL.checkHTTP(url, pointer: "/style_url")
-                    if format == .api { try ResourceURL.checkClientURL(url, pointer: "/style_url") }
+                    if format == .api { try ResourceURL.checkClientURL(url, pointer: "/style_url", template: false) }
                 }
             } catch {
                 report("/style_url", error.detail)
@@ -171,7 +171,7 @@ struct RegionDecoder {
             let pointer = JSONPointer.appending("/tiles", index)
             do {
                 try ResourceURL.checkHTTP(template, pointer: pointer)
-                if format == .api { try ResourceURL.checkClientURL(template, pointer: pointer) }
+                if format == .api { try ResourceURL.checkClientURL(template, pointer: pointer, template: true) }
                 parsed.append(try TileURLTemplate(template, scheme: scheme, subdomains: subdomains))
             } catch {
                 report(pointer, error.detail)

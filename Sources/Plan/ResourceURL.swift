@@ -86,8 +86,9 @@ enum ResourceURL {
     }
 
     /// Throws when `url` (from an API client) carries user info — credentials belong in the
-    /// server's upstream rules, never in stored URLs — or a space or control character.
-    static func checkClientURL(_ url: String, pointer: String) throws(PlanError) {
+    /// server's upstream rules, never in stored URLs — a space or control character, or is a URL
+    /// libcurl would refuse (`CurlURLCheck`; a `template`'s placeholders filled in).
+    static func checkClientURL(_ url: String, pointer: String, template: Bool) throws(PlanError) {
         if url.unicodeScalars.contains(where: { $0.value < 0x21 || $0.value == 0x7F }) {
             throw PlanError(.unsupportedURL, "URL contains a space or a control character", pointer: pointer)
         }
@@ -95,6 +96,9 @@ enum ResourceURL {
         let afterScheme = url.unicodeScalars.drop { $0 != ":" }.dropFirst(3)
         if afterScheme.prefix(while: { $0 != "/" && $0 != "?" && $0 != "#" }).contains("@") {
             throw PlanError(.unsupportedURL, "URL has user info; credentials belong in the server's upstream rules", pointer: pointer)
+        }
+        if let refusal = CurlURLCheck.refusal(url, template: template) {
+            throw PlanError(.unsupportedURL, refusal, pointer: pointer)
         }
     }
 

@@ -47,7 +47,7 @@ public final class PostgresConnectionThread: @unchecked Sendable {
     public func submit<T>(_ work: @escaping (PostgresConnection) throws -> T,
                           then: @escaping (Result<T, Error>) -> Void) {
         let loop = self.loop
-        let completion = LoopBound(then)
+        let completion = LoopBound(then, loop: loop)
         let job = Job { connection, failure in
             let result: Result<T, Error>
             if let connection {
@@ -55,7 +55,7 @@ public final class PostgresConnectionThread: @unchecked Sendable {
             } else {
                 result = .failure(failure ?? Stopped())
             }
-            let outcome = LoopBound(result)
+            let outcome = LoopBound(result, loop: loop)
             loop.execute { completion.value(outcome.value) }
         }
         condition.lock()

@@ -12,10 +12,12 @@ import Postgres
 /// lost with a broken connection, which is made again (and what it missed read from the table).
 /// Loop thread only.
 public final class ClusterNotifications {
-    /// Events committed by any node after the last delivered, oldest first.
-    public var onEvents: (([StoredEvent]) -> Void)?
-    /// Any node committed or published something (the scheduler looks for work).
-    public var onActivity: (() -> Void)?
+    /// Hears the events committed by any node after the last delivered, oldest first (the API's
+    /// event publisher). Weak.
+    private weak var events: (any StoredEventListener)?
+    /// Hears that any node committed or published something (the cluster scheduler looks for
+    /// work). Weak.
+    private weak var activity: (any ClusterActivityListener)?
 
     private let store: PostgresStore
     private let loop: EventLoop
@@ -30,9 +32,13 @@ public final class ClusterNotifications {
     /// How many events one read takes; more are read right after.
     static let page = 1000
 
-    /// Listens from now on; events after `lastEventID` are delivered. Loop thread.
-    public init(store: PostgresStore, loop: EventLoop, lastEventID: Int64, pollInterval: UInt64 = 1000) {
+    /// Listens from `start()` on; events after `lastEventID` go to `events`, every notification
+    /// to `activity`. Loop thread.
+    public init(store: PostgresStore, loop: EventLoop, lastEventID: Int64, events: any StoredEventListener,
+                activity: any ClusterActivityListener, pollInterval: UInt64 = 1000) {
         self.store = store
+        self.events = events
+        self.activity = activity
         self.loop = loop
         self.pollInterval = pollInterval
         lastDelivered = lastEventID
@@ -60,13 +66,13 @@ public final class ClusterNotifications {
     private func connect() {
         guard !connecting, !closed else { return }
         connecting = true
-        let url = store.url
+        let (url, loop) = (store.url, loop)
         loop.runOnThreadPool({ () -> Result<LoopBound<PostgresConnection>, any Error> in
             Result {
                 let connection = try PostgresConnection(url: url, applicationName: "packd-listen")
                 try connection.listen(EventChannel.name)
                 try connection.listen(CommitChannel.name)
-                return LoopBound(connection)
+                return LoopBound(connection, loop: loop)
             }
         }, then: { [weak self] result in
             guard let self else { return }
@@ -80,7 +86,7 @@ public final class ClusterNotifications {
             // have changed.
             store.noteRemoteCommit()
             readEvents()
-            onActivity?()
+            activity?.otherNodeActed()
         })
     }
 
@@ -94,7 +100,7 @@ public final class ClusterNotifications {
             return
         }
         if notification.channel == EventChannel.name { readEvents() }
-        onActivity?()
+        activity?.otherNodeActed()
     }
 
     /// Reads the events after the last delivered; one read at a time, another right after when
@@ -114,10 +120,16 @@ public final class ClusterNotifications {
             guard !closed else { return }
             if case .success(let events) = result, let last = events.last {
                 lastDelivered = max(lastDelivered, last.id)
-                onEvents?(events)
+                self.events?.eventsCommitted(events)
                 if events.count == Self.page { readAgain = true }
             }
             if readAgain { readEvents() }
         }
     }
+}
+
+/// What a node does when another node acted (`ClusterNotifications`): the cluster scheduler looks
+/// for work and for packs that stopped being active. Loop thread.
+public protocol ClusterActivityListener: AnyObject {
+    func otherNodeActed()
 }

@@ -40,8 +40,8 @@ public final class PostgresStore: PackStore, WriterSink, @unchecked Sendable {
     private let readers: PostgresReaderPool
     /// Commits of other nodes heard of.
     private let remoteChanges = LockedValue(PackChangeMarks(capacity: BatchingWriter<PostgresWriterBackend>.maximumPackMarks))
-    /// Loop thread only.
-    public var onCommit: ((BatchOutcome) -> Void)?
+    /// The download engine (`PackStore.commitListener`). Loop thread only.
+    public weak var commitListener: (any CommittedBatchListener)?
 
     /// Connects (blocking: call before the loop runs), migrates the schema, joins the cluster
     /// (registers this process in the node table, as `nodeName`; see `ClusterNodes`) and starts
@@ -71,7 +71,7 @@ public final class PostgresStore: PackStore, WriterSink, @unchecked Sendable {
                                 maximumBatchDelay: configuration.maximumBatchDelay),
             threadName: "packd-pg-writer") { outcome in
             onCommitOnWriter?(outcome)
-            loop.execute { relay.owner?.onCommit?(outcome) }
+            loop.execute { relay.owner?.commitListener?.committed(outcome) }
         }
         let touch = TouchRelay()
         readers = PostgresReaderPool {
@@ -97,7 +97,7 @@ public final class PostgresStore: PackStore, WriterSink, @unchecked Sendable {
     public func write<T: Sendable>(_ operation: @escaping @Sendable (any StoreWriting) throws -> T,
                                    then: @escaping (Result<T, any Error>) -> Void) {
         let loop = loop
-        let completion = LoopBound(then)
+        let completion = LoopBound(then, loop: loop)
         writer.perform({ connection in try operation(connection) }) { result in
             loop.execute { completion.value(result) }
         }
@@ -107,7 +107,7 @@ public final class PostgresStore: PackStore, WriterSink, @unchecked Sendable {
     public func writeCluster<T: Sendable>(_ operation: @escaping @Sendable (PostgresStoreConnection) throws -> T,
                                           then: @escaping (Result<T, any Error>) -> Void) {
         let loop = loop
-        let completion = LoopBound(then)
+        let completion = LoopBound(then, loop: loop)
         writer.perform({ connection in try operation(connection) }) { result in
             loop.execute { completion.value(result) }
         }
@@ -119,6 +119,8 @@ public final class PostgresStore: PackStore, WriterSink, @unchecked Sendable {
 
     /// This node's batches and operations, plus the commits other nodes announced.
     public var committedChanges: UInt64 { writer.committedChanges &+ remoteChanges.withLock { $0.count } }
+    /// PostgreSQL's disk is the server's: packd holds no room on it.
+    public var reservedStorageBytes: Int64 { 0 }
 
     /// Per pack: what this node's writer changed (PostgreSQL's triggers name the packs, see
     /// `PostgresWriterBackend`), plus what other nodes announced for it. A sum of two counts

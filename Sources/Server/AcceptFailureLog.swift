@@ -34,27 +34,31 @@ struct AcceptFailureLog {
 
     /// An accept that libuv reported as failed.
     mutating func record(_ status: Int32, now: UInt64, logger: Logger) {
-        let name = String(cString: uv_err_name(status))
-        warn("cannot accept a connection: \(name) \(String(cString: uv_strerror(status)))", now: now, logger: logger)
+        warn("cannot accept a connection; still serving open connections", [
+            "error": .string(String(cString: uv_err_name(status))),
+            "reason": .string(String(cString: uv_strerror(status))),
+        ], now: now, logger: logger)
     }
 
     /// A successful accept: checks how close its descriptor is to the limit.
     mutating func checkDescriptor(_ descriptor: Int32, now: UInt64, logger: Logger) {
         guard let descriptorLimit, Int(descriptor) >= descriptorLimit - headroom else { return }
         warn(
-            "file descriptors nearly exhausted (descriptor \(descriptor) of a limit of \(descriptorLimit)): further clients are closed unanswered (EMFILE) until connections end; raise `ulimit -n`",
+            "file descriptors nearly exhausted: further clients are closed unanswered (EMFILE) until connections end; raise `ulimit -n`",
+            ["descriptor": .stringConvertible(descriptor), "descriptor_limit": .stringConvertible(descriptorLimit)],
             now: now, logger: logger
         )
     }
 
-    private mutating func warn(_ message: String, now: UInt64, logger: Logger) {
+    private mutating func warn(_ message: Logger.Message, _ metadata: Logger.Metadata, now: UInt64, logger: Logger) {
         total += 1
         if let last = lastWarningAt, now &- last < interval {
             suppressed += 1
             return
         }
-        let earlier = suppressed > 0 ? " (\(suppressed) more since the last warning)" : ""
-        logger.warning("\(message)\(earlier); still serving open connections")
+        var metadata = metadata
+        if suppressed > 0 { metadata["suppressed_since_last_warning"] = .stringConvertible(suppressed) }
+        logger.warning(message, metadata: metadata)
         lastWarningAt = now
         suppressed = 0
     }

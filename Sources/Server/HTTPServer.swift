@@ -4,7 +4,8 @@ import Logging
 import Loop
 
 /// An HTTP/1.1 server on one libuv loop: accepts connections, hands requests to the router,
-/// enforces `ServerLimits`, and shuts down gracefully. Create, start and stop it on the loop thread.
+/// enforces `ServerLimits`, and shuts down gracefully. Create, start and stop it on the loop thread
+/// (checked in debug builds).
 ///
 /// ```swift
 /// var router = Router()
@@ -20,6 +21,7 @@ public final class HTTPServer: LoopHandleOwner {
     public let loop: EventLoop
     public let limits: ServerLimits
     public let logger: Logger
+    let accessLog: AccessLog
     /// Emptied once shutdown has finished: handlers often keep what they were handed (a parked
     /// `Responder`, an event subscription), and a responder keeps its connection, which keeps
     /// this server, which kept the handlers — a cycle that outlived every server stopped while
@@ -55,6 +57,7 @@ public final class HTTPServer: LoopHandleOwner {
         self.router = router
         self.limits = limits
         self.logger = logger
+        accessLog = AccessLog(logger: logger)
         let size = 64 * 1024
         readBuffer = uv_buf_init(UnsafeMutablePointer<CChar>.allocate(capacity: size), UInt32(size))
     }
@@ -76,6 +79,7 @@ public final class HTTPServer: LoopHandleOwner {
     /// Binds and starts accepting. Returns the bound address.
     @discardableResult
     public func start(listeningOn address: ListenAddress) throws -> ListenAddress {
+        loop.assertInLoopThread()
         guard listener == nil, !isShuttingDown else { throw UVError(UV_EALREADY.rawValue, "start: already started") }
         // libuv writes with write(2): a peer that closed would raise SIGPIPE and kill the whole
         // process (tests included) instead of returning EPIPE. Linux has no per-socket opt-out.
@@ -164,6 +168,7 @@ public final class HTTPServer: LoopHandleOwner {
     /// Stops accepting, lets responses in flight finish for at most `gracePeriod` (default
     /// `limits.shutdownGracePeriod`), closes every connection, then calls `completion`.
     public func shutdown(gracePeriod: Duration? = nil, completion: @escaping () -> Void = {}) {
+        loop.assertInLoopThread()
         guard !isShuttingDown else { return }
         isShuttingDown = true
         shutdownCompletion = completion
@@ -179,7 +184,9 @@ public final class HTTPServer: LoopHandleOwner {
         let timer = LoopTimer(loop: loop)
         timer.start(after: (gracePeriod ?? limits.shutdownGracePeriod).milliseconds) { [weak self] in
             guard let self else { return }
-            logger.warning("shutdown grace period over: closing \(connections.count) connection(s)")
+            logger.warning("shutdown grace period over: closing the connections still open", metadata: [
+                "connections": .stringConvertible(connections.count),
+            ])
             for connection in Array(connections.values) { connection.close() }
         }
         graceTimer = timer

@@ -1,7 +1,7 @@
 /// A request body delivered chunk by chunk to a route registered with `BodyHandling.streamed`,
 /// so an upload can go to a file without ever being held in memory.
 ///
-/// Loop thread only; `Sendable` so a consumer writing on another thread can carry it there and
+/// Loop thread only (checked in debug builds); `Sendable` so a consumer writing on another thread can carry it there and
 /// back to the loop (`loop.execute { body.resume() }`), never to touch it there.
 public final class RequestBodyStream: @unchecked Sendable {
     /// Why a body ended without `onEnd`.

@@ -1,10 +1,11 @@
 import CUV
+import Logging
 import Loop
 
 /// The answer side of one request. A handler calls `respond` or `stream` exactly once, now or
 /// later; the server writes answers strictly in request order whatever order handlers finish in.
 ///
-/// Loop thread only, like everything the server owns. Work finished on another thread comes back
+/// Loop thread only, like everything the server owns (checked in debug builds). Work finished on another thread comes back
 /// with `respondFromAnyThread` (or `loop.execute`). It is `Sendable` only so it can travel to that
 /// thread and back; touching it there is a bug.
 public final class Responder: @unchecked Sendable {
@@ -60,6 +61,7 @@ public final class Responder: @unchecked Sendable {
 
     /// Sends a complete response. Later calls are ignored: a request has one answer.
     public func respond(_ response: HTTPResponse) {
+        loop.assertInLoopThread()
         guard state == .waiting, !closed else { return }
         state = .finished
         status = response.status.code
@@ -74,6 +76,7 @@ public final class Responder: @unchecked Sendable {
     /// Starts a streaming response. Without `contentLength` the body is sent chunked (HTTP/1.1)
     /// or delimited by closing the connection (HTTP/1.0).
     public func stream(status: HTTPStatus = .ok, headers: HTTPHeaders = HTTPHeaders(), contentLength: Int? = nil) -> ResponseStream {
+        loop.assertInLoopThread()
         let framing: BodyFraming
         if let contentLength {
             framing = .length(max(0, contentLength))
@@ -109,7 +112,12 @@ public final class Responder: @unchecked Sendable {
     /// (so later pipelined answers are not stuck behind it), and the handler's work is told to stop.
     func handlerDidTimeOut() {
         guard state == .waiting, !closed, let handlerTimeout else { return }
-        connection.server.logger.warning("\(method.rawValue) \(path): handler did not answer within \(handlerTimeout)")
+        connection.server.logger.warning("a handler did not answer in time: answering 503", metadata: [
+            "method": .string(method.rawValue),
+            "path": .string(AccessLog.loggedPath(path)),
+            "request_id": .string(requestID),
+            "handler_timeout_ms": .stringConvertible(handlerTimeout.milliseconds),
+        ])
         let callback = onClose
         onClose = nil
         respond(.problem(Problem(.unavailable, detail: "the request was not answered within \(handlerTimeout)")))

@@ -1,5 +1,5 @@
 import Glibc
-import Packs
+import TimeFormats
 
 /// How a response body is delimited on the wire.
 enum BodyFraming {

@@ -3,8 +3,8 @@
 /// Backpressure: `write` always accepts bytes, but a well-behaved producer checks `canWrite`
 /// first and, when it is false, waits for `onWritable`, which fires once the bytes queued for the
 /// socket have drained below half the high-water mark. A producer that ignores it is bounded only
-/// by its own restraint. Loop thread only; `Sendable` only to travel to a worker thread and back
-/// (`loop.execute { stream.write(...) }`).
+/// by its own restraint. Loop thread only (checked in debug builds); `Sendable` only to travel to a
+/// worker thread and back (`loop.execute { stream.write(...) }`).
 public final class ResponseStream: @unchecked Sendable {
     let responder: Responder
     let framing: BodyFraming

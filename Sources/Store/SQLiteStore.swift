@@ -12,8 +12,8 @@ public final class SQLiteStore: PackStore, WriterSink, @unchecked Sendable {
     /// The writer (tests and benchmarks drive it directly; the server only through `PackStore`).
     public let writer: WriterThread
     private let readers: StoreReaderPool
-    /// Loop thread only.
-    public var onCommit: ((BatchOutcome) -> Void)?
+    /// The download engine (`PackStore.commitListener`). Loop thread only.
+    public weak var commitListener: (any CommittedBatchListener)?
 
     /// Opens (creating or migrating) the database at `path`. `onCommitOnWriter` hears each
     /// outcome on the writer thread first (metrics that need no loop hop).
@@ -24,7 +24,7 @@ public final class SQLiteStore: PackStore, WriterSink, @unchecked Sendable {
         let relay = CommitRelay<SQLiteStore>()
         writer = try WriterThread(path: path, configuration: configuration) { outcome in
             onCommitOnWriter?(outcome)
-            loop.execute { relay.owner?.onCommit?(outcome) }
+            loop.execute { relay.owner?.commitListener?.committed(outcome) }
         }
         // Strong, not weak: no cycle (the writer never sees the readers), a read still running
         // after `close` only records a touch nobody commits, and a weak reference would give the
@@ -51,7 +51,7 @@ public final class SQLiteStore: PackStore, WriterSink, @unchecked Sendable {
     public func write<T: Sendable>(_ operation: @escaping @Sendable (any StoreWriting) throws -> T,
                                    then: @escaping (Result<T, any Error>) -> Void) {
         let loop = loop
-        let completion = LoopBound(then)
+        let completion = LoopBound(then, loop: loop)
         // No transaction around the whole operation: each store method is one (an import must
         // ATTACH its upload outside any).
         writer.perform({ database in try operation(database) }) { result in
@@ -70,6 +70,7 @@ public final class SQLiteStore: PackStore, WriterSink, @unchecked Sendable {
     }
 
     public var committedChanges: UInt64 { writer.committedChanges }
+    public var reservedStorageBytes: Int64 { writer.backend.reservedStorageBytes }
 
     /// Per pack, from the rows SQLite reports each batch changed (`PackRowChanges`).
     public func documentChanges(of packID: Int64) -> UInt64 { writer.documentChanges(of: packID) }

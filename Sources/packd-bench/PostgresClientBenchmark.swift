@@ -138,13 +138,13 @@ struct PostgresClientBenchmark: ParsableCommand {
         switch side {
         case .thread:
             clients = (0..<workload.concurrency).map { _ in
-                LoopBound(Client.thread(PostgresConnectionThread(loop: loop) { try PostgresConnection(url: url, applicationName: "bench-thread") }))
+                LoopBound(Client.thread(PostgresConnectionThread(loop: loop) { try PostgresConnection(url: url, applicationName: "bench-thread") }), loop: loop)
             }
         case .loop:
             let connections = try (0..<workload.concurrency).map { _ in try PostgresConnection(url: url, applicationName: "bench-loop") }
             let handOver = connections
             clients = try loopThread.sync {
-                try handOver.map { LoopBound(Client.loop(try PostgresLoopConnection(loop: loop, connection: $0))) }
+                try handOver.map { LoopBound(Client.loop(try PostgresLoopConnection(loop: loop, connection: $0)), loop: loop) }
             }
         }
         // Warm up: connect (thread side) and prepare the statement on every client.

@@ -29,22 +29,24 @@ struct DashboardFiles {
     func load(logger: Logger) -> DashboardAssets? {
         let pages = pageDirectory.map { [$0] } ?? InstallLayout.candidates("dashboard")
         guard let page = pages.first(where: { FileManager.default.fileExists(atPath: $0 + "/index.html") }) else {
-            logger.warning("dashboard files not found (looked at \(pages.joined(separator: ", "))); / and /dashboard/ answer 404")
+            logger.warning("dashboard files not found; / and /dashboard/ answer 404", metadata: ["looked_at": "\(pages.joined(separator: ", "))"])
             return nil
         }
         let libraries = mapLibraryDirectory.map { [$0] } ?? InstallLayout.candidates("maplibre-gl")
         let library = libraries.first { FileManager.default.fileExists(atPath: $0 + "/maplibre-gl.js") }
         do {
             let assets = try DashboardAssets.load(pageDirectory: page, mapLibraryDirectory: library)
-            for reason in assets.skipped { logger.warning("dashboard: \(reason)") }
+            for reason in assets.skipped { logger.warning("dashboard file skipped", metadata: ["reason": "\(reason)"]) }
             if assets.hasMapLibrary {
-                logger.info("serving the dashboard from \(page) with MapLibre GL JS from \(library ?? "")")
+                logger.info("serving the dashboard with MapLibre GL JS", metadata: ["directory": "\(page)", "maplibre_directory": "\(library ?? "")"])
             } else {
-                logger.notice("serving the dashboard from \(page) without maps: MapLibre GL JS not found (looked at \(libraries.joined(separator: ", ")); `make dashboard-assets` installs it)")
+                logger.notice("serving the dashboard without maps: MapLibre GL JS not found; `make dashboard-assets` installs it", metadata: [
+                    "directory": "\(page)", "looked_at": "\(libraries.joined(separator: ", "))",
+                ])
             }
             return assets
         } catch {
-            logger.error("dashboard not served: \(error)")
+            logger.error("dashboard not served", metadata: ["error": "\(error)"])
             return nil
         }
     }

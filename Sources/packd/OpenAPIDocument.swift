@@ -17,13 +17,13 @@ struct OpenAPIDocument {
         for path in candidates {
             guard let data = FileManager.default.contents(atPath: path) else { continue }
             guard data.count <= maxBytes else {
-                logger.error("\(path) is larger than \(maxBytes) bytes; not serving it")
+                logger.error("openapi.yaml is too large; not serving it", metadata: ["path": "\(path)", "maximum_bytes": "\(maxBytes)"])
                 return nil
             }
-            logger.info("serving /openapi.yaml from \(path)")
+            logger.info("serving /openapi.yaml", metadata: ["path": "\(path)"])
             return OpenAPIDocument(bytes: Array(data), path: path)
         }
-        logger.warning("openapi.yaml not found (looked at \(candidates.joined(separator: ", "))); /openapi.yaml answers 404")
+        logger.warning("openapi.yaml not found; /openapi.yaml answers 404", metadata: ["looked_at": "\(candidates.joined(separator: ", "))"])
         return nil
     }
 }

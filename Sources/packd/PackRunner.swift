@@ -11,8 +11,8 @@ import Store
 
 /// What runs the downloads of this process: Jobs' scheduler over the SQLite file, or, in cluster
 /// mode, the cluster scheduler over the shared PostgreSQL with the node's `LISTEN` connection.
-/// Both are told of state changes through `PackScheduling` and report to the API through
-/// `PackActivityListener`; what differs is wired here.
+/// Both are told of state changes through `PackScheduling` and report to the API's event
+/// publisher through `PackActivityListener`; what differs is made here.
 enum PackRunner {
     case single(PackScheduler)
     case cluster(ClusterScheduler, ClusterNotifications)
@@ -34,39 +34,38 @@ enum PackRunner {
                                onCommitOnWriter: onCommitOnWriter)
     }
 
-    /// The runner for `store`, connected to the API both ways.
-    static func make(_ configuration: ServerConfiguration, store: any PackStore, api: PackdAPI, loop: EventLoop,
+    /// The runner for `store`: its commits come to the scheduler (`CommittedBatchListener`), which
+    /// tells `events` what they mean (`PackActivityListener`); in cluster mode every node's events
+    /// come to `events` (`StoredEventListener`) and every node's activity to the scheduler
+    /// through the node's `LISTEN` connection. The API is given `scheduling` afterwards.
+    static func make(_ configuration: ServerConfiguration, store: any PackStore, events: PackEventPublisher, loop: EventLoop,
                      fetcher: Fetcher, logger: Logger) -> PackRunner {
         let downloads = configuration.downloads
         if let cluster = configuration.cluster, let store = store as? PostgresStore {
-            let scheduler = ClusterScheduler(loop: loop, fetcher: fetcher, store: store, settings: .init(
+            let scheduler = ClusterScheduler(loop: loop, fetcher: fetcher, store: store, listener: events, settings: .init(
                 maxActivePacks: downloads.maxActivePacks, timing: cluster.timing, unitTiles: cluster.unitTiles,
                 download: downloads.settings, transfersPerHost: downloads.clusterTransfersPerHost,
                 requestsPerSecondPerHost: downloads.fetch.requestsPerSecondPerHost))
-            scheduler.listener = api
-            scheduler.onError = { what, error in logger.warning("cluster: \(what) failed (retried): \(error)") }
-            scheduler.onNotice = { logger.warning("cluster: \($0)") }
-            api.packs.scheduling = scheduler
-            store.onCommit = { [unowned scheduler] in scheduler.committed($0) }
-            let notifications = ClusterNotifications(store: store, loop: loop, lastEventID: api.events.lastEventID)
-            let (events, packs) = (api.events, api.packs)
-            notifications.onEvents = { stored in
-                let delivered = EventLog.packEvents(stored)
-                packs.learn(from: delivered)
-                events.deliverStored(delivered)
-            }
-            notifications.onActivity = { [unowned scheduler] in scheduler.otherNodeActed() }
+            scheduler.onError = { what, error in logger.warning("cluster: an operation failed (retried)", metadata: ["operation": "\(what)", "error": "\(error)"]) }
+            scheduler.onNotice = { logger.warning("cluster notice", metadata: ["notice": "\($0)"]) }
+            let notifications = ClusterNotifications(store: store, loop: loop, lastEventID: events.streams.lastEventID,
+                                                     events: events, activity: scheduler)
             return .cluster(scheduler, notifications)
         }
-        let scheduler = PackScheduler(loop: loop, fetcher: fetcher, store: store, maxActive: downloads.maxActivePacks,
-                                      settings: downloads.settings)
-        scheduler.listener = api
-        api.packs.scheduling = scheduler
-        store.onCommit = { [unowned scheduler] in scheduler.committed($0) }
+        let scheduler = PackScheduler(loop: loop, fetcher: fetcher, store: store, listener: events,
+                                      maxActive: downloads.maxActivePacks, settings: downloads.settings)
         scheduler.onResumeListingFailed = { error, attempt in
-            logger.error("listing the packs to continue failed (attempt \(attempt), retrying): \(error)")
+            logger.error("listing the packs to continue failed (retrying)", metadata: ["attempt": "\(attempt)", "error": "\(error)"])
         }
         return .single(scheduler)
+    }
+
+    /// What the API tells of state changes (`PackScheduling`).
+    var scheduling: any PackScheduling {
+        switch self {
+        case .single(let scheduler): scheduler
+        case .cluster(let scheduler, _): scheduler
+        }
     }
 
     /// Who answers `GET /v1/cluster`.

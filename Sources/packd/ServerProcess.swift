@@ -45,24 +45,38 @@ struct ServerProcess {
             // mode joins the cluster's node table).
             store = try PackRunner.openStore(configuration, loop: loop, onCommitOnWriter: { downloadMetrics.committed($0) })
         } catch {
-            logger.critical("cannot open the database \(databaseName): \(error)")
+            logger.critical("cannot open the database", metadata: ["database": "\(databaseName)", "error": "\(error)"])
             // The loop never ran, but its inbox handle (and whatever the store registered before
             // failing) is open: an unclosed uv loop and its handles keep each other alive.
             loop.close()
             throw ExitCode(1)
         }
-        var events = configuration.events
-        // In cluster mode the database numbers every node's events (ids in commit order).
-        if configuration.cluster != nil { events.numbering = .store }
         var router = Router()
         OperationalRoutes(openAPI: OpenAPIDocument.load(configuredPath: configuration.openAPIPath, logger: logger))
             .register(in: &router)
         if configuration.debugRoutes { DebugRoutes(loop: loop).register(in: &router) }
-        let api = try PackdAPI(
-            store: store, loop: loop,
+        let apiLogger = Logger(label: "packd.api")
+        let fetcher = try Fetcher(loop: loop, configuration: configuration.downloads.fetch)
+        // A tile from libcurl to an event stream, by the types it passes: the fetcher's transfer
+        // is stored by the store's writer (`ResourceSink`), whose commits reach the scheduler
+        // (`CommittedBatchListener`), which tells the publisher what they mean
+        // (`PackActivityListener`); the publisher's events reach the streams through its
+        // delivery strategy — in cluster mode, where the database numbers every node's events
+        // (ids in commit order), by way of the node's `LISTEN` connection (`StoredEventListener`).
+        let events = try PackEventPublisher(
+            store: store, loop: loop, numbering: configuration.cluster == nil ? .local : .store,
+            configuration: configuration.events, metrics: metrics,
+            transfers: { [unowned fetcher] in PackTransferStatuses.of(fetcher) }, logger: apiLogger)
+        let runner = PackRunner.make(configuration, store: store, events: events, loop: loop, fetcher: fetcher, logger: logger)
+        // Scheduled refreshes are claimed through the store (once cluster-wide), published like
+        // the engine's transitions and run by the runner's scheduler.
+        let refresher = PackRefresher(
+            loop: loop, store: store, listener: events, scheduling: runner.scheduling,
+            onError: { error in logger.warning("claiming due refreshes failed (retried)", metadata: ["error": "\(error)"]) })
+        let api = PackdAPI(
+            store: store, loop: loop, events: events, scheduling: runner.scheduling, refreshes: refresher,
             routes: APIRouteBuilder(authenticator: configuration.authenticator, cors: configuration.cors, metrics: metrics),
-            eventConfiguration: events,
-            logger: Logger(label: "packd.api"))
+            logger: apiLogger)
         api.offlinePublicURL = configuration.publicURL
         api.sharing.artifactsDirectory = configuration.artifactsDirectory
         api.sharing.artifactsMaximumBytes = configuration.artifactsMaximumBytes
@@ -74,31 +88,20 @@ struct ServerProcess {
         }
         let abandoned = api.sharing.removeAbandonedScratchFiles()
         if !abandoned.isEmpty {
-            logger.notice("removed \(abandoned.count) scratch files of packd processes that are gone",
-                          metadata: ["directory": "\(api.sharing.scratchDirectory)"])
+            logger.notice("removed scratch files of packd processes that are gone",
+                          metadata: ["count": "\(abandoned.count)", "directory": "\(api.sharing.scratchDirectory)"])
         }
         api.register(in: &router)
         if let assets = configuration.dashboard?.load(logger: logger) {
             DashboardRoutes(assets: assets, publicURL: configuration.publicURL).register(in: &router, using: api.routes)
         }
-        let fetcher = try Fetcher(loop: loop, configuration: configuration.downloads.fetch)
         api.upstream = FetcherUpstream(fetcher: fetcher)
         api.maintenance.updateChecker = PackUpdateChecker(loop: loop, fetcher: fetcher, store: store)
-        // The scheduler and the API know each other through two protocols: the API tells it of
-        // state changes (`PackScheduling`), it tells the API what it committed (`PackActivityListener`).
-        let runner = PackRunner.make(configuration, store: store, api: api, loop: loop, fetcher: fetcher, logger: logger)
-        // Scheduled refreshes are claimed through the store (once cluster-wide) and run by the runner.
-        let refresher = PackRefresher(loop: loop, store: store, clock: api.clock)
-        refresher.listener = api
-        refresher.scheduling = api.packs.scheduling
-        refresher.onError = { error in logger.warning("claiming due refreshes failed (retried)", metadata: ["error": "\(error)"]) }
-        api.packs.refreshes = refresher
         let webhooks = WebhookSettings.dispatcher(configuration, store: store, fetcher: fetcher, api: api, loop: loop)
         let listening = ListeningAddress()
         ClusterRoutes(source: runner.statusSource(fetcher: fetcher, listen: { listening.text }, clock: api.clock), logger: Logger(label: "packd.api"))
             .register(in: &router, using: api.routes)
         downloadMetrics.connect(fetcher)
-        api.showTransfers { [unowned fetcher] in PackTransferStatuses.of(fetcher) }
         if !configuration.authenticator.isEnabled {
             logger.notice("no API keys configured: every request is allowed (loopback only)")
         }
@@ -108,7 +111,7 @@ struct ServerProcess {
         do {
             bound = try server.start(listeningOn: configuration.listen)
         } catch {
-            logger.critical("cannot listen on \(configuration.listen): \(error)")
+            logger.critical("cannot listen", metadata: ["listen": "\(configuration.listen)", "error": "\(error)"])
             throw ExitCode(1)
         }
         listening.text = "\(bound)"
@@ -123,7 +126,7 @@ struct ServerProcess {
         var watchers: [SignalWatcher] = []
         let stop: (Int32) -> Void = { signal in
             guard !server.isShuttingDown else { return }
-            logger.notice("signal \(signal): shutting down")
+            logger.notice("shutting down", metadata: ["signal": "\(signal)"])
             // Event streams never end by themselves; end them so shutdown need not wait them out.
             api.close()
             server.shutdown {

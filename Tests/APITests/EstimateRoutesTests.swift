@@ -212,5 +212,22 @@ import Testing
             #expect((blocked.json["errors"] as? [[String: Any]])?.first?["pointer"] as? String == "/region/style_url")
         }
     }
+
+    /// A style URL libcurl would refuse (schemathesis found this one: its IDN host cannot be
+    /// converted) is the request's 422 at `/region/style_url`, not the upstream's 502 — and
+    /// nothing is asked of the upstream.
+    @Test func aStyleURLLibcurlRefusesIs422() throws {
+        try RoutesFixture.using { server throws in
+            let upstream = server.scriptedUpstream()
+            for url in ["htTp://ålč¨#…", "htTpS://^🌥?b"] {
+                let refused = try estimate(server, #"{"style_url": "\#(url)", "bounds": [0, 0, 1, 1], "min_zoom": 0, "max_zoom": 1}"#)
+                #expect(refused.status == 422, "\(url)")
+                let errors = refused.json["errors"] as? [[String: Any]]
+                #expect(errors?.first?["pointer"] as? String == "/region/style_url")
+                #expect((errors?.first?["detail"] as? String)?.contains("libcurl") == true)
+            }
+            #expect(upstream.requests.isEmpty)
+        }
+    }
 }
 

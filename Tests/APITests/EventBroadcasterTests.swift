@@ -37,6 +37,16 @@ final class EventsFixture: @unchecked Sendable {
                 let lastEventID = request.headers["Last-Event-ID"].flatMap { Int64($0) }
                 broadcaster.subscribe(.allPacks, responder: APIResponder(responder), lastEventID: lastEventID) { [] }
             }
+            // Streams whose start was read off the loop as of an id (`EventRoutes`).
+            router.get("/snapshot-as-of/{id}") { request, responder in
+                let asOf = request.parameters["id"].flatMap { Int64($0) } ?? 0
+                broadcaster.subscribe(.allPacks, responder: APIResponder(responder),
+                                      start: .snapshot([(packID: Int64(1), payload: Array(#"{"snapshot":true}"#.utf8))], asOf: asOf))
+            }
+            router.get("/resume-after/{id}") { request, responder in
+                let after = request.parameters["id"].flatMap { Int64($0) } ?? 0
+                broadcaster.subscribe(.allPacks, responder: APIResponder(responder), start: .resume(after: after, stored: []))
+            }
         }
         broadcaster = made
     }
@@ -282,6 +292,36 @@ final class EventsFixture: @unchecked Sendable {
         let first = try tooOld.nextEvent()
         #expect(first?.data == #"{"snapshot":true}"#)
         #expect(first?.id == 9)
+    }
+
+    /// A snapshot read while newer events went out describes the state as of the id taken
+    /// before the read: it goes out under that id, and the newer events follow it.
+    @Test func aSnapshotIsFollowedByWhatCameAfterTheIdItWasReadAs() throws {
+        let events = try EventsFixture(configuration: .init(progressInterval: 0, heartbeatInterval: 0))
+        defer { events.stop() }
+        for step in 1...3 { events.publish(.state, pack: 1, #"{"n":\#(step)}"#) }
+        let stream = try events.subscribe("/snapshot-as-of/1")
+        events.publish(.state, pack: 1, #"{"n":4}"#)
+        let received = try stream.events { $0.id == 4 }
+        #expect(received.map(\.id) == [1, 2, 3, 4])
+        #expect(received.first?.data == #"{"snapshot":true}"#)
+    }
+
+    /// A stream started at an id this node has not delivered yet (cluster mode: the store's log
+    /// is ahead of the node's notifications) gets nothing up to that id again, then the rest.
+    @Test func aStartAheadOfTheRingSkipsWhatItAlreadyHas() throws {
+        let events = try EventsFixture(configuration: .init(progressInterval: 0, heartbeatInterval: 0))
+        defer { events.stop() }
+        let broadcaster = events.broadcaster!
+        events.fixture.onLoop {
+            broadcaster.deliverStored([BroadcastEvent(id: 1, kind: .state, packID: 1, payload: Array(#"{"n":1}"#.utf8))])
+        }
+        #expect(events.fixture.onLoop { broadcaster.canContinue(after: 5) && !broadcaster.canReplay(after: 5) })
+        let stream = try events.subscribe("/resume-after/5")
+        events.fixture.onLoop {
+            broadcaster.deliverStored((2...6).map { BroadcastEvent(id: $0, kind: .state, packID: 1, payload: Array(#"{"n":\#($0)}"#.utf8)) })
+        }
+        #expect(try stream.nextEvent()?.id == 6)
     }
 
     @Test func headGetsTheHeadAndNoSubscription() throws {

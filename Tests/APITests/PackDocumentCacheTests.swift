@@ -139,16 +139,16 @@ import Testing
             write(server) { try $0.setPackState(packID, state: .active, error: nil, now: 1) }
             nonisolated(unsafe) let api = server.api!
             let clock = SettableSeconds()
-            server.server.onLoop { api.packs.seconds = { clock.now } }
+            server.server.onLoop { api.events.seconds = { clock.now } }
             let before = try server.send("GET", "/v1/packs/\(id)")
             #expect((before.json["progress"] as? [String: Any])?["bytes_per_second"] is NSNull)
             // Rates live on the loop: no store write moves the tag, the recorded samples must.
             server.server.onLoop {
-                api.packs.publishProgress(packID, progress: StoredProgress(completedResources: 1, completedBytes: 0), expected: ExpectedCounts(resources: 5, tiles: 0, precise: true))
+                api.events.progressCommitted(packID, StoredProgress(completedResources: 1, completedBytes: 0), expected: ExpectedCounts(resources: 5, tiles: 0, precise: true))
             }
             clock.now = 2
             server.server.onLoop {
-                api.packs.publishProgress(packID, progress: StoredProgress(completedResources: 3, completedBytes: 4000), expected: ExpectedCounts(resources: 5, tiles: 0, precise: true))
+                api.events.progressCommitted(packID, StoredProgress(completedResources: 3, completedBytes: 4000), expected: ExpectedCounts(resources: 5, tiles: 0, precise: true))
             }
             let after = try server.send("GET", "/v1/packs/\(id)", headers: ["If-None-Match": try #require(before.header("ETag"))])
             #expect(after.status == 200)

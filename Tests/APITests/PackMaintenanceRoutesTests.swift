@@ -9,8 +9,8 @@ import Testing
 /// `POST /v1/packs/{id}/invalidate` and `…/check-update` through a real server and database; the
 /// probing itself is Jobs' (JobsTests), here replaced by a hook answering what a test needs.
 @Suite struct PackMaintenanceRoutesTests {
-    func withServer(_ body: (RoutesFixture) throws -> Void) throws {
-        let fixture = try RoutesFixture()
+    func withServer(scheduling: (any PackScheduling)? = nil, _ body: (RoutesFixture) throws -> Void) throws {
+        let fixture = try RoutesFixture(scheduling: scheduling)
         defer {
             fixture.stop()
             fixture.removeFiles()
@@ -29,10 +29,8 @@ import Testing
     }
 
     @Test func invalidateQueuesACompletePackWithZeroedCountsAndRefusesAnyOtherState() throws {
-        try withServer { server in
-            let queued = QueuedLog()
-            nonisolated(unsafe) let api = server.api!
-            server.server.onLoop { api.packs.scheduling = queued }
+        let queued = QueuedLog()
+        try withServer(scheduling: queued) { server in
 
             let inactive = try pack(in: server, state: .inactive)
             let refused = try server.send("POST", "/v1/packs/\(inactive)/invalidate")

@@ -112,6 +112,8 @@ import Testing
             #expect(try pointers(#"{"region": \#(style)}, "start_area": {"center": [200, 95], "radius_m": 0}}"#)
                     == ["/start_area/center/0", "/start_area/center/1", "/start_area/radius_m"])
             #expect(try pointers(#"{"region": \#(style)}, "start_area": {"center": [1]}}"#) == ["/start_area/center"])
+            #expect(try pointers(#"{"region": \#(style)}, "start_area": {"center": [1, 2], "radius_m": null}}"#)
+                    == ["/start_area/radius_m"], "a number, left out for the default, never null")
             #expect(try pointers(#"{"region": \#(style)}, "start_area": {"center": [1, 2], "radius": 5}}"#)
                     == ["/start_area/radius"])
             #expect(try pointers(#"{"region": \#(style)}, "start_area": {"radius_m": 5}}"#).first?.hasPrefix("/start_area") == true)

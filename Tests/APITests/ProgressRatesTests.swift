@@ -68,16 +68,16 @@ import Testing
         let clock = SettableSeconds()
         // The scheduler publishes the pack's start before any of its progress.
         server.server.onLoop {
-            api.packs.seconds = { clock.now }
-            api.packs.publishState(packID, state: .active, previous: .inactive)
+            api.events.seconds = { clock.now }
+            api.events.publishState(packID, state: .active, previous: .inactive)
         }
         let stream = try StreamClient(port: server.port)
         try stream.get("/v1/packs/\(id)/events")
         #expect(try stream.nextEvent()?.type == "progress")
 
-        server.server.onLoop { api.packs.publishProgress(packID, progress: StoredProgress(completedResources: 5, completedBytes: 1000), expected: ExpectedCounts(resources: 105, tiles: 0, precise: true)) }
+        server.server.onLoop { api.events.progressCommitted(packID, StoredProgress(completedResources: 5, completedBytes: 1000), expected: ExpectedCounts(resources: 105, tiles: 0, precise: true)) }
         clock.now = 4
-        server.server.onLoop { api.packs.publishProgress(packID, progress: StoredProgress(completedResources: 45, completedBytes: 9000), expected: ExpectedCounts(resources: 105, tiles: 0, precise: true)) }
+        server.server.onLoop { api.events.progressCommitted(packID, StoredProgress(completedResources: 45, completedBytes: 9000), expected: ExpectedCounts(resources: 105, tiles: 0, precise: true)) }
         let events = try stream.events { $0.data.contains(#""completed_resources":45"#) }
         let lastEvent = try #require(events.last)
         let last = try #require(try JSONSerialization.jsonObject(with: Data(lastEvent.data.utf8)) as? [String: Any])

@@ -26,6 +26,23 @@ import Testing
         if case .success = check("ftp://maps.example/a") { Issue.record("ftp was accepted") }
     }
 
+    /// A URL libcurl would refuse is not fetched: 422 naming the parameter (schemathesis found
+    /// `htTpS://^🌥?b`, which got a 502 from the transfer).
+    @Test func aURLLibcurlRefusesIs422AndNotFetched() throws {
+        try RoutesFixture.using { server throws in
+            let upstream = server.scriptedUpstream()
+            for url in ["htTpS://^🌥?b", "http://ålč¨/a"] {
+                let query = url.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? ""
+                let refused = try server.send("GET", "/v1/resources?fetch=true&url=" + query)
+                #expect(refused.status == 422, "\(url)")
+                let errors = refused.json["errors"] as? [[String: Any]]
+                #expect(errors?.first?["parameter"] as? String == "url")
+                #expect((errors?.first?["detail"] as? String)?.contains("libcurl") == true)
+            }
+            #expect(upstream.requests.isEmpty)
+        }
+    }
+
     @Test func aMissIsFetchedStoredWithItsCacheHeadersAndServed() throws {
         try RoutesFixture.using { server throws in
             let upstream = server.scriptedUpstream()

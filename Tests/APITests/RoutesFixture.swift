@@ -2,6 +2,7 @@ import API
 import Foundation
 import Logging
 import Loop
+import Packs
 import PackdTestSupport
 import Prometheus
 import Server
@@ -26,8 +27,10 @@ final class RoutesFixture: @unchecked Sendable {
     /// `withKeys`: the three keys above are configured; without, every request is allowed.
     /// `directory`: reopen an earlier fixture's database.
     /// `sharing`: the export/import settings (scratch directory, upload limit).
+    /// `scheduling`: what the API tells of state changes (nothing runs downloads without one).
     init(withKeys: Bool = false, reopening directory: URL? = nil, limits: ServerLimits = ServerLimits(),
-         sharing: SharingSettings? = nil, cors: CORSPolicy = .disabled, publicURL: String? = nil) throws {
+         sharing: SharingSettings? = nil, cors: CORSPolicy = .disabled, publicURL: String? = nil,
+         scheduling: (any PackScheduling)? = nil) throws {
         self.directory = directory ?? FileManager.default.temporaryDirectory.appendingPathComponent("packd-routes-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: self.directory, withIntermediateDirectories: true)
         path = self.directory.appendingPathComponent("packd.sqlite").path
@@ -36,11 +39,12 @@ final class RoutesFixture: @unchecked Sendable {
             : APIKeyAuthenticator()
         let routes = APIRouteBuilder(authenticator: authenticator, cors: cors, metrics: PackdMetrics())
         nonisolated(unsafe) var built: (PackdAPI, SQLiteStore)?
+        nonisolated(unsafe) let scheduling = scheduling
         let path = path
         server = try APIFixture(limits: limits) { router, loop in
             let logger = Logger(label: "routes-test") { _ in SwiftLogNoOpLogHandler() }
             let store = try! SQLiteStore(path: path, loop: loop, configuration: .init(maximumBatchDelay: .milliseconds(5)))
-            let api = try! PackdAPI(store: store, loop: loop, routes: routes, logger: logger)
+            let api = try! PackdAPI(store: store, loop: loop, routes: routes, scheduling: scheduling, logger: logger)
             if let sharing { api.sharing = sharing }
             if api.sharing.artifactsDirectory == nil { api.sharing.artifactsDirectory = (path as NSString).deletingLastPathComponent + "/artifacts" }
             api.offlinePublicURL = publicURL

@@ -46,7 +46,7 @@ final class ScriptedUpstream: UpstreamClient, @unchecked Sendable {
                 "content-range": "bytes \(range.lowerBound)-\(last)/\(file.bytes.count)", "etag": file.etag,
             ]))
         }
-        let callback = LoopBound(completion)
+        let callback = LoopBound(completion, loop: loop)
         loop.execute { callback.value(result) }
     }
 
@@ -55,7 +55,7 @@ final class ScriptedUpstream: UpstreamClient, @unchecked Sendable {
             asked.append(url)
             return answers[url] ?? .success(UpstreamResponse(status: 404, body: []))
         }
-        let callback = LoopBound(completion)
+        let callback = LoopBound(completion, loop: loop)
         loop.execute { callback.value(result) }
     }
 }

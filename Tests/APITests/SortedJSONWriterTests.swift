@@ -38,26 +38,3 @@ import Testing
         #expect(back["nan"] is NSNull)
     }
 }
-
-/// The region cache answers from memory for a definition it has seen, and stays bounded.
-@Suite struct NormalisedRegionCacheTests {
-    @Test func computesEachDefinitionOnceAndStartsOverWhenFull() {
-        let cache = NormalisedRegionCache(capacity: 2, maximumBytes: 1 << 20)
-        var computed: [String] = []
-        let normalise = { (definition: String) -> Region in
-            computed.append(definition)
-            return Region(styleURL: definition)
-        }
-        #expect(cache.region("a", normalise: normalise) == Region(styleURL: "a"))
-        #expect(cache.region("a", normalise: normalise) == Region(styleURL: "a"))
-        _ = cache.region("b", normalise: normalise)
-        _ = cache.region("c", normalise: normalise)  // full: starts over with c
-        _ = cache.region("a", normalise: normalise)
-        #expect(computed == ["a", "b", "c", "a"])
-        // A definition too large to keep is computed every time.
-        let small = NormalisedRegionCache(capacity: 10, maximumBytes: 160)
-        _ = small.region(String(repeating: "x", count: 11), normalise: normalise)
-        _ = small.region(String(repeating: "x", count: 11), normalise: normalise)
-        #expect(computed.count == 6)
-    }
-}

@@ -87,7 +87,7 @@ import Testing
             guard case .applied(let completed)? = outcome else { Issue.record("the pack did not complete"); return }
             #expect(completed.createdVersions.map(\.version) == [1])
             nonisolated(unsafe) let api = server.api!
-            server.server.onLoop { api.packs.publish(completed, packID: id) }
+            server.server.onLoop { api.events.publish(completed, packID: id) }
 
             let listed = try server.send("GET", "/v1/packs/\(id)/versions")
             #expect(listed.json["pack_id"] as? Int == Int(id) && listed.json["version"] as? Int == 1)

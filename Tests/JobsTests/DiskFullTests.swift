@@ -16,6 +16,9 @@ import Testing
         defer { upstream.stop() }
         let server = try PackdServer(logLevel: "info", capturesOutput: true, directory: disk.directory)
         defer { server.remove() }
+        // The reserve file is counted in the storage figures while it holds its room.
+        let reserve = Int64(16 << 20)
+        #expect(Self.reserveBytes(server) == reserve)
         // Room for the database as it is now and 1 MiB more: a part of the pack, not all of it
         // (a commit logs whole 16 KiB pages: 256 KiB did not hold the first batch).
         try disk.resize(to: disk.usedBytes + (1 << 20))
@@ -45,6 +48,8 @@ import Testing
         // The API keeps answering: reads as usual, a write with a precise problem while the disk
         // is full.
         #expect(try server.send("GET", "/v1/storage").status == 200)
+        // The full disk released the reserve: the figures say so.
+        #expect(Self.reserveBytes(server) == 0)
         #expect(try server.send("GET", "/v1/packs").status == 200)
         let rename = try server.send("PATCH", "/v1/packs/\(packID)", json: ["name": "disk full!"])
         if rename.status != 200 {
@@ -65,11 +70,20 @@ import Testing
         #expect(APIProof.state(done) == "complete", "\(done)")
         #expect(APIProof.progress(done, "completed_resources") == planned.count)
         #expect(APIProof.progress(done, "expected_resources") == planned.count)
+        // With room again, the writer took the reserve back before storing the rest.
+        #expect(Self.reserveBytes(server) == reserve)
         #expect(server.stop() == 0)
         let final = try StoreReader(path: server.databasePath)
         for resource in planned {
             let stored = try #require(try final.resource(PackDownloadTests.storedKey(resource)), "\(resource.url) not stored")
             #expect(try stored.body?.decoded() == upstream.body(for: PackDownloadTests.path(resource.url, upstream)), "\(resource.url)")
         }
+    }
+
+    /// `reserve_bytes` of `GET /v1/storage`; -1 when the answer has none.
+    static func reserveBytes(_ server: PackdServer) -> Int64 {
+        guard let answer = try? server.send("GET", "/v1/storage"), answer.status == 200,
+              let bytes = answer.json["reserve_bytes"] as? Int else { return -1 }
+        return Int64(bytes)
     }
 }

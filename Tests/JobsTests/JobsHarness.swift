@@ -22,7 +22,8 @@ final class JobsHarness: @unchecked Sendable {
     private var progress: [Int64: StoredProgress] = [:]
     private var errors: [Int64: String] = [:]
     private var expected: [Int64: ExpectedCounts] = [:]
-    private var batchSizes: [Int] = []
+    /// Rows of each committed batch, as the writer reports them (on its thread).
+    private let batchSizes = BatchSizes()
     /// Per pack, each `start_area_ready` heard: when, and the progress last published before it.
     private var startAreaReady: [Int64: [(at: Int64, progress: StoredProgress?)]] = [:]
 
@@ -32,18 +33,14 @@ final class JobsHarness: @unchecked Sendable {
         self.path = path
         let thread = try LoopThread(name: "jobs-test")
         self.thread = thread
-        store = try SQLiteStore(path: path, loop: thread.loop, configuration: writer)
+        let batchSizes = batchSizes
+        store = try SQLiteStore(path: path, loop: thread.loop, configuration: writer,
+                                onCommitOnWriter: { batchSizes.append($0.committedWrites) })
         listener.harness = self
         try thread.sync {
             self.fetcher = try Fetcher(loop: thread.loop, configuration: fetch)
-            let scheduler = PackScheduler(loop: thread.loop, fetcher: self.fetcher, store: self.store, maxActive: maxActive,
-                                          settings: settings)
-            scheduler.listener = self.listener
-            self.store.onCommit = { [unowned scheduler, self] outcome in
-                scheduler.committed(outcome)
-                record { batchSizes.append(outcome.committedWrites) }
-            }
-            self.scheduler = scheduler
+            self.scheduler = PackScheduler(loop: thread.loop, fetcher: self.fetcher, store: self.store, listener: self.listener,
+                                           maxActive: maxActive, settings: settings)
         }
     }
 
@@ -143,7 +140,7 @@ final class JobsHarness: @unchecked Sendable {
     func publishedExpected(_ packID: Int64) -> ExpectedCounts? { condition.withLock { expected[packID] } }
     func publishedError(_ packID: Int64) -> String? { condition.withLock { errors[packID] } }
     /// The rows of each batch the writer committed, in order.
-    var committedBatchSizes: [Int] { condition.withLock { batchSizes } }
+    var committedBatchSizes: [Int] { batchSizes.values }
 
     private var closed = false
 
@@ -160,9 +157,6 @@ final class JobsHarness: @unchecked Sendable {
         }
         thread.shutdown()
         store.close()
-        // Store → commit callback → harness → store: broken here, so a closed harness is released
-        // (LeakSanitizer, `make sanitize`).
-        store.onCommit = nil
     }
 
     @discardableResult
@@ -220,3 +214,12 @@ struct TemporaryDatabase {
     func remove() { try? FileManager.default.removeItem(at: directory) }
 }
 
+
+/// Batch sizes reported from the writer thread.
+private final class BatchSizes: @unchecked Sendable {
+    private let lock = NSLock()
+    private var sizes: [Int] = []
+
+    func append(_ size: Int) { lock.withLock { sizes.append(size) } }
+    var values: [Int] { lock.withLock { sizes } }
+}

@@ -37,8 +37,7 @@ import Testing
         nonisolated(unsafe) var refresher: PackRefresher!
         try harness.onLoop {
             refresher = PackRefresher(loop: harness.thread.loop, store: harness.store, clock: clock.wallClock,
-                                      pollInterval: .milliseconds(50))
-            refresher.scheduling = harness.scheduler
+                                      pollInterval: .milliseconds(50), listener: nil, scheduling: harness.scheduler)
             refresher.start()
         }
         defer { try? harness.onLoop { refresher.shutdown() } }

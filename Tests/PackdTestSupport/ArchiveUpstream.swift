@@ -1,5 +1,6 @@
 import Foundation
 import Packs
+import TimeFormats
 
 /// A file server on 127.0.0.1 for PMTiles archives, as object storage and CDNs serve them:
 /// `Range: bytes=a-b` answered 206 with `Content-Range`, a strong `ETag` and `Last-Modified`,

@@ -1,6 +1,7 @@
 import Packs
 import Testing
 @testable import Packs
+import TimeFormats
 
 @Suite struct HTTPCacheHeadersTests {
     // 1994-11-06 08:49:37 UTC, the RFC's example date.

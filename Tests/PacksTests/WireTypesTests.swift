@@ -2,6 +2,7 @@ import Foundation
 import Packs
 import Testing
 @testable import Packs
+import TimeFormats
 
 /// The wire types encode exactly the JSON openapi.yaml describes (sorted keys, `null` where the
 /// schema requires a field) and decode back to the same value, so a client built on them reads

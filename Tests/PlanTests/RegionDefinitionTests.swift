@@ -86,9 +86,25 @@ import Testing
         #expect(try problems(#"{"tiles": ["https://example.com/{z}/{x}/{y}\u0001"], "bounds": [1, 2, 3, 4], "max_zoom": 3}"#).map(\.pointer) == ["/tiles/0"])
         // A combining mark right after "//" merges with the slash into one Character: scalars decide.
         #expect(try problems(#"{"style_url": "https://\u0301u:p@example.com/s.json", "bounds": [1, 2, 3, 4]}"#).map(\.pointer) == ["/style_url"])
-        #expect(try problems(#"{"style_url": "https://\u0301example.com/s.json", "bounds": [1, 2, 3, 4]}"#).isEmpty)
+        // No user info there; but a host starting with a combining mark is no IDN name libcurl converts.
+        let marked = try problems(#"{"style_url": "https://\u0301example.com/s.json", "bounds": [1, 2, 3, 4]}"#)
+        #expect(marked.map(\.pointer) == ["/style_url"])
+        #expect(marked.first?.detail.contains("user info") == false)
         // An @ after the host is part of the path or query, not user info.
         #expect(try problems(#"{"style_url": "https://example.com/styles/@v2/s.json?by=me@example.com", "bounds": [1, 2, 3, 4]}"#).isEmpty)
+    }
+
+    /// What libcurl would refuse is refused where it is written: its URL parser (`^` in a host)
+    /// and a host its IDN conversion does not take. Tile templates are checked with their
+    /// placeholders filled in, so `{s}` in a host and `{bbox-epsg-3857}` in a query pass.
+    @Test func clientURLsLibcurlRefusesAreProblems() throws {
+        let style = try problems(#"{"style_url": "htTp://ålč¨#…", "bounds": [1, 2, 3, 4]}"#)
+        #expect(style.map(\.pointer) == ["/style_url"])
+        #expect(style.first?.detail.contains("libcurl") == true)
+        #expect(try problems(#"{"style_url": "htTpS://^🌥?b", "bounds": [1, 2, 3, 4]}"#).map(\.pointer) == ["/style_url"])
+        let templates = try problems(#"{"tiles": ["https://tiles.example/{z}/{x}/{y}.pbf?bbox={bbox-epsg-3857}", "https://^.example/{z}/{x}/{y}"], "bounds": [1, 2, 3, 4], "max_zoom": 3}"#)
+        #expect(templates.map(\.pointer) == ["/tiles/1"])
+        #expect(try problems(#"{"tiles": ["https://{s}.tiles.example/{z}/{x}/{y}"], "subdomains": ["a", "b"], "bounds": [1, 2, 3, 4], "max_zoom": 3}"#).isEmpty)
     }
 
     @Test func minAboveMaxIsAProblem() throws {

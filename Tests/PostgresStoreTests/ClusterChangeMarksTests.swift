@@ -14,8 +14,11 @@ import Testing
         let thread = try LoopThread(name: "marks")
         let writing = try PostgresStore(url: database.url, loop: thread.loop, nodeName: "writing")
         let watching = try PostgresStore(url: database.url, loop: thread.loop, nodeName: "watching")
-        let notifications = try thread.sync { ClusterNotifications(store: watching, loop: thread.loop, lastEventID: 0) }
+        let listener = IgnoredActivity()
+        let notifications = try thread.sync { ClusterNotifications(store: watching, loop: thread.loop, lastEventID: 0,
+                                                                                  events: listener, activity: listener) }
         defer {
+            withExtendedLifetime(listener) {}
             try? thread.sync {
                 notifications.close()
                 writing.close()
@@ -113,4 +116,10 @@ import Testing
     private final class Box<T>: @unchecked Sendable {
         var result: Result<T, any Error>?
     }
+}
+
+/// The marks are what this suite watches; the events and activity notifications go nowhere.
+private final class IgnoredActivity: StoredEventListener, ClusterActivityListener {
+    func eventsCommitted(_ events: [StoredEvent]) {}
+    func otherNodeActed() {}
 }

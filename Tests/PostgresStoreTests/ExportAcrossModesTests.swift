@@ -81,11 +81,12 @@ private struct ModeRun {
         let clock = ExportAcrossModesTests.clock
         nonisolated(unsafe) var fetcher: Fetcher!
         nonisolated(unsafe) var scheduler: PackScheduler!
+        let activity = UnheardActivity()
         try thread.sync {
             fetcher = try Fetcher(loop: thread.loop, configuration: FetchConfiguration(addressPolicy: .loopbackForTests))
-            scheduler = PackScheduler(loop: thread.loop, fetcher: fetcher, store: store, clock: clock)
-            store.onCommit = { [unowned scheduler] in scheduler!.committed($0) }
+            scheduler = PackScheduler(loop: thread.loop, fetcher: fetcher, store: store, listener: activity, clock: clock)
         }
+        defer { withExtendedLifetime(activity) {} }
         defer { try? thread.sync { scheduler.shutdown(); fetcher.shutdown() } }
         let record = PackRecord(name: "modes", state: .queued, definition: definition)
         let id = try blocking(on: thread) { done in store.write({ try $0.createPack(record, now: clock.now) }, then: done) }
@@ -131,3 +132,12 @@ func blocking<T>(on thread: LoopThread, _ work: @escaping (@escaping (Result<T, 
 }
 
 struct TimedOut: Error {}
+
+/// A listener to the engine that nobody reads: the runs here look at the store only.
+private final class UnheardActivity: PackActivityListener, @unchecked Sendable {
+    func packTransitioned(_ packID: Int64, _ transition: PackLifecycle.Transition) {}
+    func progressCommitted(_ packID: Int64, _ progress: StoredProgress, expected: ExpectedCounts?) {}
+    func revalidationCommitted(_ packID: Int64, _ counts: PackInvalidation, progress: StoredProgress, expected: ExpectedCounts) {}
+    func resourceFailed(_ failure: ResourceErrorEvent) {}
+    func startAreaReady(_ packID: Int64, _ startArea: StartArea, at time: Int64) {}
+}

@@ -47,10 +47,8 @@ import Testing
         let queued = nodes.map { _ in QueuedPacks() }
         let refreshers = try nodes.indices.map { index in
             try nodes[index].sync {
-                let refresher = PackRefresher(loop: nodes[index].loop, store: stores[index], clock: .fixed(now),
-                                              pollInterval: .milliseconds(20))
-                refresher.scheduling = queued[index]
-                return refresher
+                PackRefresher(loop: nodes[index].loop, store: stores[index], clock: .fixed(now),
+                              pollInterval: .milliseconds(20), listener: nil, scheduling: queued[index])
             }
         }
         for index in nodes.indices { try nodes[index].sync { refreshers[index].start() } }

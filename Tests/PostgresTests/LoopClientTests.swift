@@ -100,7 +100,7 @@ import Testing
         defer { loopThread.shutdown() }
         let connection = try PostgresConnection(url: url)
         try connection.listen("loop_channel")
-        let client = try loopThread.sync { LoopBound(try PostgresLoopConnection(loop: loopThread.loop, connection: connection)) }
+        let client = try loopThread.sync { LoopBound(try PostgresLoopConnection(loop: loopThread.loop, connection: connection), loop: loopThread.loop) }
         let results = Collected<String>()
         let done = DispatchSemaphore(value: 0)
         let body = [UInt8]((0..<300_000).map { UInt8(truncatingIfNeeded: $0) })
@@ -141,7 +141,7 @@ import Testing
         let connection = try PostgresConnection(url: url)
         let pid = connection.backendProcessID
         try connection.listen("lost_channel")
-        let client = try loopThread.sync { LoopBound(try PostgresLoopConnection(loop: loopThread.loop, connection: connection)) }
+        let client = try loopThread.sync { LoopBound(try PostgresLoopConnection(loop: loopThread.loop, connection: connection), loop: loopThread.loop) }
         let events = Collected<String>()
         let lost = DispatchSemaphore(value: 0)
         try loopThread.sync {

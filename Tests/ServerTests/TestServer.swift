@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import Loop
+import PackdTestSupport
 @testable import Server
 
 /// An `HTTPServer` on its own loop thread, listening on an ephemeral 127.0.0.1 port.
@@ -65,31 +66,5 @@ final class Shared<Value>: @unchecked Sendable {
         lock.lock()
         change(&value)
         lock.unlock()
-    }
-}
-
-/// Collects what a server logs (every level), so tests can assert on log lines.
-final class CapturedLog: @unchecked Sendable {
-    typealias Entry = (level: Logger.Level, message: String, metadata: Logger.Metadata)
-    private let lines = Shared<[Entry]>([])
-
-    var entries: [Entry] { lines.current }
-
-    func handler() -> some LogHandler { Handler(log: self) }
-
-    private struct Handler: LogHandler {
-        let log: CapturedLog
-        var metadata: Logger.Metadata = [:]
-        var logLevel: Logger.Level = .trace
-
-        subscript(metadataKey key: String) -> Logger.Metadata.Value? {
-            get { metadata[key] }
-            set { metadata[key] = newValue }
-        }
-
-        func log(event: LogEvent) {
-            let entry = (level: event.level, message: "\(event.message)", metadata: metadata.merging(event.metadata ?? [:]) { $1 })
-            log.lines.update { $0.append(entry) }
-        }
     }
 }

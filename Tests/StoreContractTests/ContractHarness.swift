@@ -5,7 +5,7 @@ import Testing
 
 /// A store on its own loop thread, driven from the test with blocking calls that wait for the
 /// store's completions under a generous deadline (never a sleep).
-final class ContractHarness: @unchecked Sendable {
+final class ContractHarness: CommittedBatchListener, @unchecked Sendable {
     struct Timeout: Error {}
 
     let factory: StoreFactory
@@ -25,16 +25,16 @@ final class ContractHarness: @unchecked Sendable {
         try observeCommits()
     }
 
+    /// The harness stands where the download engine does: the store's commit listener.
     private func observeCommits() throws {
         let store = store!
-        try thread.sync {
-            store.onCommit = { [weak self] outcome in
-                guard let self else { return }
-                condition.withLock {
-                    outcomes.append(outcome)
-                    condition.broadcast()
-                }
-            }
+        try thread.sync { store.commitListener = self }
+    }
+
+    func committed(_ outcome: BatchOutcome) {
+        condition.withLock {
+            outcomes.append(outcome)
+            condition.broadcast()
         }
     }
 

@@ -9,10 +9,11 @@ import Server
 /// each subscriber its own bounded queue so one stalled client never holds up a download or
 /// another client.
 ///
-/// Ids are assigned here, at the moment an event is emitted, because coalescing delays progress
-/// events: an id chosen by the publisher could then go out after a larger one. The server's life
-/// starts after `lastEventID` (the Store's durable log restores it across restarts), and `onEmit`
-/// lets that log record every emitted event.
+/// Ids are assigned once an event is released, because coalescing delays progress events: an id
+/// chosen by the publisher could then go out after a larger one. The released event goes to the
+/// `EventDelivery` strategy, which numbers it (this node, or the store in cluster mode), makes it
+/// durable, and hands it back numbered to `fanOut`. The server's life starts after `lastEventID`
+/// (the Store's durable log restores it across restarts).
 ///
 /// Loop thread only (`publishFromAnyThread` hops there). It is `Sendable` only so it can be
 /// captured by work sent to the loop.
@@ -27,32 +28,28 @@ public final class EventBroadcaster: @unchecked Sendable {
         /// Undelivered events one subscriber may have queued.
         public var subscriberQueueLimit: Int
 
-        /// Who numbers events: this broadcaster (one node), or the store (cluster mode).
-        public var numbering: EventNumbering
-
-        public init(progressInterval: UInt64 = 100, heartbeatInterval: UInt64 = 15_000, replayCapacity: Int = 1024, subscriberQueueLimit: Int = 256,
-                    numbering: EventNumbering = .local) {
+        public init(progressInterval: UInt64 = 100, heartbeatInterval: UInt64 = 15_000, replayCapacity: Int = 1024, subscriberQueueLimit: Int = 256) {
             self.progressInterval = progressInterval
             self.heartbeatInterval = heartbeatInterval
             self.replayCapacity = replayCapacity
             self.subscriberQueueLimit = subscriberQueueLimit
-            self.numbering = numbering
         }
-    }
-
-    /// Where event ids come from.
-    public enum EventNumbering: Sendable {
-        /// The broadcaster numbers events as it emits them and delivers them at once (one node:
-        /// the store's log only records them).
-        case local
-        /// The store numbers events when it commits them (cluster mode: ids in commit order across
-        /// every node). Emitting only hands an event to `onEmit` (id 0); streams get events when
-        /// they come back numbered from the store, every node's alike, through `deliverStored`.
-        case store
     }
 
     /// What a new stream starts with when it has no replay: one `progress` payload per pack.
     public typealias Snapshot = () -> [(packID: Int64, payload: [UInt8])]
+
+    /// What a new stream is written before its live events, and the id it has then reached.
+    public enum StreamStart: Sendable {
+        /// Nothing: the next event is the stream's first.
+        case live
+        /// `stored` (events read from the durable log, possibly none), then what followed `after`
+        /// — the id the client holds, or the last of `stored`.
+        case resume(after: Int64, stored: [BroadcastEvent])
+        /// One `progress` payload per pack describing its state as of event `asOf` (or later),
+        /// each framed with id `asOf`, then what followed `asOf`.
+        case snapshot([(packID: Int64, payload: [UInt8])], asOf: Int64)
+    }
 
     public static let responseHeaders: HTTPHeaders = [
         "Content-Type": "text/event-stream",
@@ -62,8 +59,8 @@ public final class EventBroadcaster: @unchecked Sendable {
 
     public let loop: EventLoop
     public let configuration: Configuration
-    /// Called for every emitted event, in id order (the durable log's hook).
-    public var onEmit: ((BroadcastEvent) -> Void)?
+    /// Numbers released events, makes them durable and fans them out (`EventDelivery`).
+    private let delivery: any EventDelivery
     /// Called with the new number of subscribers whenever it changes (the metrics gauge's hook).
     public var onSubscriberCountChange: ((Int) -> Void)?
 
@@ -80,13 +77,18 @@ public final class EventBroadcaster: @unchecked Sendable {
     public private(set) var droppedProgressCount = 0
 
     /// Loop thread only. `lastEventID` is the largest id handed out before (0 for a new database).
-    public convenience init(loop: EventLoop, lastEventID: Int64 = 0, configuration: Configuration = Configuration()) {
-        self.init(loop: loop, lastEventID: lastEventID, configuration: configuration, clock: { uv_hrtime() / 1_000_000 })
+    /// Without a `delivery`, events are numbered here and not made durable.
+    public convenience init(loop: EventLoop, lastEventID: Int64 = 0, configuration: Configuration = Configuration(),
+                            delivery: (any EventDelivery)? = nil) {
+        self.init(loop: loop, lastEventID: lastEventID, configuration: configuration, delivery: delivery,
+                  clock: { uv_hrtime() / 1_000_000 })
     }
 
-    init(loop: EventLoop, lastEventID: Int64, configuration: Configuration, clock: @escaping () -> UInt64) {
+    init(loop: EventLoop, lastEventID: Int64, configuration: Configuration, delivery: (any EventDelivery)? = nil,
+         clock: @escaping () -> UInt64) {
         self.loop = loop
         self.configuration = configuration
+        self.delivery = delivery ?? LocalEventDelivery(log: nil)
         self.clock = clock
         ring = EventReplayRing(capacity: configuration.replayCapacity, lastID: max(0, lastEventID))
         coalescer = ProgressCoalescer(interval: configuration.progressInterval)
@@ -102,7 +104,7 @@ public final class EventBroadcaster: @unchecked Sendable {
         }
     }
 
-    /// The id of the newest emitted event.
+    /// The id of the newest event this node's streams got.
     public var lastEventID: Int64 { ring.lastID }
 
     /// Publishes an event for `packID`; `payload` is one JSON document. `progress` may be held
@@ -125,43 +127,56 @@ public final class EventBroadcaster: @unchecked Sendable {
         emit(kind, packID: packID, payload: payload)
     }
 
-    /// `publish` from any thread; the event is emitted on the loop thread soon after.
     /// Publishes a wire event (encoded once, here, with sorted keys). Loop thread only.
     public func publish(_ event: PackEvent) {
         publish(event.kind, packID: event.packID, payload: JSONBody.encode(event.payload))
     }
 
+    /// `publish` from any thread; the event is emitted on the loop thread soon after.
     public func publishFromAnyThread(_ kind: PackEvent.Kind, packID: Int64, payload: [UInt8]) {
         loop.execute { [self] in publish(kind, packID: packID, payload: payload) }
     }
 
-    /// Starts an event stream on `responder` for `filter`.
-    ///
-    /// With a `lastEventID` the ring still covers, the stream starts with the missed events;
-    /// otherwise with `snapshot()`'s payloads as `progress` events carrying the current
-    /// `lastEventID` (so a reconnect from there misses nothing). The all-packs endpoint passes a
-    /// snapshot that is empty when the client sent no `Last-Event-ID`.
-    ///
-    /// `stored` are events read from the durable log (older than the ring holds), written first;
-    /// `lastEventID` is then the id of the last of them.
-    public func subscribe(_ filter: EventFilter, responder: APIResponder, lastEventID: Int64?, stored: [BroadcastEvent] = [],
-                          snapshot: Snapshot) {
+    /// Starts an event stream on `responder` for `filter`: with the missed events when the ring
+    /// still holds those after `lastEventID`, else with `snapshot()`'s payloads as `progress`
+    /// events carrying the current `lastEventID` (taken now, so it describes exactly that id).
+    public func subscribe(_ filter: EventFilter, responder: APIResponder, lastEventID: Int64?, snapshot: Snapshot) {
+        if let lastEventID, ring.events(after: lastEventID, matching: filter) != nil {
+            return subscribe(filter, responder: responder, start: .resume(after: lastEventID, stored: []))
+        }
+        subscribe(filter, responder: responder, start: .snapshot(snapshot(), asOf: ring.lastID))
+    }
+
+    /// Starts an event stream on `responder` for `filter` with `start`, then what followed the id
+    /// it reaches: from the ring, or — an id this node has not delivered yet (cluster mode: the
+    /// store numbered it, its `NOTIFY` is on its way) — from the next event after it. Callers
+    /// check `canContinue(after:)` first, in the same loop turn.
+    public func subscribe(_ filter: EventFilter, responder: APIResponder, start: StreamStart) {
         let stream = responder.stream(status: .ok, headers: Self.responseHeaders)
         // HEAD gets the head only; a stream with no body to send would otherwise never end.
         if responder.responder.method == .head { stream.finish() }
         guard stream.isOpen else { return }
         let subscriber = EventSubscriber(filter: filter, stream: stream, queueLimit: configuration.subscriberQueueLimit)
         var initial: [UInt8] = []
-        for event in stored where filter.accepts(event) { initial.append(contentsOf: event.frame) }
-        if let lastEventID, let missed = ring.events(after: lastEventID, matching: filter) {
-            for event in missed { initial.append(contentsOf: event.frame) }
-        } else if let lastEventID, isStoreNumbered, lastEventID > ring.lastID {
-            // The client (or the store's log, replayed above) is ahead of what this node has
-            // delivered: the events up to its id are on their way here and must not be sent again.
-            subscriber.floor = lastEventID
-        } else {
-            for entry in snapshot() where filter.accepts(packID: entry.packID) {
-                initial.append(contentsOf: BroadcastEvent(id: ring.lastID, kind: .progress, packID: entry.packID, payload: entry.payload).frame)
+        let reached: Int64?
+        switch start {
+        case .live:
+            reached = nil
+        case .resume(let after, let stored):
+            for event in stored where filter.accepts(event) { initial.append(contentsOf: event.frame) }
+            reached = after
+        case .snapshot(let entries, let asOf):
+            for entry in entries where filter.accepts(packID: entry.packID) {
+                initial.append(contentsOf: BroadcastEvent(id: asOf, kind: .progress, packID: entry.packID, payload: entry.payload).frame)
+            }
+            reached = asOf
+        }
+        if let reached {
+            if reached > ring.lastID {
+                // Events up to `reached` are on their way here and must not be sent again.
+                subscriber.floor = reached
+            } else {
+                for event in ring.events(after: reached, matching: filter) ?? [] { initial.append(contentsOf: event.frame) }
             }
         }
         // A comment first, so the client sees the stream open even when nothing is to replay.
@@ -187,6 +202,12 @@ public final class EventBroadcaster: @unchecked Sendable {
     /// Whether a stream resuming after `id` can be served from the ring alone.
     public func canReplay(after id: Int64) -> Bool {
         ring.events(after: id, matching: .allPacks) != nil
+    }
+
+    /// Whether a stream that reached `id` can go on without a gap: the ring holds what followed
+    /// it, or `id` is ahead of what this node delivered (store-numbered events on their way).
+    public func canContinue(after id: Int64) -> Bool {
+        id > ring.lastID || canReplay(after: id)
     }
 
     /// The request's `Last-Event-ID` (header, as `EventSource` sends it), or nil without one.
@@ -215,15 +236,7 @@ public final class EventBroadcaster: @unchecked Sendable {
     // MARK: - Internals
 
     private func emit(_ kind: PackEvent.Kind, packID: Int64, payload: [UInt8]) {
-        if configuration.numbering == .store {
-            onEmit?(BroadcastEvent(id: 0, kind: kind, packID: packID, payload: payload))
-            return
-        }
-        // Ids come from the server's own counter, never from input; saturate rather than trap.
-        let id = ring.lastID == Int64.max ? Int64.max : ring.lastID + 1
-        let event = BroadcastEvent(id: id, kind: kind, packID: packID, payload: payload)
-        onEmit?(event)
-        fanOut(event)
+        delivery.emit(kind, packID: packID, payload: payload, to: self)
     }
 
     /// Events the store numbered (cluster mode: any node's), in id order; those this broadcaster
@@ -234,11 +247,9 @@ public final class EventBroadcaster: @unchecked Sendable {
         }
     }
 
-    /// Whether the store numbers events (`EventNumbering.store`).
-    public var isStoreNumbered: Bool { configuration.numbering == .store }
-
-    /// Keeps `event` for replay and writes it to every subscriber that wants it.
-    private func fanOut(_ event: BroadcastEvent) {
+    /// Keeps the numbered `event` for replay and writes it to every subscriber that wants it
+    /// (the delivery strategies' last step).
+    func fanOut(_ event: BroadcastEvent) {
         let (kind, packID) = (event.kind, event.packID)
         ring.append(event)
         let frame = event.frame

@@ -3,8 +3,9 @@ import Loop
 import Packs
 
 /// Makes the broadcaster's events durable: each emitted event is appended to the store's event
-/// log with the id the broadcaster gave it (which starts after the log's largest id), in the
-/// writer's open batch — so logging never cuts a batch short. Ids therefore keep increasing
+/// log (by the delivery strategy) with the id it was given (which starts after the log's largest
+/// id), or none for the store to number, in the writer's open batch — so logging never cuts a
+/// batch short. Ids therefore keep increasing
 /// across restarts, and a client's `Last-Event-ID` older than the ring replays from the log.
 ///
 /// An append the store refuses (a full disk that even the writer's reserve could not take it on)
@@ -28,6 +29,7 @@ public final class EventLog {
     private var retrying = false
     private var closed = false
 
+    /// Appends to `store`'s log; the event delivery strategies call `append`. Loop thread.
     init(store: any PackStore, loop: EventLoop, clock: WallClock, logger: Logger) {
         self.store = store
         self.loop = loop
@@ -35,22 +37,17 @@ public final class EventLog {
         self.logger = logger
     }
 
-    /// Installs the broadcaster's `onEmit` hook. Loop thread.
-    static func attach(_ broadcaster: EventBroadcaster, to store: any PackStore, loop: EventLoop, clock: WallClock,
-                       logger: Logger) -> EventLog {
-        let log = EventLog(store: store, loop: loop, clock: clock, logger: logger)
-        broadcaster.onEmit = { [log] event in
-            log.append(StoredEvent(id: event.id, packID: event.packID, type: event.kind.rawValue,
-                                   json: String(decoding: event.payload, as: UTF8.self), createdAt: log.clock.now))
-        }
-        return log
-    }
-
     /// Events waiting to be appended again.
     public var backlogCount: Int { backlog.count }
 
-    func append(_ event: StoredEvent) {
-        let log = LoopBound(self)
+    /// Appends `event` under its id (0: the store numbers it, cluster mode), stamped now.
+    func append(_ event: BroadcastEvent) {
+        append(StoredEvent(id: event.id, packID: event.packID, type: event.kind.rawValue,
+                           json: String(decoding: event.payload, as: UTF8.self), createdAt: clock.now))
+    }
+
+    private func append(_ event: StoredEvent) {
+        let log = LoopBound(self, loop: loop)
         let loop = loop
         store.logEvent(event) { error in
             loop.execute { log.value.refused(event, error) }
@@ -59,16 +56,22 @@ public final class EventLog {
 
     private func refused(_ event: StoredEvent, _ error: any Error) {
         guard !closed else {
-            return logger.error("event \(event.id) was not logged (shutting down): \(error)")
+            return logger.error("an event was not logged (shutting down)", metadata: ["event_id": "\(event.id)", "error": "\(error)"])
         }
-        let index = backlog.firstIndex { $0.id > event.id } ?? backlog.endIndex
-        backlog.insert(event, at: index)
+        // Refusals come back in id order, so nearly all belong at the end: no scan of 10,000.
+        if let last = backlog.last, last.id > event.id {
+            backlog.insert(event, at: backlog.firstIndex { $0.id > event.id } ?? backlog.endIndex)
+        } else {
+            backlog.append(event)
+        }
         if backlog.count > Self.maximumBacklog {
             let dropped = backlog.removeFirst()
-            logger.error("event \(dropped.id) was not logged: \(Self.maximumBacklog) events wait for the store already")
+            logger.error("an event was not logged: the backlog waiting for the store is full", metadata: [
+                "event_id": "\(dropped.id)", "backlog": "\(Self.maximumBacklog)",
+            ])
         }
         if backlog.count == 1 {
-            logger.warning("event \(event.id) was not logged, retrying until it is: \(error)")
+            logger.warning("an event was not logged, retrying until it is", metadata: ["event_id": "\(event.id)", "error": "\(error)"])
         }
         scheduleRetry()
     }
@@ -93,7 +96,7 @@ public final class EventLog {
         backlog.removeAll()
         retrying = true
         for event in events { append(event) }
-        let log = LoopBound(self)
+        let log = LoopBound(self, loop: loop)
         let loop = loop
         store.whenCommitted {
             loop.execute {
@@ -113,7 +116,7 @@ public final class EventLog {
         closed = true
         retryTimer?.close()
         retryTimer = nil
-        for event in backlog { logger.error("event \(event.id) was not logged before shutdown") }
+        for event in backlog { logger.error("an event was not logged before shutdown", metadata: ["event_id": "\(event.id)"]) }
         backlog.removeAll()
     }
 

@@ -4,7 +4,13 @@ import Server
 
 /// `GET /v1/events` and `GET /v1/packs/{id}/events`: server-sent events with `Last-Event-ID`
 /// resumption — from the broadcaster's ring when it still holds the events, else from the
-/// durable log, else (events already trimmed) a `progress` snapshot.
+/// durable log, else (events already trimmed, or too many) a `progress` snapshot.
+///
+/// Whatever a stream starts with, it ends at the pack's current state and the newest id: a
+/// snapshot is read as of an id taken before it — the newest this node delivered, or the store's
+/// newest (cluster mode: other nodes' events may not have reached this node yet) — so it is never
+/// older than that id, and the stream goes on with every event after that id: from the ring, or
+/// (an id this node has not delivered yet) with the first event after it.
 public struct EventRoutes {
     public let store: any PackStore
     public let events: EventBroadcaster
@@ -13,6 +19,9 @@ public struct EventRoutes {
     static let maximumStoredReplay = 1000
     /// Packs in an all-packs snapshot.
     static let maximumSnapshotPacks = 500
+    /// Reads of a stream's start: another is made when so many events arrived during one that
+    /// the ring no longer holds those after the id it reached (more than its capacity, 1,024).
+    static let maximumStartReads = 3
 
     public init(store: any PackStore, events: EventBroadcaster, logger: Logger = Logger(label: "packd.api")) {
         self.store = store
@@ -30,15 +39,6 @@ public struct EventRoutes {
         }
     }
 
-    /// What the pool read for a new stream.
-    private struct Start: Sendable {
-        var packExists = true
-        var stored: [BroadcastEvent] = []
-        /// The id the ring continues after (the last stored event replayed).
-        var resumeAfter: Int64?
-        var snapshot: [(packID: Int64, payload: [UInt8])] = []
-    }
-
     private func subscribe(_ request: HTTPRequest, _ responder: APIResponder, packID: Int64?) {
         let lastEventID: Int64?
         do {
@@ -46,50 +46,76 @@ public struct EventRoutes {
         } catch {
             return responder.respond(error)
         }
+        start(packID: packID, lastEventID: lastEventID, responder, attempt: 1)
+    }
+
+    /// Reads how the stream starts (pool thread), then subscribes on the loop — or reads again
+    /// when the ring lost what followed the id the read reached.
+    private func start(packID: Int64?, lastEventID: Int64?, _ responder: APIResponder, attempt: Int) {
+        // Taken before the read: every event up to it describes a commit the read sees.
+        let delivered = events.lastEventID
         let fromRing = lastEventID.map { events.canReplay(after: $0) } ?? false
+        store.read({ reader in
+            try Self.readStart(reader, packID: packID, lastEventID: lastEventID, fromRing: fromRing, delivered: delivered)
+        }) { result in
+            switch result {
+            case .failure(let error):
+                responder.respondInternalError(error, logger: logger, "starting the event stream")
+            case .success(nil):
+                responder.respond(PackRoutes.notFound(packID ?? 0))
+            case .success(let start?):
+                let filter: EventFilter = packID.map { .pack($0) } ?? .allPacks
+                if let reached = start.reached, !events.canContinue(after: reached) {
+                    guard attempt < Self.maximumStartReads else {
+                        return responder.respond(Problem(.unavailable, detail: "events arrive faster than a stream can start; try again"))
+                    }
+                    return self.start(packID: packID, lastEventID: lastEventID, responder, attempt: attempt + 1)
+                }
+                events.subscribe(filter, responder: responder, start: start)
+            }
+        }
+    }
+
+    /// How a stream starts (nil: no such pack). Pool thread.
+    private static func readStart(_ reader: any StoreReading & PackExporting, packID: Int64?, lastEventID: Int64?, fromRing: Bool,
+                                  delivered: Int64) throws -> EventBroadcaster.StreamStart? {
+        if let packID, try reader.pack(packID) == nil { return nil }
+        // Read before the packs: the snapshot below is at least as new as this id. In cluster
+        // mode the store's log may be ahead of what this node delivered so far (its `NOTIFY`s
+        // behind): the ring then does not hold all there is, the log does.
+        let stored = try reader.lastEventID()
+        if let lastEventID, fromRing, stored <= delivered { return .resume(after: lastEventID, stored: []) }
+        let newest = max(delivered, stored)
         // An id above any this server handed out (another database's, or a log lost with its
         // database) says nothing about what the client missed: it gets a snapshot, not a replay
         // of nothing followed by ids lower than the one it holds.
-        let newestID = events.lastEventID
-        let storeNumbered = events.isStoreNumbered
+        if let lastEventID, lastEventID <= newest, let oldest = try reader.oldestEventID(), oldest <= lastEventID + 1 {
+            let missed = try reader.events(after: lastEventID, packID: packID, limit: maximumStoredReplay)
+            if missed.count < maximumStoredReplay {
+                return .resume(after: max(lastEventID, missed.last?.id ?? lastEventID), stored: EventLog.packEvents(missed))
+            }
+        }
         // The all-packs stream without Last-Event-ID starts at the next event; the others start
         // with what the client missed or a snapshot.
-        let wantsSnapshot = packID != nil || lastEventID != nil
-        store.read({ reader in
-            var start = Start()
-            if let packID, try reader.pack(packID) == nil {
-                start.packExists = false
-                return start
-            }
-            // In cluster mode the store's log is ahead of what this node delivered so far.
-            let newest = storeNumbered ? max(newestID, try reader.lastEventID()) : newestID
-            if let lastEventID, !fromRing, lastEventID <= newest, let oldest = try reader.oldestEventID(), oldest <= lastEventID + 1 {
-                let stored = try reader.events(after: lastEventID, packID: packID, limit: Self.maximumStoredReplay)
-                if stored.count < Self.maximumStoredReplay {
-                    start.stored = EventLog.packEvents(stored)
-                    start.resumeAfter = max(lastEventID, stored.last?.id ?? lastEventID)
-                    return start
-                }
-            }
-            if wantsSnapshot {
-                let packs = try packID.map { try reader.pack($0).map { [$0] } ?? [] }
-                    ?? reader.packs(after: 0, state: nil, nameContains: nil, limit: Self.maximumSnapshotPacks)
-                start.snapshot = try packs.map { pack in
-                    let progress = try reader.progress(pack.id) ?? StoredProgress()
-                    return (pack.id, JSONBody.encode(ProgressEvent(
-                        packID: pack.id, state: pack.state, progress: PackDocument.progress(progress, expected: pack.expected))))
-                }
-            }
-            return start
-        }) { result in
-            switch result {
-            case .failure(let error): responder.respondInternalError(error, logger: logger, "starting the event stream")
-            case .success(let start) where !start.packExists: responder.respond(PackRoutes.notFound(packID ?? 0))
-            case .success(let start):
-                let filter: EventFilter = packID.map { .pack($0) } ?? .allPacks
-                let resumeAfter = start.resumeAfter ?? (fromRing ? lastEventID : nil)
-                events.subscribe(filter, responder: responder, lastEventID: resumeAfter, stored: start.stored) { start.snapshot }
-            }
+        guard packID != nil || lastEventID != nil else { return .live }
+        let packs = try packID.map { try reader.pack($0).map { [$0] } ?? [] }
+            ?? reader.packs(after: 0, state: nil, nameContains: nil, limit: maximumSnapshotPacks)
+        let snapshot = try packs.map { pack in
+            let progress = try reader.progress(pack.id) ?? StoredProgress()
+            return (pack.id, JSONBody.encode(ProgressEvent(
+                packID: pack.id, state: pack.state, progress: PackDocument.progress(progress, expected: pack.expected))))
+        }
+        return .snapshot(snapshot, asOf: newest)
+    }
+}
+
+extension EventBroadcaster.StreamStart {
+    /// The id the stream has reached once its start is written (nil: live from the next event).
+    var reached: Int64? {
+        switch self {
+        case .live: nil
+        case .resume(let after, _): after
+        case .snapshot(_, let asOf): asOf
         }
     }
 }

@@ -58,14 +58,9 @@ struct PackDocument: Sendable {
         return wire
     }
 
-    /// The region in the API's normalised form; the stored MapLibre definition is the source.
+    /// The region in the API's normalised form; the stored MapLibre definition is the source
+    /// (one that does not decode shows as `{}`: imports refuse such definitions).
     static func region(_ definition: String) -> Region {
-        NormalisedRegionCache.shared.region(definition, normalise: normalise)
-    }
-
-    private static func normalise(_ definition: String) -> Region {
-        guard let json = try? JSONSerialization.jsonObject(with: Data(definition.utf8)),
-              let region = try? RegionDefinition(mapLibreJSON: json) else { return Region() }
-        return region.region
+        (try? RegionDefinition.normalisedRegion(stored: definition)) ?? Region()
     }
 }

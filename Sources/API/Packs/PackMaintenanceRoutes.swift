@@ -40,7 +40,7 @@ public final class PackMaintenanceRoutes {
             case .success(.refused(let refusal)):
                 responder.respond(Problem(.conflict, detail: refusal.reason))
             case .success(.applied(let transition)):
-                packs.publish(transition, packID: packID)
+                packs.events.publish(transition, packID: packID)
                 respondWithPack(packID, status: .accepted, responder)
                 packs.perform(PackLifecycle.Transition(from: transition.from, to: transition.to,
                                                        actions: transition.loopActions.filter { $0 == .enqueue }), packID: packID)
@@ -92,14 +92,6 @@ public final class PackMaintenanceRoutes {
                                                body: document.body))
             }
         }
-    }
-
-    /// A `progress` event with the revalidation's committed counts (openapi's `ProgressEvent.invalidation`).
-    public func publishInvalidation(_ packID: Int64, _ invalidation: PackInvalidation, progress: StoredProgress,
-                                    expected: ExpectedCounts) {
-        packs.events.publish(.progress(ProgressEvent(
-            packID: packID, state: .active, progress: PackDocument.progress(progress, expected: expected),
-            invalidation: InvalidationResult(invalidation))))
     }
 
     private struct StoreFailure: Error, CustomStringConvertible {

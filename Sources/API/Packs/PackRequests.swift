@@ -58,14 +58,12 @@ struct PackCreateRequest {
         var errors: [Problem.FieldError] = []
         var rest = object
         rest.removeValue(forKey: "region")
-        // Everything but `region`, decoded strictly (types, unknown fields).
+        // Everything but `region`, decoded strictly (types, unknown fields) from the same objects.
         var fields = PackCreation.Settings()
         do {
-            fields = try decoder.decode(PackCreation.Settings.self, from: Array(try JSONSerialization.data(withJSONObject: rest)))
-        } catch let problem as Problem {
-            errors += problem.errors ?? [.init(pointer: "", detail: problem.detail)]
+            fields = try decoder.decode(PackCreation.Settings.self, fromObject: rest)
         } catch {
-            errors.append(.init(pointer: "", detail: "the body does not match the schema"))
+            errors += error.errors ?? [.init(pointer: "", detail: error.detail)]
         }
         let region = Self.region(in: object, errors: &errors)
         var context: [UInt8]?

@@ -11,45 +11,20 @@ import Server
 /// `PackScheduling` hooks. Loop thread only.
 public final class PackRoutes {
     public let store: any PackStore
-    public let events: EventBroadcaster
+    /// Where the state changes these routes make become events.
+    public let events: PackEventPublisher
     let logger: Logger
 
-    /// What runs downloads (Jobs' scheduler, wired by `packd`): told when a pack becomes `queued`,
-    /// leaves `queued`/`active`, or is removed. nil until wired (the API alone then only keeps state).
-    public weak var scheduling: (any PackScheduling)?
-    /// Runs scheduled refreshes; told when a pack's schedule was set so it can wake earlier.
-    public weak var refreshes: (any RefreshScheduling)?
-    /// The API's own caches of removed packs (offline serving), told before the scheduler.
-    var removalObservers: [(Int64) -> Void] = []
-    /// What the fetcher is doing for each pack it holds transfers or a throttle for
-    /// (`transfers_in_flight`, `throttled`): `packd` wires its fetcher. nil: every pack is idle.
-    public var transferStatuses: (() -> [Int64: PackTransferStatus])?
-
-    /// Rolling rates of committed progress, for `bytes_per_second` and `eta_seconds`.
-    private var progressRates = ProgressRates()
-    /// What the events last said of each pack. Writes already in flight when a pack is
-    /// suspended commit after its `state` event: their `progress` event then names the state the
-    /// pack is in and keeps its expected counts (the scheduler no longer knows them), and one
-    /// that commits after a delete is not published at all. Loop thread only; one small entry
-    /// per pack seen since start.
-    private var published: [Int64: PublishedPack] = [:]
-
-    private struct PublishedPack {
-        var state = PackState.active
-        var expected: ExpectedCounts?
-        var removed = false
-        /// The last committed progress an event carried, for a `progress` event when only the
-        /// transfers changed.
-        var progress: StoredProgress?
-        var transfers = PackTransferStatus.idle
-    }
+    /// What runs downloads (Jobs' or the cluster's scheduler): told when a pack becomes `queued`,
+    /// leaves `queued`/`active`, or is removed. nil: the API alone only keeps state. Weak.
+    public private(set) weak var scheduling: (any PackScheduling)?
+    /// Runs scheduled refreshes (Jobs' `PackRefresher`): told when a pack's schedule was set so
+    /// it can wake earlier. nil: schedules are stored, and nothing here runs them. Weak.
+    public private(set) weak var refreshes: (any RefreshScheduling)?
     /// Rendered packs `GET /v1/packs/{id}` answers from without a read (see its tags).
-    let documents = PackDocumentCache()
+    var documents: PackDocumentCache { events.documents }
     /// The read under way for a pack, which polls under the same tag join.
     private var readsInFlight: [Int64: PackRead] = [:]
-    /// Monotonic seconds for the rates; tests set a clock of their own.
-    var seconds: () -> Double = PackRoutes.monotonicSeconds
-    private static let clockOrigin = ContinuousClock.now
 
     /// `Idempotency-Key`s (scoped) of creations still running: a retry meanwhile gets 409.
     private var creationsInFlight: Set<String> = []
@@ -60,10 +35,13 @@ public final class PackRoutes {
     /// Stored times (creation, state changes, idempotency keys); tests inject their own.
     public let clock: WallClock
 
-    public init(store: any PackStore, events: EventBroadcaster, clock: WallClock = .system, logger: Logger = Logger(label: "packd.api")) {
+    public init(store: any PackStore, events: PackEventPublisher, scheduling: (any PackScheduling)?,
+                refreshes: (any RefreshScheduling)? = nil, clock: WallClock = .system, logger: Logger = Logger(label: "packd.api")) {
         self.store = store
         self.clock = clock
         self.events = events
+        self.scheduling = scheduling
+        self.refreshes = refreshes
         self.logger = logger
     }
 
@@ -200,14 +178,14 @@ public final class PackRoutes {
         }) { [self] result in
             switch result {
             case .failure(let error):
-                logger.error("creating a pack failed: \(error)")
+                logger.error("creating a pack failed", metadata: ["error": "\(error)"])
                 finish(.problem(Problem(.internalError, detail: "creating the pack failed; the server log has the details")))
             case .success(let document):
                 finish(HTTPResponse(status: .created, headers: [
                     "Content-Type": "application/json", "Location": "/v1/packs/\(document.packID)", "ETag": document.etag,
                 ], body: document.body))
                 // A subscriber to `/v1/events` learns of the new pack as of any other state change.
-                publishState(document.packID, state: document.state, previous: nil)
+                events.publishState(document.packID, state: document.state, previous: nil)
                 if document.state == .queued { scheduling?.packQueued(document.packID) }
                 if refresh != nil { refreshes?.rescheduled() }
             }
@@ -223,8 +201,8 @@ public final class PackRoutes {
         } catch {
             return responder.respond(error)
         }
-        let rates = progressRates.rates(now: seconds())
-        let transfers = transferStatuses?() ?? [:]
+        let rates = events.allRates()
+        let transfers = events.transfers()
         store.read({ reader in
             let packs = try reader.packs(after: query.after, state: query.state, nameContains: query.nameContains, limit: query.limit + 1)
             let documents = try packs.prefix(query.limit).map { pack in
@@ -269,8 +247,8 @@ public final class PackRoutes {
         if let read = readsInFlight[packID], read.tag == tag { return read.waiters.append(finish) }
         let read = PackRead(tag: tag, first: finish)
         readsInFlight[packID] = read
-        let rate = progressRates.rate(packID: packID, now: seconds())
-        let transfers = transferStatuses?()[packID] ?? .idle
+        let rate = events.rate(of: packID)
+        let transfers = events.transfers()[packID] ?? .idle
         store.read({ reader in
             try Self.document(packID, reader, rate: rate, transfers: transfers)
                 .map { (body: $0.body, etag: $0.etag, active: $0.state == .active) }
@@ -384,35 +362,8 @@ public final class PackRoutes {
 
     /// Publishes `pack_removed` and tells the scheduler (a DELETE or a storage reset).
     func packRemoved(_ packID: Int64) {
-        progressRates.forget(packID: packID)
-        published[packID] = PublishedPack(removed: true)
-        documents.invalidate(packID)
-        events.publish(.packRemoved(PackRemovedEvent(packID: packID)))
-        for observer in removalObservers { observer(packID) }
+        events.packRemoved(packID)
         scheduling?.packRemoved(packID)
-    }
-
-    /// Events any node committed, as they reach this one (cluster mode): the state each pack is
-    /// in (which this node's own progress events and rates go by) and the packs another node
-    /// removed (offline serving forgets them at once, as for a delete on this node).
-    public func learn(from events: [BroadcastEvent]) {
-        for event in events {
-            switch event.kind {
-            case .state:
-                guard let state = try? JSONDecoder().decode(StateEvent.self, from: Data(event.payload)),
-                      published[event.packID]?.removed != true else { continue }
-                if state.state != .active { progressRates.forget(packID: event.packID) }
-                published[event.packID, default: PublishedPack()].state = state.state
-            case .packRemoved:
-                guard published[event.packID]?.removed != true else { continue }
-                progressRates.forget(packID: event.packID)
-                published[event.packID] = PublishedPack(removed: true)
-                documents.invalidate(event.packID)
-                for observer in removalObservers { observer(event.packID) }
-            default:
-                break
-            }
-        }
     }
 
     /// `suspend` and `resume`: the lifecycle decides (suspending a suspended pack changes
@@ -434,7 +385,7 @@ public final class PackRoutes {
 
     /// The loop side of a committed transition the API made: its events, then the scheduler.
     func perform(_ transition: PackLifecycle.Transition, packID: Int64) {
-        publish(transition, packID: packID)
+        events.publish(transition, packID: packID)
         for action in transition.loopActions {
             switch action {
             case .enqueue: scheduling?.packQueued(packID)
@@ -442,167 +393,6 @@ public final class PackRoutes {
             default: break
             }
         }
-    }
-
-    /// The events of a committed transition, whoever made it (the API, or the scheduler through
-    /// `packd`'s wiring).
-    public func publish(_ transition: PackLifecycle.Transition, packID: Int64) {
-        for action in transition.loopActions {
-            switch action {
-            case .publishState:
-                if let state = transition.to { publishState(packID, state: state, previous: transition.from, error: transition.error) }
-            case .publishTileLimitExceeded: publishTileLimitExceeded(packID)
-            case .publishRemoved: packRemoved(packID)
-            default: break
-            }
-        }
-        // The versions its completion cut: this pack's, and those of packs sharing rows it changed.
-        publishVersions(transition.createdVersions)
-    }
-
-    /// A `version_created` event (and a log line) per version cut, by a completion or an import.
-    func publishVersions(_ versions: [PackVersion]) {
-        for version in versions {
-            documents.invalidate(version.packID)
-            events.publish(.versionCreated(VersionCreatedEvent(packID: version.packID, version: PackVersionSummary(version))))
-            logger.info("pack version created", metadata: ["pack_id": "\(version.packID)", "version": "\(version.version)",
-                                                           "changed_resources": "\(version.changedResources)",
-                                                           "removed_resources": "\(version.removedResources)"])
-        }
-    }
-
-    /// A `state` event: never coalesced; the broadcaster's log hook makes it durable.
-    /// `previous` is nil for a pack just created.
-    func publishState(_ packID: Int64, state: PackState, previous: PackState?, error: PackError? = nil) {
-        // A rate describes one stretch of downloading; the next starts afresh.
-        if state != .active { progressRates.forget(packID: packID) }
-        published[packID, default: PublishedPack()].state = state
-        documents.invalidate(packID)
-        events.publish(.state(StateEvent(packID: packID, state: state, previousState: previous, error: error)))
-        var fields: Logger.Metadata = ["pack_id": "\(packID)", "to": "\(state.rawValue)"]
-        if let previous { fields["from"] = "\(previous.rawValue)" }
-        if let error { fields["error_code"] = "\(error.code.rawValue)" }
-        logger.info("pack state changed", metadata: fields)
-    }
-
-    /// What an import added (a `state` event, as for a created pack) or changed, each with a
-    /// `progress` event of what it now holds, so a dashboard on `/v1/events` sees them.
-    func packsImported(_ changed: [ImportJob.Changed]) {
-        for pack in changed {
-            if pack.added {
-                publishState(pack.record.id, state: pack.record.state, previous: nil)
-            } else {
-                // The event carries the state the pack has, not what this server last published.
-                published[pack.record.id, default: PublishedPack()].state = pack.record.state
-            }
-            publishProgress(pack.record.id, progress: pack.progress, expected: pack.record.expected)
-        }
-    }
-
-    /// The `tile_limit_exceeded` event after the state event that failed the pack: the pack's own
-    /// `limits.max_tiles` with the tiles its region needs when that is what stopped it, else the
-    /// server's tile limit with the tiles all packs hold.
-    private func publishTileLimitExceeded(_ packID: Int64) {
-        store.read({ reader -> (count: Int64, maximum: Int64)? in
-            guard let record = try reader.pack(packID) else { return nil }
-            if let maxTiles = record.maxTiles, record.expectedTiles > maxTiles {
-                return (record.expectedTiles, maxTiles)
-            }
-            guard let limit = try reader.tileLimit() else { return nil }
-            return (try reader.linkedTileCount(), limit)
-        }) { [self] result in
-            switch result {
-            case .failure(let error):
-                logger.warning("reading the tile limit for pack \(packID)'s event failed: \(error)")
-            case .success(nil):
-                break
-            case .success(let numbers?):
-                guard published[packID]?.removed != true else { return }
-                events.publish(.tileLimitExceeded(TileLimitExceededEvent(packID: packID, count: numbers.count,
-                                                                         maximum: numbers.maximum)))
-            }
-        }
-    }
-
-    /// Publishes a committed progress change in the same `progress` shape `GET /v1/packs/{id}`
-    /// returns, so an event and a poll never disagree on fields. `expectedResources` is 0 and
-    /// `precise` false while the plan is not known yet, as in the pack document.
-    /// The commit also feeds the pack's rolling rate, which the event and later polls carry.
-    /// `expected` is nil when the caller no longer knows it (a commit that lands after its
-    /// download stopped): the last published counts are kept.
-    public func publishProgress(_ packID: Int64, progress: StoredProgress, expected: ExpectedCounts?) {
-        var pack = published[packID, default: PublishedPack()]
-        guard !pack.removed else { return }
-        if let expected { pack.expected = expected }
-        pack.progress = progress
-        pack.transfers = transferStatuses?()[packID] ?? .idle
-        published[packID] = pack
-        let now = seconds()
-        progressRates.record(packID: packID, progress: progress, now: now)
-        // The commit already moved the store's tag; the new rate moves the local one.
-        documents.invalidate(packID)
-        publishProgressEvent(packID, pack)
-    }
-
-    /// The `progress` event of what `pack` holds; as in the pack document, a rate and transfers
-    /// only while the pack is downloading.
-    private func publishProgressEvent(_ packID: Int64, _ pack: PublishedPack) {
-        guard let progress = pack.progress else { return }
-        let active = pack.state == .active
-        let rate = active ? progressRates.rate(packID: packID, now: seconds()) : nil
-        let expected = pack.expected ?? ExpectedCounts(resources: 0, tiles: 0, precise: false)
-        events.publish(.progress(ProgressEvent(packID: packID, state: pack.state,
-                                               progress: PackDocument.progress(progress, expected: expected, rate: rate,
-                                                                               transfers: active ? pack.transfers : nil))))
-    }
-
-    /// A `progress` event for a pack nothing was committed for since start: with what the store
-    /// holds (a resumed pack is not at zero).
-    private func publishStoredProgress(_ packID: Int64) {
-        store.read({ reader in try reader.progress(packID) }) { [self] result in
-            guard case .success(let progress?) = result, var pack = published[packID], !pack.removed else { return }
-            // A commit published meanwhile carries newer counts and the transfers already.
-            guard pack.progress == nil else { return }
-            pack.progress = progress
-            published[packID] = pack
-            publishProgressEvent(packID, pack)
-        }
-    }
-
-    /// Publishes a `progress` event for each downloading pack whose upstreams started or stopped
-    /// holding it back (or whose transfers all stopped or resumed) since its last event: a host
-    /// pausing the pack with `Retry-After` stops its commits, so no commit would tell. Called
-    /// periodically (`PackdAPI`).
-    func publishTransferChanges() {
-        guard let transferStatuses else { return }
-        let statuses = transferStatuses()
-        for (packID, pack) in published where pack.state == .active && !pack.removed {
-            let now = statuses[packID] ?? .idle
-            let before = pack.transfers
-            guard now.throttled != before.throttled || (now.transfersInFlight == 0) != (before.transfersInFlight == 0) else {
-                continue
-            }
-            published[packID]?.transfers = now
-            // A poll's document shows the change too, not one cached before it.
-            documents.invalidate(packID)
-            if pack.progress != nil {
-                publishProgressEvent(packID, published[packID] ?? pack)
-            } else {
-                publishStoredProgress(packID)
-            }
-        }
-    }
-
-    /// A `resource_error` event: one failed request of a download (`url` is the canonical URL,
-    /// without an upstream rule's credentials). Dropped once the pack is removed.
-    public func publishStartAreaReady(_ event: StartAreaReadyEvent) {
-        guard published[event.packID]?.removed != true else { return }
-        events.publish(.startAreaReady(event))
-    }
-
-    public func publishResourceError(_ failure: ResourceErrorEvent) {
-        guard published[failure.packID]?.removed != true else { return }
-        events.publish(.resourceError(failure))
     }
 
     // MARK: Shared
@@ -619,12 +409,6 @@ public final class PackRoutes {
 
     static func notFound(_ packID: Int64) -> Problem {
         Problem(.notFound, detail: "no pack has id \(packID)")
-    }
-
-
-    static func monotonicSeconds() -> Double {
-        let elapsed = clockOrigin.duration(to: .now).components
-        return Double(elapsed.seconds) + Double(elapsed.attoseconds) / 1e18
     }
 }
 

@@ -1,7 +1,9 @@
 import Foundation
 import Logging
 import Packs
+import Plan
 import Server
+import TimeFormats
 
 /// `/v1/resources?url=`: preloading a resource into the ambient cache (MapLibre's
 /// `preloadData`) and reading what is stored for a URL.
@@ -89,6 +91,11 @@ public struct ResourceRoutes {
         if fetch, case .failure(let problem) = authenticator.authenticate(request, requires: .write) {
             return responder.respond(APIKeyAuthenticator.response(for: problem))
         }
+        // A URL libcurl would refuse is not fetched (and not looked up: nothing could be stored under it).
+        if fetch, let refusal = CurlURLCheck.refusal(url) {
+            return responder.respond(Problem(.validationFailed, detail: "query parameter url: \(refusal)",
+                                             errors: [.init(parameter: "url", detail: refusal)]))
+        }
         store.read({ reader -> (resource: StoredResource, body: [UInt8]?)? in
             guard let resource = try reader.resource(.resource(url: url, kind: ResourceMediaType.kind(of: url)), linkedTo: nil) else { return nil }
             return (resource, try resource.body?.decoded())
@@ -147,7 +154,7 @@ public struct ResourceRoutes {
                 problem = (Problem(.upstreamFailed, detail: "fetching \(shown) failed: \(failure.code)"), ["url": shown])
             }
             if let stale, problem.0.status != 422 {
-                logger.notice("serving an expired copy: \(problem.0.detail)")
+                logger.notice("serving an expired copy", metadata: ["reason": "\(problem.0.detail)"])
                 return serve(url, cache: stale.resource.cache, body: stale.body, request, responder)
             }
             responder.respond(problem.0, extra: problem.1)
@@ -170,7 +177,7 @@ public struct ResourceRoutes {
             case .success(let encoded):
                 storeInAmbientCache(url, encoded.stored, cache: cache) { outcome in
                     switch outcome {
-                    case .failure(let error): logger.warning("caching a fetched resource failed: \(error)")
+                    case .failure(let error): logger.warning("caching a fetched resource failed", metadata: ["error": "\(error)"])
                     case .success(true): metrics?.downloadedResources.increment()
                     case .success(false): break
                     }

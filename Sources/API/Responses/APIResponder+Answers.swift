@@ -22,7 +22,7 @@ extension APIResponder {
     /// when the database's disk is full, as 503 saying so: the server is up, the write can be
     /// retried once space is freed.
     func respondInternalError(_ error: any Error, logger: Logger, _ what: String) {
-        logger.error("\(what) failed: \(error)")
+        logger.error("a store operation failed", metadata: ["operation": "\(what)", "error": "\(error)"])
         if (error as? StoreError)?.isStorageFull == true {
             return respond(Problem(.unavailable, detail: "\(what) failed: the database's disk is full; free space, then retry"))
         }

@@ -6,6 +6,10 @@ import Server
 /// or null field, a field the type does not know — 422 (`validation-failed`) with a JSON Pointer
 /// per problem.
 ///
+/// The body is parsed once (`JSONSerialization`) and the value decoded from the parsed objects
+/// (`JSONObjectDecoder`, with `JSONDecoder`'s errors), so a caller that reads more of the body
+/// itself (`POST /v1/packs`' region) decodes the rest from the same objects.
+///
 /// Unknown fields are found by round trip: the decoded value is encoded again and every key of
 /// the input that did not survive is one the type ignored. That needs `Codable` types whose
 /// `encode(to:)` mirrors `init(from:)` (synthesised conformances do). An optional field sent as
@@ -17,7 +21,7 @@ public struct StrictJSONDecoder {
     public var maxDepth = 64
     /// Media types accepted (parameters such as `charset` are ignored).
     public var mediaTypes = ["application/json"]
-    public var decoder = JSONDecoder()
+    var decoder = JSONObjectDecoder()
     public var encoder = JSONEncoder()
     /// At most this many unknown fields are listed; the rest are summarised.
     public var maxErrors = 20
@@ -48,16 +52,21 @@ public struct StrictJSONDecoder {
         guard Self.nestingDepth(body, limit: maxDepth) <= maxDepth else {
             throw Problem(.malformedRequest, detail: "the JSON body is nested deeper than \(maxDepth) levels")
         }
-        let data = Data(body)
         let input: Any
         do {
-            input = try JSONSerialization.jsonObject(with: data, options: [.fragmentsAllowed])
+            input = try JSONSerialization.jsonObject(with: Data(body), options: [.fragmentsAllowed])
         } catch {
             throw Problem(.malformedRequest, detail: "the body is not valid JSON")
         }
+        return try decode(type, fromObject: input)
+    }
+
+    /// `T` from a body already parsed by `JSONSerialization` (all of it, or the part of an object
+    /// the caller does not read itself), checked as `decode(_:from:)` checks a body.
+    public func decode<T: Codable>(_ type: T.Type, fromObject input: Any) throws(Problem) -> T {
         let value: T
         do {
-            value = try decoder.decode(type, from: data)
+            value = try decoder.decode(type, from: input)
         } catch let error as DecodingError {
             throw Self.problem(for: error)
         } catch {
@@ -140,9 +149,7 @@ public struct StrictJSONDecoder {
     /// comes back in the round trip (a struct of optionals, a dictionary); an unknown key is
     /// ignored again.
     private func isField<T: Codable>(_ path: [String], of type: T.Type, in input: Any) -> Bool {
-        guard let probe = try? JSONSerialization.data(withJSONObject: Self.replacing(path[...], in: input, with: [String: Any]())) else {
-            return false
-        }
+        let probe = Self.replacing(path[...], in: input, with: [String: Any]())
         do {
             let value = try decoder.decode(type, from: probe)
             let echoed = try JSONSerialization.jsonObject(with: encoder.encode(value), options: [.fragmentsAllowed])

@@ -39,7 +39,10 @@ final class ExportRoutes {
                 ScratchFile.remove(path, loop: loop)
                 responder.respond(problem)
             case .success(.written(let tiles)):
-                logger.info("exported pack \(packID) as \(query.format.rawValue): \(tiles) tiles in \(ContinuousClock.now - started)")
+                logger.info("exported a pack", metadata: [
+                    "pack_id": "\(packID)", "format": "\(query.format.rawValue)", "tiles": "\(tiles)",
+                    "duration": "\(ContinuousClock.now - started)",
+                ])
                 let headers: HTTPHeaders = [
                     "Content-Type": query.format.contentType,
                     "Content-Disposition": "attachment; filename=\"pack-\(packID).\(query.format.fileExtension)\"",

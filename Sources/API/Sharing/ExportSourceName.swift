@@ -1,5 +1,6 @@
 import Foundation
 import Packs
+import Plan
 
 /// Resolves `?source=NAME` of an archive export to one of the pack's stored tilesets. NAME is
 /// either a tile URL template exactly as stored, or the name of a source in the pack's stored
@@ -11,8 +12,7 @@ enum ExportSourceName {
     static func urlTemplate(for name: String, pack: Int64, sources: [PackTileSource], reader: any StoreReading & PackExporting) throws -> String {
         if sources.contains(where: { $0.urlTemplate == name }) { return name }
         guard let record = try reader.pack(pack),
-              let definition = try JSONSerialization.jsonObject(with: Data(record.definition.utf8)) as? [String: Any],
-              let styleURL = definition["style_url"] as? String,
+              let styleURL = (try? RegionDefinition(stored: record.definition))?.styleURL,
               let style = try json(reader, .resource(url: styleURL, kind: .style)),
               let styleSources = style["sources"] as? [String: Any],
               let source = styleSources[name] as? [String: Any] else {

@@ -48,7 +48,7 @@ final class ImportRoutes {
             case .failure(.body(let failure)):
                 // The server has answered (413, 408, 400) or the client is gone.
                 slots.release()
-                logger.info("import upload ended early: \(failure)")
+                logger.info("import upload ended early", metadata: ["reason": "\(failure)"])
             case .failure(.disk(let message)):
                 slots.release()
                 responder.respondInternalError(ImportError.file(message), logger: logger, "storing the upload")
@@ -85,14 +85,16 @@ final class ImportRoutes {
                     responder.respondInternalError(error, logger: logger, "merging the import")
                 case .success(let merged):
                     done()
-                    logger.info("imported \(merged.packs.count) regions: \(merged.resources) resources, \(merged.tiles) tiles")
+                    logger.info("imported", metadata: [
+                        "regions": "\(merged.packs.count)", "resources": "\(merged.resources)", "tiles": "\(merged.tiles)",
+                    ])
                     store.read({ reader in try ImportJob.result(merged, reader: reader) }) { [self] body in
                         switch body {
                         case .failure(let error): responder.respondInternalError(error, logger: logger, "reading the imported packs")
                         case .success(let result):
                             responder.respond(.json(bytes: result.body))
-                            context.packs.packsImported(result.changed)
-                            context.packs.publishVersions(merged.createdVersions)
+                            context.packs.events.packsImported(result.changed)
+                            context.packs.events.publishVersions(merged.createdVersions)
                         }
                     }
                 }
@@ -112,7 +114,7 @@ final class ImportRoutes {
         guard let problem = ImportJob.problem(error) else {
             return responder.respondInternalError(error, logger: logger, "importing")
         }
-        logger.info("import refused: \(error)")
+        logger.info("import refused", metadata: ["error": "\(error)"])
         responder.respond(problem)
     }
 }

@@ -25,11 +25,8 @@ enum ImportedRegions {
     /// Why `definition` (MapLibre's region JSON) is not a region, pointers relative to it; nil
     /// when it is one.
     static func problems(_ definition: String) -> [RegionError.Problem]? {
-        guard let json = try? JSONSerialization.jsonObject(with: Data(definition.utf8)) else {
-            return [RegionError.Problem(pointer: "", detail: "not JSON: MapLibre stores a region definition as a JSON object")]
-        }
         do {
-            _ = try RegionDefinition(mapLibreJSON: json)
+            _ = try RegionDefinition(stored: definition)
             return nil
         } catch {
             return error.problems

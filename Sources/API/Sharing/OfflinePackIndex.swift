@@ -28,8 +28,7 @@ struct OfflinePackIndex: Sendable {
     /// unknown pack or one whose style is not stored yet.
     static func load(packID: Int64, from reader: any StoreReading & PackExporting) throws -> OfflinePackIndex {
         guard let record = try reader.pack(packID) else { throw Unavailable(detail: "no pack with id \(packID)") }
-        let json = try JSONSerialization.jsonObject(with: Data(record.definition.utf8))
-        let region = try RegionDefinition(mapLibreJSON: json)
+        let region = try RegionDefinition(stored: record.definition)
         switch region.content {
         case .tiles(let source):
             let tileset = Tileset(template: source.template)

@@ -3,6 +3,7 @@ import Logging
 import Packs
 import Plan
 import Server
+import TimeFormats
 
 /// Serves a pack for offline rendering: `style.json` with every URL rewritten to packd, and the
 /// stored TileJSONs, tiles, GeoJSON/image data, sprites and glyphs behind those URLs (openapi.yaml,

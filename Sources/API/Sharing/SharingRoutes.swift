@@ -29,7 +29,7 @@ struct SharingRoutes {
                                      logger: logger)
         let artifactRoutes = ArtifactRoutes(context, cache: artifacts, scratchExports: ExportRoutes(context))
         artifactRoutes.register(in: &router, using: routes)
-        packs.removalObservers.append { [artifactRoutes] in artifactRoutes.packRemoved($0) }
+        packs.events.removalObservers.append { [artifactRoutes] in artifactRoutes.packRemoved($0) }
         ImportRoutes(context).register(in: &router, using: routes)
     }
 }

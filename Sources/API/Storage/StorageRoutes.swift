@@ -83,9 +83,11 @@ public struct StorageRoutes {
             switch result {
             case .failure(let error): responder.respondInternalError(error, logger: logger, "reading storage figures")
             case .success(let cheap):
+                let reserved = store.reservedStorageBytes
                 store.read({ reader in
                     JSONBody.encode([
                         "bytes": try reader.storedBytes(),
+                        "reserve_bytes": reserved,
                         "packs": try reader.packCount(),
                         "ambient_cache": ["size": max(0, cheap.ambient), "maximum_size": cheap.maximum],
                         "tile_limit": ["count": try reader.linkedTileCount(), "maximum": cheap.tileLimit.map { $0 as Any } ?? NSNull()] as [String: Any],

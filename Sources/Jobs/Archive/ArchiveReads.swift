@@ -1,5 +1,6 @@
 import Fetch
 import Packs
+import TimeFormats
 
 /// Which archive some bytes came from: its `ETag`, `Last-Modified` and size as an answer stated
 /// them. Every read after the first carries it (`If-Match` with a strong ETag, else

@@ -220,7 +220,7 @@ public final class PackDownload: GlyphChoosingJob {
         if !versions.isEmpty { startAreaWatch = nil }
         let order = startAreaWatch.flatMap { _ in startArea.map { TileOrder(pyramids: plan.pyramids, startArea: $0) } }
             ?? TileOrder(pyramids: plan.pyramids, scope: unit)
-        let lookup = StoredLookup(packID: packID, store: store, clock: clock, pyramids: plan.pyramids,
+        let lookup = StoredLookup(loop: loop, packID: packID, store: store, clock: clock, pyramids: plan.pyramids,
                                   bandTiles: settings.lookupBatchTiles, order: order, versions: versions)
         startAreaWatch?.onWhole = { [weak self] in self?.startAreaWhole() }
         startAreaWatch?.onSettled = { [weak self] in self?.pump() }
@@ -292,7 +292,7 @@ public final class PackDownload: GlyphChoosingJob {
     private func chooseGlyphs(_ subset: GlyphSubset) {
         downloading = false
         choosingGlyphs = true
-        chooseGlyphs(subset, packID: packID, store: store, geoJSON: geoJSONLabels)
+        chooseGlyphs(subset, packID: packID, store: store, loop: loop, geoJSON: geoJSONLabels)
     }
 
     func glyphsChosen(_ outcome: GlyphSelection.Outcome) {
@@ -397,7 +397,7 @@ public final class PackDownload: GlyphChoosingJob {
     private func finish() {
         downloading = false
         finishing = true
-        let owned = LoopBound(self)
+        let owned = LoopBound(self, loop: loop)
         store.flush {
             let download = owned.value
             guard !download.ended else { return }

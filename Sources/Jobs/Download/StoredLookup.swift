@@ -8,8 +8,10 @@ import WorkSharing
 /// band of tiles is fetched, what the pack stored (skipped — a resume after a restart or a
 /// failure fetches only what is missing) and what another pack or the ambient cache holds fresh
 /// (linked on the writer, never fetched). Set-based queries per band, never one per tile. A
-/// lookup that fails is not an error: its resources are simply fetched. Loop thread only.
+/// lookup that fails is not an error: its resources are simply fetched. Loop thread only
+/// (checked in debug builds).
 final class StoredLookup {
+    private let loop: EventLoop
     private let packID: Int64
     private let store: any PackStore
     private let clock: WallClock
@@ -30,8 +32,9 @@ final class StoredLookup {
     private(set) var lookingUpStartArea = false
 
     /// `order`: which tiles, in which order (every tile of the pyramids zoom by zoom by default).
-    init(packID: Int64, store: any PackStore, clock: WallClock, pyramids: [TilePyramid], bandTiles: Int,
+    init(loop: EventLoop, packID: Int64, store: any PackStore, clock: WallClock, pyramids: [TilePyramid], bandTiles: Int,
          order: TileOrder, versions: [Int: TileVersion] = [:]) {
+        self.loop = loop
         self.packID = packID
         self.store = store
         self.clock = clock
@@ -142,8 +145,8 @@ final class StoredLookup {
                                       then: @escaping (Rows?) -> Void) {
         // Two carriers, not one of a tuple: a closure inside a tuple inside a generic value lost a
         // retain on its way through a `@Sendable` completion (Swift 6.3), freeing the lookup.
-        let owned = LoopBound(self)
-        let completion = LoopBound(then)
+        let owned = LoopBound(self, loop: loop)
+        let completion = LoopBound(then, loop: loop)
         store.inBatch(operation) { result in
             let lookup = owned.value
             guard !lookup.stopped else { return }

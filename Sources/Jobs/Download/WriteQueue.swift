@@ -140,7 +140,7 @@ final class WriteQueue {
         guard bytesSinceMarker >= settings.maxUncommittedBytes / 4 else { return }
         let covered = bytesSinceMarker
         bytesSinceMarker = 0
-        let owned = LoopBound(self)
+        let owned = LoopBound(self, loop: loop)
         sink.whenCommitted {
             let queue = owned.value
             queue.uncommittedBytes -= covered

@@ -18,6 +18,7 @@ public final class GlyphSelection {
         public var unreadableTiles: Int
     }
 
+    private let loop: EventLoop
     private let packID: Int64
     private let subset: GlyphSubset
     private let store: any PackStore
@@ -25,7 +26,8 @@ public final class GlyphSelection {
     private let geoJSON: GeoJSONLabelScan?
     private var stopped = false
 
-    init(packID: Int64, subset: GlyphSubset, store: any PackStore, geoJSON: GeoJSONLabelScan?) {
+    init(loop: EventLoop, packID: Int64, subset: GlyphSubset, store: any PackStore, geoJSON: GeoJSONLabelScan?) {
+        self.loop = loop
         self.packID = packID
         self.subset = subset
         self.store = store
@@ -40,8 +42,8 @@ public final class GlyphSelection {
     /// tiles and GeoJSON; `then` gets the choice, or the error a job fails with.
     func runOnceCommitted(then: @escaping (Result<Outcome, PackError>) -> Void) {
         // Two carriers (see `StoredLookup.link`): the selection and the completion.
-        let owned = LoopBound(self)
-        let completion = LoopBound(then)
+        let owned = LoopBound(self, loop: loop)
+        let completion = LoopBound(then, loop: loop)
         store.flush {
             let selection = owned.value
             guard !selection.stopped else { return }
@@ -180,8 +182,9 @@ protocol GlyphChoosingJob: AnyObject {
 extension GlyphChoosingJob {
     /// Starts choosing (with the GeoJSON sources `geoJSON` gathered); the job hears the choice,
     /// or ends failed.
-    func chooseGlyphs(_ subset: GlyphSubset, packID: Int64, store: any PackStore, geoJSON: GeoJSONLabelScan? = nil) {
-        let selection = GlyphSelection(packID: packID, subset: subset, store: store, geoJSON: geoJSON)
+    func chooseGlyphs(_ subset: GlyphSubset, packID: Int64, store: any PackStore, loop: EventLoop,
+                      geoJSON: GeoJSONLabelScan? = nil) {
+        let selection = GlyphSelection(loop: loop, packID: packID, subset: subset, store: store, geoJSON: geoJSON)
         glyphSelection = selection
         selection.runOnceCommitted { [weak self] result in
             guard let self, !ended else { return }

@@ -2,6 +2,7 @@ import Fetch
 import Geo
 import Loop
 import Packs
+import TimeFormats
 import Plan
 
 /// A revalidation's rows of PMTiles archives: the archive's TileJSON row (its key) asks the

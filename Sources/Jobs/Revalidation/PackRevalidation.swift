@@ -341,8 +341,8 @@ public final class PackRevalidation: GlyphChoosingJob {
         let completedAt = completed ? clock.now : nil
         // Two carriers, not one of a tuple: a closure inside a tuple inside a generic value lost a
         // retain on its way through a `@Sendable` completion (Swift 6.3), freeing what it held.
-        let owned = LoopBound(self)
-        let completion = LoopBound(then)
+        let owned = LoopBound(self, loop: loop)
+        let completion = LoopBound(then, loop: loop)
         store.inBatch({ database in
             try database.recordInvalidation(packID, unchanged: unchanged, updated: updated, removed: removed,
                                             completedAt: completedAt)
@@ -360,7 +360,7 @@ public final class PackRevalidation: GlyphChoosingJob {
         finishing = true
         if let subset = glyphSubset {
             glyphSubset = nil
-            return chooseGlyphs(subset, packID: packID, store: store)
+            return chooseGlyphs(subset, packID: packID, store: store, loop: loop)
         }
         commitCounts(completed: true) { [weak self] in
             guard let self, !ended else { return }

@@ -11,12 +11,12 @@ import Packs
 /// skips that round. In cluster mode every node runs one: a claim succeeds on exactly one node,
 /// the one whose store moved the due time first. Loop thread only.
 public final class PackRefresher: RefreshScheduling {
-    /// Hears the committed `invalidate` transitions (the API's `state` events).
-    public weak var listener: (any PackActivityListener)?
-    /// Told to run each claimed pack.
-    public weak var scheduling: (any PackScheduling)?
+    /// Hears the committed `invalidate` transitions (the API's `state` events). Weak.
+    public private(set) weak var listener: (any PackActivityListener)?
+    /// Told to run each claimed pack. Weak.
+    public private(set) weak var scheduling: (any PackScheduling)?
     /// A pass failed (it is tried again after a second, or on the next wake-up).
-    public var onError: ((any Error) -> Void)?
+    private let onError: ((any Error) -> Void)?
     /// Packs whose refresh this process claimed (tests and the log count them).
     public private(set) var claimed: [Int64] = []
 
@@ -32,9 +32,14 @@ public final class PackRefresher: RefreshScheduling {
     private var passAgain = false
     private var stopped = false
 
-    public init(loop: EventLoop, store: any PackStore, clock: WallClock = .system, pollInterval: Duration = .seconds(30)) {
+    public init(loop: EventLoop, store: any PackStore, clock: WallClock = .system, pollInterval: Duration = .seconds(30),
+                listener: (any PackActivityListener)?, scheduling: (any PackScheduling)?,
+                onError: ((any Error) -> Void)? = nil) {
         self.loop = loop
         self.store = store
+        self.listener = listener
+        self.scheduling = scheduling
+        self.onError = onError
         self.clock = clock
         self.pollInterval = pollInterval
         timer = LoopTimer(loop: loop)
@@ -75,7 +80,7 @@ public final class PackRefresher: RefreshScheduling {
             let schedule = try? RefreshSchedule(every: refresh.every)
             return (refresh, schedule, schedule?.next(after: now, random: &random) ?? now + 86_400)
         }
-        let owned = LoopBound(self)
+        let owned = LoopBound(self, loop: loop)
         store.write({ database -> [(Int64, TransitionOutcome?)] in
             try claims.map { refresh, schedule, next in
                 guard schedule != nil else {

@@ -8,10 +8,12 @@ import Plan
 /// `queued` and `active` packs are picked up again on `start()` after a restart (an `active` one
 /// goes back to `queued` first, as `PackLifecycle` says a crash recovery does). Every state change
 /// it makes goes through the lifecycle, applied in the writer's open batch, and reaches
-/// `listener` once committed. Loop thread only.
-public final class PackScheduler: PackScheduling, JobOwner {
-    /// Hears committed transitions, progress and revalidation counts, and failed requests.
-    public weak var listener: (any PackActivityListener)?
+/// `listener` once committed: the store's commits come here (`CommittedBatchListener`), what they
+/// mean for each pack goes on to the listener (`PackActivityListener`). Loop thread only.
+public final class PackScheduler: PackScheduling, JobOwner, CommittedBatchListener {
+    /// Hears committed transitions, progress and revalidation counts, and failed requests (the
+    /// API's event publisher; given at `init`, held weakly).
+    public private(set) weak var listener: (any PackActivityListener)?
     /// Listing the packs to continue at `start()` failed (the error, the attempt); it is retried.
     public var onResumeListingFailed: ((any Error, Int) -> Void)?
     private var listingRetry: LoopTimer?
@@ -48,14 +50,18 @@ public final class PackScheduler: PackScheduling, JobOwner {
         }
     }
 
-    public init(loop: EventLoop, fetcher: Fetcher, store: any PackStore, maxActive: Int = 2,
+    /// Runs the downloads of `store`'s packs and becomes the store's commit listener: each commit
+    /// comes back here and goes on to `listener`. Loop thread.
+    public init(loop: EventLoop, fetcher: Fetcher, store: any PackStore, listener: any PackActivityListener, maxActive: Int = 2,
                 settings: DownloadSettings = DownloadSettings(), clock: WallClock = .system) {
         self.loop = loop
         self.fetcher = fetcher
         self.store = store
+        self.listener = listener
         self.maxActive = max(1, maxActive)
         self.settings = settings
         self.clock = clock
+        store.commitListener = self
     }
 
     /// Picks up the packs left `active` or `queued` (a restart), in creation order.
@@ -111,9 +117,9 @@ public final class PackScheduler: PackScheduling, JobOwner {
         packSuspended(packID)
     }
 
-    /// Forwards committed progress and fails the packs whose writes the store refused (call on
-    /// the loop thread with each committed batch): a refused write would otherwise end as a
-    /// `complete` pack missing resources.
+    /// Forwards committed progress and fails the packs whose writes the store refused (the
+    /// store calls it on the loop thread with each committed batch): a refused write would
+    /// otherwise end as a `complete` pack missing resources.
     public func committed(_ outcome: BatchOutcome) {
         for (packID, progress) in outcome.progress.sorted(by: { $0.key < $1.key }) {
             listener?.progressCommitted(packID, progress, expected: active[packID]??.expected)
@@ -172,8 +178,7 @@ public final class PackScheduler: PackScheduling, JobOwner {
         }
         let region: RegionDefinition
         do {
-            let json = try JSONSerialization.jsonObject(with: Data(record.definition.utf8))
-            region = try RegionDefinition(mapLibreJSON: json)
+            region = try RegionDefinition(stored: record.definition)
         } catch {
             return jobEnded(packID, .fail(PackError(.invalidDocument, "the stored region definition is unreadable: \(error)")))
         }
@@ -237,7 +242,7 @@ public final class PackScheduler: PackScheduling, JobOwner {
     /// dropped, the pack would stay `active` with nothing downloading it.
     private func transition(_ packID: Int64, _ event: PackLifecycle.Event, attempt: Int = 1) {
         let now = clock.now
-        let owned = LoopBound(self)
+        let owned = LoopBound(self, loop: loop)
         store.inBatch({ database in try database.transition(packID, event, now: now) }) { result in
             let scheduler = owned.value
             switch result {

@@ -1,3 +1,5 @@
+import TimeFormats
+
 /// The cache columns of a stored resource (`expires`, `modified`, `etag`, `must_revalidate`),
 /// derived from response headers the way MapLibre's HTTP file source does, so a phone reading
 /// our database makes the same freshness decisions it would have made itself.

@@ -1,6 +1,6 @@
 /// Where downloaded rows go: the store's one writer takes them in batches — by count or time, or
 /// at `flush` — and commits each batch in ONE transaction, then reports what became durable
-/// (`PackStore.onCommit`). Every method is safe from any thread and never blocks on disk.
+/// (`PackStore.commitListener`). Every method is safe from any thread and never blocks on disk.
 ///
 /// Facts that belong to a batch — a failure record, an event, a pack's expected counts, a state
 /// change the download caused — ride in it (`inBatch`): they are applied inside the open batch's

@@ -23,11 +23,11 @@ public struct StartArea: Sendable, Equatable, Hashable, Codable {
         case radiusM = "radius_m"
     }
 
-    /// `radius_m` may be left out: `defaultRadius`.
+    /// `radius_m` may be left out (`defaultRadius`), but not given as null: it is a number.
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         center = try container.decode([Double].self, forKey: .center)
-        radiusM = try container.decodeIfPresent(Double.self, forKey: .radiusM) ?? Self.defaultRadius
+        radiusM = container.contains(.radiusM) ? try container.decode(Double.self, forKey: .radiusM) : Self.defaultRadius
     }
 }
 

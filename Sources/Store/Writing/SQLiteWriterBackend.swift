@@ -14,6 +14,8 @@ public final class SQLiteWriterBackend: WriterBackend {
     private let clock: WallClock
     private let rowChanges: PackRowChanges
     private let reserve: StorageReserve
+    /// Bytes the reserve file holds on the database's file system now. Any thread.
+    public var reservedStorageBytes: Int64 { reserve.heldBytes }
     private var lastLogTruncation: ContinuousClock.Instant?
     private static let truncateInterval: Duration = .seconds(5)
 

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -19,7 +20,13 @@ final class StorageReserve {
     let path: String
     let bytes: Int64
     /// The file is allocated: the disk is not known to be full.
-    private(set) var isHeld = false
+    private(set) var isHeld = false {
+        didSet { heldFileBytes.store(isHeld ? bytes : 0, ordering: .relaxed) }
+    }
+    /// What the reserve file holds on disk now (`bytes` while held, else 0), for
+    /// `GET /v1/storage`. Any thread; the writer thread changes it.
+    var heldBytes: Int64 { heldFileBytes.load(ordering: .relaxed) }
+    private let heldFileBytes = Atomic<Int64>(0)
 
     /// `bytes == 0` disables the reserve (nothing is allocated; `regain` always succeeds).
     init(databasePath: String, bytes: Int64) {

@@ -1,3 +1,4 @@
+import CCurl
 import Fetch
 import Foundation
 import Glibc
@@ -24,6 +25,12 @@ public struct WebhookURLPolicy: Sendable {
             return ["must be an absolute http or https URL"]
         }
         guard let host = components.host, !host.isEmpty else { return ["must name a host"] }
+        // What libcurl would refuse at every attempt (its URL parser, an IDN host it cannot convert)
+        // is refused now; the same check as pack URLs (`packd_curl_url_check`).
+        let curl = packd_curl_url_check(url)
+        guard curl == CURLUE_OK else {
+            return ["libcurl cannot use this URL (\(String(cString: curl_url_strerror(curl)).lowercased()))"]
+        }
         var problems: [String] = []
         if components.user != nil || components.password != nil {
             problems.append("must not carry credentials (put a token in the path or query instead)")

@@ -199,7 +199,7 @@ public final class WebhookDispatcher {
     /// `operation` riding the writer's open batch; `then` on the loop once it committed.
     private func riding<T: Sendable>(_ operation: @escaping @Sendable (any StoreWriting) throws -> T,
                                      then: @escaping (WebhookDispatcher, Result<T, any Error>) -> Void) {
-        let (me, then) = (LoopBound(self), LoopBound(then))
+        let (me, then) = (LoopBound(self, loop: loop), LoopBound(then, loop: loop))
         store.inBatch(operation, then: { result in then.value(me.value, result) })
     }
 

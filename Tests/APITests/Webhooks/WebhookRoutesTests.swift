@@ -68,6 +68,10 @@ import Testing
         #expect(try problems("{}").keys.sorted() == ["/events", "/url"])
         #expect(try problems(#"{"url": "ftp://a.example/", "events": ["pack.completed"]}"#).keys.sorted() == ["/url"])
         #expect(try problems(#"{"url": "https://user:pw@a.example/", "events": ["*"]}"#)["/url"]?.contains("credentials") == true)
+        // What libcurl would refuse at every attempt though URLComponents takes it: a sub-delimiter
+        // in a host name, a percent-encoded host no IDN conversion takes.
+        #expect(try problems(#"{"url": "https://a!b.example/hook", "events": ["*"]}"#)["/url"]?.contains("libcurl") == true)
+        #expect(try problems(#"{"url": "https://a%C3%A5.example/hook", "events": ["*"]}"#)["/url"]?.contains("libcurl") == true)
         #expect(try problems(#"{"url": "https://a.example/", "events": []}"#).keys.sorted() == ["/events"])
         #expect(try problems(#"{"url": "https://a.example/", "events": ["pack.done", "pack.failed", "pack.failed"]}"#).keys.sorted()
             == ["/events/0", "/events/2"])

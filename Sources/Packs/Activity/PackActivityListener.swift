@@ -1,9 +1,8 @@
-import Packs
-
-/// What the download engine tells the rest of packd — the API's events and `/metrics` — once it
-/// is durable: transitions committed, progress committed, revalidation counts committed, and each
-/// failed request. One typed listener instead of a closure per fact; `packd` wires the API to it
-/// (Jobs does not import the API). Called on the loop thread.
+/// **engine → activity** (see `CommittedBatchListener` for the whole flow): what the download
+/// engine tells the rest of packd — the API's events and `/metrics` — once it is durable:
+/// transitions committed, progress committed, revalidation counts committed, and each failed
+/// request. One typed listener instead of a closure per fact, given to the engine when it is
+/// made (the API's `PackEventPublisher`; Jobs does not import the API). Called on the loop thread.
 public protocol PackActivityListener: AnyObject {
     /// A transition the engine made is committed; the listener performs its events.
     func packTransitioned(_ packID: Int64, _ transition: PackLifecycle.Transition)

@@ -73,6 +73,15 @@ final class RequestParser {
         String(cString: http_errno_description(errno))
     }
 
+    /// After `HPE_INVALID_METHOD`, the characters of the method before the one http_parser
+    /// refused, which may have come in an earlier read: they are the start of the known method it
+    /// was matching (`GETX` fails at `X` with `GET` matched). Empty when it refused the first one.
+    var refusedMethodPrefix: [UInt8] {
+        guard inMessage, errno == HPE_INVALID_METHOD else { return [] }
+        let matching = Self.method(packd_http_parser_method(raw)).rawValue.utf8
+        return Array(matching.prefix(Int(packd_http_parser_index(raw))))
+    }
+
     // MARK: callbacks
 
     /// Counts head bytes against the limit; false once it is exceeded.
