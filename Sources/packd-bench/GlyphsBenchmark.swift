@@ -27,6 +27,8 @@ struct GlyphsBenchmark: ParsableCommand {
 
     @Option(help: "The shared fixtures folder (holding ne/).") var fixtures = "../shared/fixtures"
     @Option(help: "Rounds of each pack, interleaved; medians are reported.") var rounds = 3
+    @Option(help: "Another packd binary (an earlier build): its region pack joins each round, a before/after of the download time.")
+    var baselinePackd: String?
 
     struct Case {
         let name: String
@@ -80,23 +82,43 @@ struct GlyphsBenchmark: ParsableCommand {
         var glyphRanges: Int
         var glyphBytes: Int64
         var skipped: Int64?
-        var scanSeconds: Double?
-        var scanCPU: Double?
-        var packdCPU: Double?
-        var scannedTiles: Int?
+        var choice: ChoiceReplay?
+        var packdCPU: Double
+    }
+
+    /// The choice's reads replayed on a region pack's stored file, both ways in the same run:
+    /// with the GeoJSON sources parsed at the choice (as packd did before) and with them gathered
+    /// while the tiles downloaded (as packd does now: only the tiles and the choice remain on the
+    /// pack's critical path; the gathering overlaps the download, its time is shown apart).
+    struct ChoiceReplay {
+        var tiles = 0
+        var tileSeconds = 0.0
+        /// Tiles + GeoJSON parsed at the choice + choice (before), wall and CPU seconds.
+        var before = 0.0
+        var beforeCPU = 0.0
+        /// Tiles + choice with the GeoJSON gathered (now), wall and CPU seconds.
+        var now = 0.0
+        var nowCPU = 0.0
+        /// Gathering the GeoJSON sources, off the critical path (overlapping the download).
+        var gathering = 0.0
     }
 
     private func measure(_ benchmarkCase: Case, directory: URL, root: URL, base: String) throws {
         print("== \(benchmarkCase.name)")
-        var all: [Round] = []
-        var lean: [Round] = []
+        var results: [String: [Round]] = [:]
         for round in 0..<rounds {
-            for glyphs in ["all", "region"] {
+            // The baseline's region pack before or after this packd's, alternately (load drifts).
+            let variants = baselinePackd == nil ? ["all", "region"]
+                : round % 2 == 0 ? ["all", "region", "region-baseline"] : ["all", "region-baseline", "region"]
+            for variant in variants {
+                let glyphs = variant == "all" ? "all" : "region"
                 var region = benchmarkCase.region
                 region["glyphs"] = glyphs
-                let database = directory.appendingPathComponent("glyphs-\(round)-\(glyphs).sqlite")
+                let database = directory.appendingPathComponent("glyphs-\(round)-\(variant).sqlite")
+                let executable = variant == "region-baseline" ? baselinePackd.map { URL(fileURLWithPath: $0) } : nil
                 let packd = try PackdServeProcess.start(in: directory, database: database,
-                                                        arguments: ["--allow-upstream-hosts", "127.0.0.1", "--log-level", "warning"])
+                                                        arguments: ["--allow-upstream-hosts", "127.0.0.1", "--log-level", "warning"],
+                                                        executable: executable)
                 let start = Date().timeIntervalSince1970
                 let created = try LoopbackHTTPClient.request(port: packd.port, method: "POST", path: "/v1/packs",
                                                              json: ["region": region, "name": "glyphs-\(glyphs)"])
@@ -106,40 +128,51 @@ struct GlyphsBenchmark: ParsableCommand {
                 }
                 let pack = try DownloadBenchmark.waitForPack(packd, packID, pollMilliseconds: 5) { !$0.state.isScheduled }
                 let seconds = Date().timeIntervalSince1970 - start
-                let packdCPU = packd.cpuSeconds
+                let packdCPU = packd.cpuSeconds ?? 0
                 packd.stop()
-                guard pack.state == .complete else { throw ValidationError("the \(glyphs) pack ended \(pack.state)") }
+                guard pack.state == .complete else { throw ValidationError("the \(variant) pack ended \(pack.state)") }
                 let stored = try Self.glyphs(database.path, packID: Int64(packID))
                 var result = Round(seconds: seconds, resources: pack.progress.completedResources, bytes: pack.progress.completedBytes,
-                                   glyphRanges: stored.ranges, glyphBytes: stored.bytes, skipped: pack.skippedGlyphRanges?.ranges)
-                if glyphs == "region" {
-                    let scan = try Self.scan(database.path, packID: Int64(packID), region: region, root: root, base: base,
-                                             style: benchmarkCase.style)
-                    result.scanSeconds = scan.seconds
-                    result.scanCPU = scan.cpu
-                    result.packdCPU = packdCPU
-                    result.scannedTiles = scan.tiles
-                    lean.append(result)
-                } else {
-                    all.append(result)
+                                   glyphRanges: stored.ranges, glyphBytes: stored.bytes, skipped: pack.skippedGlyphRanges?.ranges,
+                                   packdCPU: packdCPU)
+                if variant == "region" {
+                    result.choice = try Self.replayChoice(database.path, packID: Int64(packID), region: region, root: root,
+                                                          base: base, style: benchmarkCase.style, beforeFirst: round % 2 == 0)
                 }
-                print(String(format: "round %d %-6@ %6.2f s  %6lld resources  %8.2f MB  %3d glyph ranges (%7.2f MB)%@", round,
-                             glyphs, seconds, result.resources, Double(result.bytes) / 1e6, result.glyphRanges,
-                             Double(result.glyphBytes) / 1e6,
-                             result.scanSeconds.map { String(format: "  choosing: %.3f s over %d tiles (%.1f %% of the download); CPU %.3f s against packd's %.3f s (%.1f %%)",
-                                                             $0, result.scannedTiles ?? 0, $0 / seconds * 100, result.scanCPU ?? 0,
-                                                             result.packdCPU ?? 0, (result.scanCPU ?? 0) / max(result.packdCPU ?? 1, 1e-9) * 100) } ?? ""))
+                results[variant, default: []].append(result)
+                var line = String(format: "round %d %-15@ %6.2f s  %6lld resources  %8.2f MB  %3d glyph ranges (%7.2f MB)", round,
+                                  variant, seconds, result.resources, Double(result.bytes) / 1e6, result.glyphRanges,
+                                  Double(result.glyphBytes) / 1e6)
+                if let choice = result.choice {
+                    let share = { (part: Double, whole: Double) -> Double in part / max(whole, 1e-9) * 100 }
+                    line += String(format: "\n    choice over %d tiles (tiles %.3f s): before %.3f s (%.1f %% of the download), now %.3f s (%.1f %%); GeoJSON gathered during the download %.3f s; CPU before %.1f %%, now %.1f %% of packd's",
+                                   choice.tiles, choice.tileSeconds, choice.before, share(choice.before, seconds), choice.now,
+                                   share(choice.now, seconds), choice.gathering, share(choice.beforeCPU, packdCPU),
+                                   share(choice.nowCPU, packdCPU))
+                }
+                print(line)
             }
         }
         func median(_ values: [Double]) -> Double { values.sorted()[values.count / 2] }
+        let all = results["all"] ?? [], lean = results["region"] ?? []
         let a = all[all.count / 2], r = lean[lean.count / 2]
-        print(String(format: "median: all %.2f s, %lld resources, %.2f MB (glyphs %d ranges, %.2f MB); region %.2f s, %lld resources (%.0f %%), %.2f MB (%.0f %%), glyphs %d ranges (%lld skipped), %.2f MB; choosing the ranges %.3f s = %.1f %% of the region pack's download, CPU %.1f %% of packd's for it (target < 10 %%)",
+        print(String(format: "median: all %.2f s, %lld resources, %.2f MB (glyphs %d ranges, %.2f MB); region %.2f s, %lld resources (%.0f %%), %.2f MB (%.0f %%), glyphs %d ranges (%lld skipped), %.2f MB",
                      median(all.map(\.seconds)), a.resources, Double(a.bytes) / 1e6, a.glyphRanges, Double(a.glyphBytes) / 1e6,
                      median(lean.map(\.seconds)), r.resources, Double(r.resources) / Double(a.resources) * 100,
                      Double(r.bytes) / 1e6, Double(r.bytes) / Double(a.bytes) * 100, r.glyphRanges, r.skipped ?? 0,
-                     Double(r.glyphBytes) / 1e6, median(lean.compactMap(\.scanSeconds)),
-                     median(lean.compactMap(\.scanSeconds)) / median(lean.map(\.seconds)) * 100,
-                     median(lean.compactMap { ($0.scanCPU ?? 0) / max($0.packdCPU ?? 1, 1e-9) }) * 100))
+                     Double(r.glyphBytes) / 1e6))
+        if let baseline = results["region-baseline"] {
+            print(String(format: "median: the region pack by the baseline packd %.2f s, by this packd %.2f s (%.3fx)",
+                         median(baseline.map(\.seconds)), median(lean.map(\.seconds)),
+                         median(lean.map(\.seconds)) / median(baseline.map(\.seconds))))
+        }
+        let replays = lean.compactMap { round in round.choice.map { (seconds: round.seconds, cpu: round.packdCPU, choice: $0) } }
+        print(String(format: "median: the choice on the region pack's critical path: before %.3f s = %.1f %% of its download (CPU %.1f %% of packd's), now %.3f s = %.1f %% (CPU %.1f %%), target < 10 %%; the GeoJSON gathered during the download %.3f s",
+                     median(replays.map(\.choice.before)), median(replays.map { $0.choice.before / $0.seconds }) * 100,
+                     median(replays.map { $0.choice.beforeCPU / max($0.cpu, 1e-9) }) * 100,
+                     median(replays.map(\.choice.now)), median(replays.map { $0.choice.now / $0.seconds }) * 100,
+                     median(replays.map { $0.choice.nowCPU / max($0.cpu, 1e-9) }) * 100,
+                     median(replays.map(\.choice.gathering))))
     }
 
     /// Glyph ranges the pack holds and their stored bytes.
@@ -154,9 +187,10 @@ struct GlyphsBenchmark: ParsableCommand {
         return (ranges, bytes)
     }
 
-    /// The reads packd runs to choose the region pack's glyph ranges, timed on its stored file.
-    static func scan(_ path: String, packID: Int64, region: [String: Any], root: URL, base: String,
-                     style: String) throws -> (seconds: Double, cpu: Double, tiles: Int) {
+    /// The reads packd runs to choose the region pack's glyph ranges, timed on its stored file,
+    /// both ways (`ChoiceReplay`), in the order `beforeFirst` says (alternated across rounds).
+    static func replayChoice(_ path: String, packID: Int64, region: [String: Any], root: URL, base: String,
+                             style: String, beforeFirst: Bool) throws -> ChoiceReplay {
         var builder = PlanBuilder(region: try RegionDefinition(json: region))
         try builder.addStyle(try Data(contentsOf: root.appendingPathComponent(style)))
         for url in builder.missingTileJSONURLs {
@@ -164,24 +198,56 @@ struct GlyphsBenchmark: ParsableCommand {
         }
         guard let subset = builder.plan.glyphSubset else { throw ValidationError("the plan has no glyph subset") }
         let reader = try StoreReader(path: path)
-        let start = Date().timeIntervalSince1970
-        let cpuStart = Self.threadCPU()
-        let scanner = StoredTileLabels(subset: subset)
-        var glyphs = LabelGlyphs()
-        var after: Int64 = 0
-        var tiles = 0
-        while true {
-            let page = try GlyphChoice.readPage(reader, packID: packID, scanner: scanner, after: after, into: &glyphs)
-            tiles += page.tiles
-            guard let last = page.lastRowID else { break }
-            after = last
+        var replay = ChoiceReplay()
+        func timed(_ body: () throws -> Void) rethrows -> (wall: Double, cpu: Double) {
+            let (start, cpuStart) = (Date().timeIntervalSince1970, Self.threadCPU())
+            try body()
+            return (Date().timeIntervalSince1970 - start, Self.threadCPU() - cpuStart)
         }
-        let tilesRead = Date().timeIntervalSince1970
-        _ = try GlyphChoice.choose(reader, packID: packID, subset: subset, glyphs: glyphs)
-        let end = Date().timeIntervalSince1970
-        print(String(format: "  (choosing: %.3f s reading %d tiles, %.3f s the GeoJSON and the choice)", tilesRead - start, tiles,
-                     end - tilesRead))
-        return (end - start, Self.threadCPU() - cpuStart, tiles)
+        func readTiles() throws -> LabelGlyphs {
+            let scanner = StoredTileLabels(subset: subset)
+            var glyphs = LabelGlyphs()
+            var after: Int64 = 0
+            replay.tiles = 0
+            while true {
+                let page = try GlyphChoice.readPage(reader, packID: packID, scanner: scanner, after: after, into: &glyphs)
+                replay.tiles += page.tiles
+                guard let last = page.lastRowID else { return glyphs }
+                after = last
+            }
+        }
+        // What packd gathers while the tiles download: each GeoJSON body as fetched (here, as stored).
+        var gathered: [String: LabelGlyphs] = [:]
+        replay.gathering = try timed {
+            for source in subset.geoJSONSources {
+                switch source.data {
+                case .inline(let document): gathered[source.id] = subset.glyphs(ofGeoJSON: document, source: source)
+                case .url(let url):
+                    let body = try reader.resource(.resource(url: url, kind: .source), linkedTo: packID)?.body?.decoded()
+                    gathered[source.id] = body.map { GlyphChoice.geoJSONGlyphs($0, source: source, subset: subset) }
+                }
+            }
+        }.wall
+        func before() throws {
+            (replay.before, replay.beforeCPU) = try timed {
+                _ = try GlyphChoice.choose(reader, packID: packID, subset: subset, glyphs: try readTiles())
+            }
+        }
+        func now() throws {
+            let tiles = try timed { _ = try readTiles() }
+            replay.tileSeconds = tiles.wall
+            (replay.now, replay.nowCPU) = try timed {
+                _ = try GlyphChoice.choose(reader, packID: packID, subset: subset, glyphs: try readTiles(), gathered: gathered)
+            }
+        }
+        if beforeFirst {
+            try before()
+            try now()
+        } else {
+            try now()
+            try before()
+        }
+        return replay
     }
 
     /// CPU seconds of the calling thread.

@@ -13,17 +13,18 @@ struct PackdServeProcess {
     /// Starts `packd serve` with `arguments` after the listen/port-file/database ones and returns
     /// once it has written its port.
     static func start(in directory: URL, database: URL, logName: String = "packd.log",
-                      arguments: [String]) throws -> PackdServeProcess {
-        try start(in: directory, databaseArgument: database.path, logName: logName, arguments: arguments)
+                      arguments: [String], executable: URL? = nil) throws -> PackdServeProcess {
+        try start(in: directory, databaseArgument: database.path, logName: logName, arguments: arguments, executable: executable)
     }
 
-    /// The same with `--database` as given: a file path, or a `postgresql://` URL (cluster mode).
+    /// The same with `--database` as given: a file path, or a `postgresql://` URL (cluster mode);
+    /// `executable` instead of the packd next to packd-bench (an earlier build, for a before/after).
     static func start(in directory: URL, databaseArgument database: String, logName: String = "packd.log",
-                      arguments: [String]) throws -> PackdServeProcess {
+                      arguments: [String], executable: URL? = nil) throws -> PackdServeProcess {
         let portFile = directory.appendingPathComponent("\(logName).port").path
         try? FileManager.default.removeItem(atPath: portFile)
         let process = Process()
-        ClientCPUs.launch(process, binDirectory.appendingPathComponent("packd"),
+        ClientCPUs.launch(process, executable ?? binDirectory.appendingPathComponent("packd"),
                           ["serve", "--listen", "127.0.0.1:0", "--port-file", portFile, "--database", database] + arguments)
         let log = directory.appendingPathComponent(logName)
         _ = FileManager.default.createFile(atPath: log.path, contents: nil)

@@ -112,6 +112,9 @@ import Testing
         #expect(upstream.glyphRequests.count == requestsBefore, "every needed range was linked, none fetched")
         harness.close()
         let reader = try StoreReader(path: database.path)
+        // Its GeoJSON was linked, not fetched: read from the store at the choice, its labels count.
+        #expect(upstream.requests.filter { $0.target == "/pois.geojson" }.count == 1)
+        #expect(Self.ranges(try reader.storedResourceURLs(packID: region)) == Self.expected)
         let skipped = try #require(try reader.pack(region)?.skippedGlyphRanges)
         #expect(skipped.rangesWithKnownBytes == skipped.ranges)
         let body = LabelWorld.testGlyphs(stack: "x", range: "0-255").count

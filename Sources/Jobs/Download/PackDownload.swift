@@ -91,6 +91,7 @@ public final class PackDownload: GlyphChoosingJob {
     private var glyphSubset: GlyphSubset?
     /// Choosing them: the tiles are committed and being read.
     var glyphSelection: GlyphSelection?
+    private var geoJSONLabels: GeoJSONLabelScan?
     private var choosingGlyphs = false
     /// Everything resolved; waiting for the writer to commit before reporting.
     private var finishing = false
@@ -176,6 +177,7 @@ public final class PackDownload: GlyphChoosingJob {
         documentPhase = nil
         glyphSelection?.stop()
         glyphSelection = nil
+        geoJSONLabels?.stop()
         resolver.stop()
         lookup?.stop()
         archiveFetch?.stop()
@@ -194,6 +196,7 @@ public final class PackDownload: GlyphChoosingJob {
         let plan: ResourcePlan
         if case .pack = scope { plan = documentsPlan } else { plan = documentsPlan.withEveryGlyphRange }
         glyphSubset = plan.glyphSubset
+        geoJSONLabels = plan.glyphSubset.map { GeoJSONLabelScan(subset: $0, loop: loop) }
         let counts = ExpectedCounts(resources: Int64(clamping: plan.expectedResources), tiles: Int64(clamping: plan.expectedTiles),
                                     precise: plan.isPrecise)
         expected = counts
@@ -299,7 +302,7 @@ public final class PackDownload: GlyphChoosingJob {
     private func chooseGlyphs(_ subset: GlyphSubset) {
         downloading = false
         choosingGlyphs = true
-        chooseGlyphs(subset, packID: packID, store: store, loop: loop)
+        chooseGlyphs(subset, packID: packID, store: store, loop: loop, geoJSON: geoJSONLabels)
     }
 
     func glyphsChosen(_ outcome: GlyphSelection.Outcome) {
@@ -355,9 +358,11 @@ public final class PackDownload: GlyphChoosingJob {
     }
 
     func store(_ resource: PlannedResource, _ response: FetchResponse, cache: HTTPCacheHeaders? = nil, inStartArea: Bool = false) {
+        let geoJSONBody = geoJSONLabels?.awaits(resource.url) == true ? response.body : nil
         writes.store(resource, response, cache: cache) { [weak self] encoded in
             guard let self, !ended else { return }
             if inStartArea { startAreaWatch?.tileResolved(stored: encoded) }
+            if encoded, let geoJSONBody { geoJSONLabels?.bodyStored(url: resource.url, body: geoJSONBody) }
             if encoded {
                 listener?.resourceDownloaded()
                 resolved()

@@ -22,13 +22,16 @@ public final class GlyphSelection {
     private let packID: Int64
     private let subset: GlyphSubset
     private let store: any PackStore
+    /// The GeoJSON sources gathered while the tiles downloaded (nil: all read from the store).
+    private let geoJSON: GeoJSONLabelScan?
     private var stopped = false
 
-    init(loop: EventLoop, packID: Int64, subset: GlyphSubset, store: any PackStore) {
+    init(loop: EventLoop, packID: Int64, subset: GlyphSubset, store: any PackStore, geoJSON: GeoJSONLabelScan?) {
         self.loop = loop
         self.packID = packID
         self.subset = subset
         self.store = store
+        self.geoJSON = geoJSON
     }
 
     func stop() {
@@ -81,11 +84,20 @@ public final class GlyphSelection {
         }
     }
 
-    /// The GeoJSON sources, then the choice and the known sizes of what it leaves out.
+    /// The GeoJSON sources (once those gathered during the download are), then the choice and the
+    /// known sizes of what it leaves out.
     private func finish(glyphs: LabelGlyphs, tiles: Int, unreadable: Int, then: @escaping (Result<Outcome, any Error>) -> Void) {
+        guard let geoJSON else { return finish(glyphs: glyphs, gathered: [:], tiles: tiles, unreadable: unreadable, then: then) }
+        geoJSON.whenIdle { [weak self] gathered in
+            self?.finish(glyphs: glyphs, gathered: gathered, tiles: tiles, unreadable: unreadable, then: then)
+        }
+    }
+
+    private func finish(glyphs: LabelGlyphs, gathered: [String: LabelGlyphs], tiles: Int, unreadable: Int,
+                        then: @escaping (Result<Outcome, any Error>) -> Void) {
         let (packID, subset) = (packID, subset)
         store.read({ reader -> Outcome in
-            var outcome = try GlyphChoice.choose(reader, packID: packID, subset: subset, glyphs: glyphs)
+            var outcome = try GlyphChoice.choose(reader, packID: packID, subset: subset, glyphs: glyphs, gathered: gathered)
             outcome.tiles = tiles
             outcome.unreadableTiles = unreadable
             return outcome
@@ -119,22 +131,24 @@ public enum GlyphChoice {
         return Page(lastRowID: page.last?.rowID, tiles: page.count, unreadableTiles: unreadable)
     }
 
-    /// Adds the GeoJSON sources to `glyphs` and chooses: the needed ranges and what is left out
-    /// (with the stored sizes of skipped ranges held elsewhere).
-    public static func choose(_ reader: any ResourceIndex, packID: Int64, subset: GlyphSubset,
-                              glyphs: LabelGlyphs) throws -> GlyphSelection.Outcome {
+    /// Adds the GeoJSON sources to `glyphs` — those in `gathered` (by source id) as gathered while
+    /// the tiles downloaded, the others read from the store — and chooses: the needed ranges and
+    /// what is left out (with the stored sizes of skipped ranges held elsewhere).
+    public static func choose(_ reader: any ResourceIndex, packID: Int64, subset: GlyphSubset, glyphs: LabelGlyphs,
+                              gathered: [String: LabelGlyphs] = [:]) throws -> GlyphSelection.Outcome {
         var glyphs = glyphs
         for source in subset.geoJSONSources {
-            let document: JSONValue?
+            if let labels = gathered[source.id] {
+                glyphs.formUnion(labels)
+                continue
+            }
             switch source.data {
-            case .inline(let value):
-                document = value
+            case .inline(let document):
+                glyphs.formUnion(subset.glyphs(ofGeoJSON: document, source: source))
             case .url(let url):
                 let stored = try reader.resource(.resource(url: url, kind: .source), linkedTo: packID)
-                document = (try? stored?.body?.decoded()).flatMap { try? ZlibCodec.gunzippedIfGzip($0, limit: ZlibCodec.defaultInflateLimit) }
-                    .flatMap(GlyphSubset.geoJSONDocument)
+                if let body = try? stored?.body?.decoded() { glyphs.formUnion(geoJSONGlyphs(body, source: source, subset: subset)) }
             }
-            if let document { glyphs.formUnion(subset.glyphs(ofGeoJSON: document, source: source)) }
         }
         let (needed, skipped) = subset.resources(for: glyphs.needs)
         let sizes = try reader.storedSizes(urls: skipped.map(\.url))
@@ -147,6 +161,16 @@ public enum GlyphChoice {
     }
 }
 
+extension GlyphChoice {
+    /// What the labels of a GeoJSON source need, from its body (gzip or not) as fetched or
+    /// stored; nothing when it is not a GeoJSON document MapLibre could read.
+    public static func geoJSONGlyphs(_ body: [UInt8], source: GeoJSONLabelSource, subset: GlyphSubset) -> LabelGlyphs {
+        guard let plain = try? ZlibCodec.gunzippedIfGzip(body, limit: ZlibCodec.defaultInflateLimit),
+              let document = GlyphSubset.geoJSONDocument(plain) else { return LabelGlyphs() }
+        return subset.glyphs(ofGeoJSON: document, source: source)
+    }
+}
+
 /// A job that chooses glyph ranges once its tiles are committed: a download, a revalidation.
 protocol GlyphChoosingJob: AnyObject {
     var ended: Bool { get }
@@ -156,9 +180,11 @@ protocol GlyphChoosingJob: AnyObject {
 }
 
 extension GlyphChoosingJob {
-    /// Starts choosing; the job hears the choice, or ends failed.
-    func chooseGlyphs(_ subset: GlyphSubset, packID: Int64, store: any PackStore, loop: EventLoop) {
-        let selection = GlyphSelection(loop: loop, packID: packID, subset: subset, store: store)
+    /// Starts choosing (with the GeoJSON sources `geoJSON` gathered); the job hears the choice,
+    /// or ends failed.
+    func chooseGlyphs(_ subset: GlyphSubset, packID: Int64, store: any PackStore, loop: EventLoop,
+                      geoJSON: GeoJSONLabelScan? = nil) {
+        let selection = GlyphSelection(loop: loop, packID: packID, subset: subset, store: store, geoJSON: geoJSON)
         glyphSelection = selection
         selection.runOnceCommitted { [weak self] result in
             guard let self, !ended else { return }
