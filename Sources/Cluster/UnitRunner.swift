@@ -71,7 +71,11 @@ final class UnitRunner {
         }.sorted { $0.id < $1.id }.map { pack in
             (pack.id, settings.unitsPerPack - pack.units.count,
              WorkUnitLeases.ClaimCut(pyramids: pack.plan?.pyramids ?? [], fixedResources: pack.plan?.fixed.count ?? 0,
-                                     sizing: sizing, slots: slots))
+                                     sizing: sizing, slots: slots),
+             // A start area: its nearest units first (a revalidation's one unit has no order).
+             pack.revalidating ? nil : pack.record?.startArea.map {
+                 StartAreaClaimOrder(longitude: $0.longitude, latitude: $0.latitude, radiusMetres: $0.radiusM)
+             })
         }
         guard !wanted.isEmpty else { return }
         claiming = true
@@ -79,8 +83,8 @@ final class UnitRunner {
         let (leases, held) = (leases, held)
         coordination.submit({ connection -> [WorkUnitLeases.Claimed] in
             var claimed: [WorkUnitLeases.Claimed] = []
-            for (pack, count, cut) in wanted {
-                let units = try leases.claim(pack: pack, limit: count, cut: cut, on: connection)
+            for (pack, count, cut, near) in wanted {
+                let units = try leases.claim(pack: pack, limit: count, cut: cut, near: near, on: connection)
                 // Held from the claim on: a heartbeat running before the loop hears of it renews it.
                 for unit in units { held.insert(WorkUnitLeases.Key(pack: unit.pack, ordinal: unit.unit.ordinal)) }
                 claimed += units
@@ -186,10 +190,18 @@ final class UnitRunner {
         switch event {
         case .finished:
             let (node, now) = (leases.node, clock.now)
-            store.writeCluster({ connection in try connection.completeUnit(key, node: node, now: now) }) { [weak self] result in
+            // A start area not yet whole: whether this unit was the last one near it.
+            let record = packs.packs[key.pack]?.record
+            let startArea = record?.startAreaReadyAt == nil ? record?.startArea : nil
+            let near = startArea.map { StartAreaClaimOrder(longitude: $0.longitude, latitude: $0.latitude, radiusMetres: $0.radiusM) }
+            store.writeCluster({ connection in
+                let outcome = try connection.completeUnit(key, node: node, now: now)
+                return (outcome, try near.map { try connection.recordStartAreaReadyIfNearUnitsDone(key.pack, near: $0, now: now) } ?? false)
+            }) { [weak self] result in
                 guard let self else { return }
                 forget(key)
-                switch result {
+                if case .success((_, true)) = result, let startArea { listener?.startAreaReady(key.pack, startArea, at: now) }
+                switch result.map(\.0) {
                 case .failure(let error):
                     // The unit stays leased: the next heartbeat gives it back, another claim redoes
                     // it (skipping what is stored).

@@ -7,7 +7,7 @@ public enum WebMercator {
     /// The latitude where the projected map is square; positions beyond it are clamped.
     public static let maxLatitude = 85.051128779806604
     public static let maxZoom = 30
-    static let earthCircumference = 2 * Double.pi * 6_378_137
+    public static let earthCircumference = 2 * Double.pi * 6_378_137
 
     /// The unit-square position (x east, y south) of a longitude/latitude, latitude clamped.
     public static func project(_ position: LngLat) -> (x: Double, y: Double) {

@@ -33,6 +33,22 @@ extension PostgresStoreConnection {
         }
     }
 
+    /// Records that `pack`'s start area is whole (once, as `recordStartAreaReady`) when none of
+    /// its units of tiles within `near`'s radius is left undone — whole zooms count as at the
+    /// centre; each unit ended only once what it wrote was committed. False: units near remain,
+    /// the pack is not cut, or it was recorded before. Cluster mode's readiness is per unit, a
+    /// sufficient condition (a unit reaching just inside the radius holds tiles beyond it too).
+    public func recordStartAreaReadyIfNearUnitsDone(_ pack: Int64, near: StartAreaClaimOrder, now: Int64) throws -> Bool {
+        try query("""
+            UPDATE packd_packs SET start_area_ready_at = $2, updated_at = $2
+            WHERE region_id = $1 AND start_area_ready_at IS NULL AND work_unit_tiles IS NOT NULL
+              AND NOT EXISTS (SELECT 1 FROM packd_work_units WHERE pack_id = $1 AND kind <> 0 AND state <> $3
+                                AND \(WorkUnitLeases.distance(x: "$4", y: "$5", metresPerUnit: "$6")) <= $7)
+            RETURNING region_id
+            """, [.int8(pack), .int8(now), .text(WorkUnitState.done.rawValue), .float8(near.centerX), .float8(near.centerY),
+                  .float8(near.metresPerUnit), .float8(near.radiusMetres)]).first != nil
+    }
+
     func forgetWorkUnits(_ packID: Int64) throws {
         try query("DELETE FROM packd_work_units WHERE pack_id = $1", [.int8(packID)])
         try query("UPDATE packd_packs SET work_unit_tiles = NULL WHERE region_id = $1", [.int8(packID)])

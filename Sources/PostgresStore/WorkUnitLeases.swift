@@ -98,30 +98,34 @@ public struct WorkUnitLeases: Sendable {
     }
 
     /// Claims up to `limit` units of `pack` that are pending or whose lease expired, lowest
-    /// ordinal first, for `timing.lease` seconds, one transaction each. With `cut`, a unit larger
+    /// ordinal first — with `near` (the pack's start area), nearest its centre first
+    /// (`StartAreaClaimOrder`) — for `timing.lease` seconds, one transaction each. With `cut`, a unit larger
     /// than the claim's part (`ClaimSizing.part` of the pack's unclaimed tiles) is split: the
     /// head is leased under a new ordinal, the rest stays claimable in the unit's place (what
     /// does not fit in one unit, under more new ordinals; new ordinals come from a sequence).
     /// Rows another claimer has locked are skipped, never waited for: a claimer waits for no
     /// other node, not even one frozen in the middle of its own claim.
-    public func claim(pack: Int64, limit: Int, cut: ClaimCut? = nil, on connection: PostgresConnection) throws -> [Claimed] {
+    public func claim(pack: Int64, limit: Int, cut: ClaimCut? = nil, near: StartAreaClaimOrder? = nil,
+                      on connection: PostgresConnection) throws -> [Claimed] {
         var claimed: [Claimed] = []
         while claimed.count < limit,
-              let unit = try connection.transaction(.readCommitted, { try claimOne(pack: pack, cut: cut, on: connection) }) {
+              let unit = try connection.transaction(.readCommitted, { try claimOne(pack: pack, cut: cut, near: near, on: connection) }) {
             claimed.append(unit)
         }
         return claimed
     }
 
-    private func claimOne(pack: Int64, cut: ClaimCut?, on connection: PostgresConnection) throws -> Claimed? {
+    private func claimOne(pack: Int64, cut: ClaimCut?, near: StartAreaClaimOrder?, on connection: PostgresConnection) throws -> Claimed? {
         let claimable = """
             pack_id = $1 AND state <> '\(WorkUnitState.done.rawValue)'
               AND (state = '\(WorkUnitState.pending.rawValue)' OR lease_expires_at < now())
             """
         guard let row = try connection.query("""
             SELECT \(Self.unitColumns), u.claims, u.stored_tiles FROM packd_work_units u
-            WHERE \(claimable) ORDER BY ordinal LIMIT 1 FOR UPDATE SKIP LOCKED
-            """, [.int8(pack)]).first else { return nil }
+            WHERE \(claimable) ORDER BY \(near == nil ? "" : Self.distance(x: "$2", y: "$3", metresPerUnit: "$4") + ", ")ordinal
+            LIMIT 1 FOR UPDATE SKIP LOCKED
+            """, [.int8(pack)] + (near.map { [.float8($0.centerX), .float8($0.centerY), .float8($0.metresPerUnit)] } ?? [])).first
+        else { return nil }
         let unit = try Self.unit(row)
         let claims = Int(try row.int64(11)) + 1
         let lease: [PostgresValue] = [.int8(node), .float8(timing.lease)]
@@ -224,6 +228,18 @@ public struct WorkUnitLeases: Sendable {
             WHERE lease_owner = $1 AND state = '\(WorkUnitState.leased.rawValue)'
               AND ($2::int8[] IS NULL OR pack_id = ANY($2))
             """, [.int8(node), packs.map { .int8Array($0) } ?? .null]).affectedRows
+    }
+
+    /// `StartAreaClaimOrder.distance` of a unit row in SQL, the centre and scale as parameters:
+    /// -1 for the fixed resources, 0 for whole zooms, else metres from the centre to the window.
+    static func distance(x: String, y: String, metresPerUnit: String) -> String {
+        let scale = "power(2::float8, zoom_min::float8)"
+        return """
+            (CASE WHEN kind = 0 THEN -1::float8 WHEN kind = 1 THEN 0::float8 ELSE sqrt(
+               power(greatest(column_min::float8 / \(scale) - \(x), 0::float8, \(x) - (column_max + 1)::float8 / \(scale)), 2)
+             + power(greatest(row_min::float8 / \(scale) - \(y), 0::float8, \(y) - (row_max + 1)::float8 / \(scale)), 2)
+             ) * \(metresPerUnit) END)
+            """
     }
 
     // MARK: Columns

@@ -16,7 +16,9 @@ import Testing
     /// Every node stores some of the pack; it completes with exact counts, every body as the
     /// upstream served it, every node's export the same file; a stream on node B carries every
     /// event any node committed, in the log's order, the state changes within a second; a
-    /// stream resumed on node C with `Last-Event-ID` replays exactly what was missed.
+    /// stream resumed on node C with `Last-Event-ID` replays exactly what was missed. Its start
+    /// area, near the region's south edge (the last units by ordinal), is claimed first: ready
+    /// once, long before the pack is done.
     @Test func threeNodesShareOnePack() throws {
         let upstream = try TileServerUpstream()
         let cluster = try ClusterProcesses(count: 3, arguments: ["--cluster-unit-tiles", "1000"])
@@ -25,7 +27,8 @@ import Testing
         let everything = EventRecorder(try b.events("/v1/events")) { event in (event.id ?? 0) >= lastToRead.value }
         let resumed = try b.events("/v1/events")
         let started = ContinuousClock.now
-        let id = try cluster.createPack(on: a, region: Self.region(upstream))
+        let id = try cluster.createPack(on: a, region: Self.region(upstream),
+                                        extra: ["start_area": ["center": [48.75, 3.0], "radius_m": 100_000]])
         // The first progress event B's second stream sees; that stream then drops.
         var lastSeen: Int64?
         while let event = try resumed.nextEvent() {
@@ -110,6 +113,14 @@ import Testing
         }, "progress events carry the pack's state, whichever node published them")
         #expect(received.map(\.event) == logged, "B got \(received.count) events, the log holds \(logged.count)")
         #expect(logged.filter { $0.type == "progress" }.count > 10)
+        // The start area: ready once, its units done while most of the pack was still to come.
+        #expect(logged.filter { $0.type == "start_area_ready" }.count == 1, "\(logged.map(\.type))")
+        if let ready = logged.firstIndex(where: { $0.type == "start_area_ready" }) {
+            let before = logged[..<ready].filter { $0.type == "progress" }.compactMap { progressCount($0.data) }.max() ?? 0
+            #expect(before < expected * 3 / 4, "start_area_ready after \(before) of \(expected) tiles")
+            print("cluster start_area_ready after \(before) of \(expected) tiles")
+        }
+        #expect(pack["start_area_ready_at"] is String, "\(pack["start_area_ready_at"] ?? "none")")
         if let seen = completeSeenOnA, let arrival = received.last(where: { $0.event.data.contains(#""state":"complete""#) })?.at {
             #expect(arrival - seen < .seconds(1), "complete reached B \(arrival - seen) after A showed it")
         }

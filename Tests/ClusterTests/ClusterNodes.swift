@@ -51,8 +51,10 @@ final class ClusterProcesses: @unchecked Sendable {
     }
 
     /// Creates a started pack of `region` on `node`; its id.
-    func createPack(on node: PackdServer, region: [String: Any], name: String = "shared") throws -> Int64 {
-        let reply = try node.send("POST", "/v1/packs", json: ["region": region, "name": name, "start": true])
+    func createPack(on node: PackdServer, region: [String: Any], name: String = "shared",
+                    extra: [String: Any] = [:]) throws -> Int64 {
+        let reply = try node.send("POST", "/v1/packs", json: ["region": region, "name": name, "start": true]
+                                      .merging(extra) { $1 })
         guard reply.status == 201, let id = reply.json["id"] as? Int else {
             throw ClientFailure(description: "creating the pack answered \(reply.status): \(reply.body)")
         }

@@ -71,6 +71,84 @@ import WorkSharing
         #expect(try setup.scalarInt("SELECT count(*) FROM packd_work_units WHERE state = 'done' AND claims = 1") == Int64(total))
     }
 
+    /// With a start area the fixed resources are claimed first, then the units nearest its centre
+    /// (the distance `StartAreaClaimOrder` measures, computed by the claim's SQL): distances never
+    /// decrease, every unit within the radius comes before any unit farther than twice it, and
+    /// the order is not the ordinals'. Every unit is claimed once.
+    @Test func unitsNearestTheStartAreaAreClaimedFirst() throws {
+        let connection = try database.connect()
+        let (pack, cut) = try database.insertCutPack(zooms: [3, 5, 6, 7, 8], unitTiles: 10, on: connection)
+        // Inside the box (-30…40 E, -20…50 N), off its centre: the nearest units are not the first cut.
+        let near = StartAreaClaimOrder(longitude: 25, latitude: 35, radiusMetres: 300_000)
+        let leases = WorkUnitLeases(node: try database.registerNode("near", on: connection))
+        var claimed: [WorkUnit] = []
+        while let unit = try leases.claim(pack: pack, limit: 1, near: near, on: connection).first {
+            claimed.append(unit.unit)
+        }
+        #expect(claimed.count == Array(cut).count && Set(claimed.map(\.ordinal)).count == claimed.count)
+        #expect(claimed.first?.scope == .resources)
+        let distances = claimed.map { near.distance(to: $0.scope) }
+        #expect(zip(distances, distances.dropFirst()).allSatisfy { $0 <= $1 + 1e-6 }, "\(distances)")
+        let lastNear = try #require(distances.lastIndex { $0 <= near.radiusMetres })
+        let firstFar = try #require(distances.firstIndex { $0 > 2 * near.radiusMetres })
+        #expect(lastNear < firstFar)
+        #expect(distances.filter { $0 > 0 && $0 <= near.radiusMetres }.count >= 5, "windows within the radius: \(distances)")
+        #expect(claimed.map(\.ordinal) != claimed.map(\.ordinal).sorted())
+    }
+
+    /// Cluster mode's `start_area_ready`: recorded once, when the last unit within the radius is
+    /// done — not before (the check runs after every unit), not again — and, claimed nearest
+    /// first, long before the pack is done.
+    @Test func theStartAreaIsReadyOnceItsUnitsAreDone() throws {
+        let connection = try database.connect()
+        let (pack, _) = try database.insertCutPack(zooms: [3, 5, 6, 7, 8], unitTiles: 10, on: connection)
+        let near = StartAreaClaimOrder(longitude: 25, latitude: 35, radiusMetres: 300_000)
+        let node = try database.registerNode("ready", on: connection)
+        let leases = WorkUnitLeases(node: node)
+        let store = try PostgresStoreConnection(url: database.url, node: node, applicationName: "ready")
+        var done: [WorkUnit] = []
+        var readyAfter: [Int] = []
+        while let unit = try leases.claim(pack: pack, limit: 1, near: near, on: connection).first {
+            #expect(try leases.complete(.init(pack: pack, ordinal: unit.unit.ordinal), on: connection))
+            done.append(unit.unit)
+            if try store.recordStartAreaReadyIfNearUnitsDone(pack, near: near, now: 1_000 + Int64(done.count)) {
+                readyAfter.append(done.count)
+            }
+        }
+        let distances = done.map { near.distance(to: $0.scope) }
+        let lastNear = try #require(distances.lastIndex { $0 >= 0 && $0 <= near.radiusMetres })
+        #expect(readyAfter == [lastNear + 1], "recorded once, with the last unit within the radius")
+        #expect(try connection.scalarInt("SELECT start_area_ready_at FROM packd_packs WHERE region_id = $1", [.int8(pack)])
+            == 1_000 + Int64(lastNear + 1))
+        #expect(lastNear + 1 < done.count / 4, "ready after \(lastNear + 1) of \(done.count) units")
+    }
+
+    /// Cut at claim time, a start area's claims still take every tile once, and the first claim
+    /// of tiles beyond the low zooms holds tiles within the radius.
+    @Test func claimsNearTheStartAreaCutAtClaimTimeTakeEveryTileOnce() throws {
+        let setup = try database.connect()
+        let pyramid = try WorkUnitCutFixtures.box(zooms: [3, 5, 6, 7, 8])
+        let pack = try database.insertPack(on: setup)
+        let cut = WorkUnitCut(pyramids: [pyramid], unitTiles: 512)
+        try WorkUnitLeases.store(cut, pack: pack, on: setup)
+        let near = StartAreaClaimOrder(longitude: 25, latitude: 35, radiusMetres: 300_000)
+        let leases = WorkUnitLeases(node: try database.registerNode("near-cut", on: setup))
+        var claimed: [WorkUnit] = []
+        while let unit = try leases.claim(pack: pack, limit: 1, cut: .init(pyramids: [pyramid], sizing: ClaimSizing(floor: 16, ceiling: 512),
+                                                                           slots: 8), near: near, on: setup).first {
+            claimed.append(unit.unit)
+        }
+        var union: Set<TileID> = []
+        for unit in claimed {
+            let own = Set(pyramid.zooms.flatMap { pyramid.cover(zoom: $0).filter { unit.scope.contains(pyramid: 0, tile: $0) } })
+            #expect(own.count == unit.tiles && union.isDisjoint(with: own), "\(unit)")
+            union.formUnion(own)
+        }
+        #expect(union.count == cut.totalTiles)
+        let firstWindow = try #require(claimed.first { if case .window = $0.scope { true } else { false } })
+        #expect(near.distance(to: firstWindow.scope) <= near.radiusMetres, "\(firstWindow)")
+    }
+
     /// Four nodes claim two units at a time with cuts at claim time until nothing is left: every
     /// tile of the pack is claimed exactly once, under unique keys; the first claims are the
     /// pack over the slots, the last ones small; every unit ends done.
