@@ -113,11 +113,13 @@ import Testing
         }, "progress events carry the pack's state, whichever node published them")
         #expect(received.map(\.event) == logged, "B got \(received.count) events, the log holds \(logged.count)")
         #expect(logged.filter { $0.type == "progress" }.count > 10)
-        // The start area: ready once, its units done while most of the pack was still to come.
+        // The start area: ready once, before the pack's last tenth (claimed by ordinal, its
+        // units near the south edge would be among the last: ready after 99 %; nearest first,
+        // 20-58 % in runs under load, with six claim slots racing).
         #expect(logged.filter { $0.type == "start_area_ready" }.count == 1, "\(logged.map(\.type))")
         if let ready = logged.firstIndex(where: { $0.type == "start_area_ready" }) {
             let before = logged[..<ready].filter { $0.type == "progress" }.compactMap { progressCount($0.data) }.max() ?? 0
-            #expect(before < expected * 3 / 4, "start_area_ready after \(before) of \(expected) tiles")
+            #expect(before < expected * 9 / 10, "start_area_ready after \(before) of \(expected) tiles")
             print("cluster start_area_ready after \(before) of \(expected) tiles")
         }
         #expect(pack["start_area_ready_at"] is String, "\(pack["start_area_ready_at"] ?? "none")")
