@@ -37,7 +37,7 @@ for sanitizer in $SANITIZERS; do
         $SWIFT test --skip-build --sanitize="$sanitizer" --scratch-path "$scratch" 2>&1 | tee "$reports/$sanitizer/test.log"
     tests=${PIPESTATUS[0]}
     done_at=$(date +%s)
-    count=$(cat "$reports/$sanitizer"/report.* 2>/dev/null | grep -cE "^(WARNING: ThreadSanitizer|==[0-9]+==ERROR: (AddressSanitizer|LeakSanitizer))")
+    count=$(cat "$reports/$sanitizer"/report.* 2>/dev/null | grep -cE "^(WARNING: ThreadSanitizer|==[0-9]+==ERROR: (AddressSanitizer|LeakSanitizer|ThreadSanitizer))")
     line="$sanitizer: build $((built - start)) s, tests $((done_at - built)) s, test exit $tests, $count reports"
     echo "== $line"
     summary="$summary$line"$'\n'
