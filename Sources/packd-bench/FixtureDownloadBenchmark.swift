@@ -23,29 +23,9 @@ struct FixtureDownloadBenchmark: ParsableCommand {
     @Option(help: "Rounds of each; the best of each is reported.") var rounds = 3
 
     func run() throws {
-        let source = URL(fileURLWithPath: fixtures).appendingPathComponent("ne")
-        guard FileManager.default.fileExists(atPath: source.appendingPathComponent("style.json").path) else {
-            throw ValidationError("no fixture at \(source.path) (pass --fixtures)")
-        }
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("packd-bench-fixture-\(getpid())")
-        let root = directory.appendingPathComponent("www")
-        try? FileManager.default.removeItem(at: directory)
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: directory) }
-        try FileManager.default.copyItem(at: source, to: root)
-        // As serve-ne.sh: vector tiles are stored gzipped and served with Content-Encoding: gzip.
-        let nginx = try NginxBaseline.start(in: directory, root: root, workers: 1, accessLog: false, locations: """
-            types { application/json json geojson; image/png png; application/x-protobuf pbf; }
-            location /tiles/ { add_header Content-Encoding gzip; try_files $uri =404; }
-            location / { }
-            """)
-        defer { nginx.stop() }
-        let base = "http://127.0.0.1:\(nginx.port)"
-        for name in ["style.json", "tiles.json", "raster.json"] {
-            let file = root.appendingPathComponent(name)
-            let text = try String(contentsOf: file, encoding: .utf8).replacingOccurrences(of: "{{BASE}}", with: base)
-            try Data(text.utf8).write(to: file)
-        }
+        let fixture = try ServedNaturalEarth(fixtures: fixtures, name: "fixture")
+        defer { fixture.stop() }
+        let (directory, root, base) = (fixture.directory, fixture.root, fixture.base)
         // Both clients then read the upstream from the page cache.
         if let files = FileManager.default.enumerator(at: root, includingPropertiesForKeys: nil) {
             for case let file as URL in files { _ = try? Data(contentsOf: file) }

@@ -37,28 +37,9 @@ struct GlyphsBenchmark: ParsableCommand {
     }
 
     func run() throws {
-        let source = URL(fileURLWithPath: fixtures).appendingPathComponent("ne")
-        guard FileManager.default.fileExists(atPath: source.appendingPathComponent("style.json").path) else {
-            throw ValidationError("no fixture at \(source.path) (pass --fixtures)")
-        }
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("packd-bench-glyphs-\(getpid())")
-        let root = directory.appendingPathComponent("www")
-        try? FileManager.default.removeItem(at: directory)
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: directory) }
-        try FileManager.default.copyItem(at: source, to: root)
-        let nginx = try NginxBaseline.start(in: directory, root: root, workers: 1, accessLog: false, locations: """
-            types { application/json json geojson; image/png png; application/x-protobuf pbf; }
-            location /tiles/ { add_header Content-Encoding gzip; try_files $uri =404; }
-            location / { }
-            """)
-        defer { nginx.stop() }
-        let base = "http://127.0.0.1:\(nginx.port)"
-        for name in ["style.json", "tiles.json", "raster.json"] {
-            let file = root.appendingPathComponent(name)
-            let text = try String(contentsOf: file, encoding: .utf8).replacingOccurrences(of: "{{BASE}}", with: base)
-            try Data(text.utf8).write(to: file)
-        }
+        let fixture = try ServedNaturalEarth(fixtures: fixtures, name: "glyphs")
+        defer { fixture.stop() }
+        let (directory, root, base) = (fixture.directory, fixture.root, fixture.base)
         try Self.writeLabelledStyle(root: root, base: base)
         let europe = [-11.0, 35.0, 30.0, 60.0]
         let cases = [
