@@ -48,10 +48,9 @@ public final class StreamClient {
         var time = timeval(tv_sec: Int(timeout), tv_usec: 0)
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &time, socklen_t(MemoryLayout<timeval>.size))
         let status = connectToLoopback(fd, port: port)
-        guard status == 0 else {
-            Glibc.close(fd)
-            throw ClientFailure(description: "connect failed")
-        }
+        // No close here: the object is whole, so throwing runs `deinit`, which closes `fd`. A close
+        // here as well closed the number twice — by then perhaps another test's socket.
+        guard status == 0 else { throw ClientFailure(description: "connect failed") }
     }
 
     deinit { Glibc.close(fd) }

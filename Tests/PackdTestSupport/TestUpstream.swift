@@ -82,14 +82,21 @@ public final class TestUpstream: @unchecked Sendable {
     public var maxConcurrentRequests: Int { lock.withLock { maxInFlight } }
     public var connectionsAccepted: Int { lock.withLock { accepted } }
 
-    /// Closes every socket and joins every thread.
+    /// Closes every socket and joins every thread. Idempotent: a second call (a test's own, then
+    /// an owner's deinit) must not close the listener's number again — by then it may be another
+    /// test's socket in this process.
     public func stop() {
-        let open: Set<Int32> = lock.withLock {
-            stopping = true
-            return connections
+        let first: Bool = lock.withLock {
+            defer { stopping = true }
+            // Shut down under the lock: a connection's thread removes its descriptor under it
+            // before closing it, so none of these numbers has been closed and reused meanwhile.
+            if !stopping {
+                shutdown(listener, Int32(SHUT_RDWR))
+                for fd in connections { shutdown(fd, Int32(SHUT_RDWR)) }
+            }
+            return !stopping
         }
-        shutdown(listener, Int32(SHUT_RDWR))
-        for fd in open { shutdown(fd, Int32(SHUT_RDWR)) }
+        guard first else { return }
         _ = threads.wait(timeout: .now() + 30)
         Glibc.close(listener)
     }

@@ -28,11 +28,9 @@ final class RawClient: @unchecked Sendable {
         setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
         setTimeout(timeout)
         let status = connectToLoopback(fd, port: port)
-        guard status == 0 else {
-            let message = String(cString: strerror(errno))
-            Glibc.close(fd)
-            throw Failure(description: "connect: \(message)")
-        }
+        // No close here: the object is whole, so throwing runs `deinit`, which closes `fd` (twice
+        // closed, the number may by then be another test's socket).
+        guard status == 0 else { throw Failure(description: "connect: \(String(cString: strerror(errno)))") }
     }
 
     deinit { Glibc.close(fd) }
