@@ -29,7 +29,10 @@ struct SharingRoutes {
                                      logger: logger)
         let artifactRoutes = ArtifactRoutes(context, cache: artifacts, scratchExports: ExportRoutes(context))
         artifactRoutes.register(in: &router, using: routes)
-        packs.events.removalObservers.append { [artifactRoutes] in artifactRoutes.packRemoved($0) }
+        // Weak, as the other observers: the router's handlers own the routes, and the publisher
+        // reaches them through `packs` — a strong capture here was a cycle (publisher → routes →
+        // packs → publisher) that kept the store, the loop and the event ring alive past shutdown.
+        packs.events.removalObservers.append { [weak artifactRoutes] in artifactRoutes?.packRemoved($0) }
         ImportRoutes(context).register(in: &router, using: routes)
     }
 }
