@@ -51,6 +51,16 @@ struct ServerProcess {
             loop.close()
             throw ExitCode(1)
         }
+        // From here a failure to start (no listening socket, an unwritable port file) closes what
+        // is open, as the shutdown after `run()` does: the writer commits and stops, the handles
+        // close, and the process exits with nothing left to hold the database or the loop.
+        var started = false
+        defer {
+            if !started {
+                store.close()
+                loop.close()
+            }
+        }
         var router = Router()
         OperationalRoutes(openAPI: OpenAPIDocument.load(configuredPath: configuration.openAPIPath, logger: logger))
             .register(in: &router)
@@ -115,13 +125,6 @@ struct ServerProcess {
             throw ExitCode(1)
         }
         listening.text = "\(bound)"
-        runner.start(listeningOn: listening.text)
-        refresher.start()
-        webhooks.start()
-        logger.notice("listening on \(bound)", metadata: ["database": "\(databaseName)"])
-        if let portFile = configuration.portFile {
-            try Data("\(bound.port)\n".utf8).write(to: URL(fileURLWithPath: portFile), options: .atomic)
-        }
 
         var watchers: [SignalWatcher] = []
         let stop: (Int32) -> Void = { signal in
@@ -142,7 +145,16 @@ struct ServerProcess {
         }
         watchers.append(try SignalWatcher(loop: loop, signal: SIGTERM, stop))
         watchers.append(try SignalWatcher(loop: loop, signal: SIGINT, stop))
+        if let portFile = configuration.portFile {
+            try Data("\(bound.port)\n".utf8).write(to: URL(fileURLWithPath: portFile), options: .atomic)
+        }
+        // Nothing below can fail: the parts that work on their own start last.
+        runner.start(listeningOn: listening.text)
+        refresher.start()
+        webhooks.start()
+        logger.notice("listening on \(bound)", metadata: ["database": "\(databaseName)"])
         Self.unblockShutdownSignals()
+        started = true
         loop.run()
         // Responses are finished; commit what the writer holds before the loop's handles close.
         store.close()
