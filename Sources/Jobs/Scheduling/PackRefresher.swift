@@ -74,12 +74,17 @@ public final class PackRefresher: RefreshScheduling {
 
     private func claim(_ due: [DueRefresh], now: Int64) {
         guard !due.isEmpty else { return finish(failed: nil) }
-        var random = SystemRandomNumberGenerator()
         // A stored interval that no longer parses (edited by hand) is put off a day, not retried hot.
-        let claims = due.map { refresh -> (DueRefresh, RefreshSchedule?, Int64) in
+        // A loop, not `map`: the generator is an empty struct, and an inout access to one captured
+        // by a closure crashes ThreadSanitizer's runtime (SEGV in `ExternalAccess`, `make sanitize`).
+        var random = SystemRandomNumberGenerator()
+        var scheduled: [(DueRefresh, RefreshSchedule?, Int64)] = []
+        scheduled.reserveCapacity(due.count)
+        for refresh in due {
             let schedule = try? RefreshSchedule(every: refresh.every)
-            return (refresh, schedule, schedule?.next(after: now, random: &random) ?? now + 86_400)
+            scheduled.append((refresh, schedule, schedule?.next(after: now, random: &random) ?? now + 86_400))
         }
+        let claims = scheduled
         let owned = LoopBound(self, loop: loop)
         store.write({ database -> [(Int64, TransitionOutcome?)] in
             try claims.map { refresh, schedule, next in
