@@ -6,7 +6,7 @@ import Testing
 /// it announces (and not when that change is refused or rolled back), claims with leases and
 /// per-endpoint caps, attempts and their effects — the same on every store.
 @Suite struct WebhookContractTests {
-    private static func endpoint(_ url: String, events: [String] = ["*"], packIDs: [Int64]? = nil) -> WebhookEndpointRecord {
+    static func endpoint(_ url: String, events: [String] = ["*"], packIDs: [Int64]? = nil) -> WebhookEndpointRecord {
         let now = WebhookStoreRules.nowMilliseconds()
         return WebhookEndpointRecord(url: url, description: "d", subscription: WebhookSubscription(events: events, packIDs: packIDs),
                                      secret: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", createdAt: now, updatedAt: now)

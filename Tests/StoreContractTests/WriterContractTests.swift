@@ -139,6 +139,19 @@ import Testing
         store.store.logEvent(StoredEvent(id: 1, packID: a, type: "progress", json: "{}", createdAt: 6)) { Issue.record("\($0)") }
         try store.flush()
         #expect(marks.moved() == [false, false, false])
+        // Nor does the webhook dispatcher's outbox work riding a batch (a ping queued, claimed,
+        // its attempt recorded): a dispatcher pass leaves every pack's cached document valid.
+        let endpoint = try store.write { try $0.createWebhookEndpoint(WebhookContractTests.endpoint("https://hook.example/")) }
+        _ = marks.moved()
+        let owner = "node-1", now = WebhookStoreRules.nowMilliseconds()
+        let claims = Heard()
+        store.store.inBatch({ _ = try $0.enqueueWebhookPing(endpointID: endpoint, data: "{}", now: now) }, then: nil)
+        store.store.inBatch({
+            try $0.claimWebhookDeliveries(owner: owner, now: now + 1, leaseUntil: now + 60_000, limit: 10, perEndpoint: 10).count
+        }, then: { claims.record("claimed", "\((try? $0.get()) ?? -1)") })
+        try store.flush()
+        #expect(claims.wait(for: 1) && claims.all.first?.1 == "1", "\(claims.all)")
+        #expect(marks.moved() == [false, false, false])
         // An operation that made no promise moves every pack.
         _ = try store.write { try $0.updatePack(a, name: "renamed", context: nil, now: 7) }
         #expect(marks.moved() == [true, true, true])
