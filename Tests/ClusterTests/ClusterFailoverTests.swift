@@ -57,7 +57,7 @@ import Testing
         let fenced = cluster.nodes.filter { String(decoding: $0.standardError, as: UTF8.self).contains("stops its units") }.count
         print("PostgreSQL restarted (down \(down)): \(duplicates) of \(expected) tiles requested twice; \(fenced) node(s) fenced; "
               + "\(underWay) tiles in units under way")
-        #expect(fenced > 0 || duplicates == 0, "no node stopped, so no tile is fetched twice")
+        #expect(fenced > 0 || duplicates == 0, "no node stopped, so no tile is fetched twice\n\(cluster.logs)")
         #expect(Int64(duplicates) <= underWay, "only tiles of units under way at the restart")
     }
 
