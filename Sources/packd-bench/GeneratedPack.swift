@@ -11,7 +11,9 @@ struct GeneratedPack {
     let tileBytes: Int
     let repeatedShare: Double
 
-    /// A packd database with one pack of vector tiles in a square block at zoom 14.
+    /// A packd database with one complete pack of vector tiles in a square block at zoom 14, at
+    /// version 1 (its progress row and first version written as the 3 → 4 migration writes them
+    /// for a pack complete before versions: every row it holds belongs to version 1).
     func write(at path: String) throws -> Int {
         try? FileManager.default.removeItem(atPath: path)
         let database = try SchemaMigrator.openWriter(path: path)
@@ -36,6 +38,18 @@ struct GeneratedPack {
                 try insertTile.execute([.integer(Int64(x)), .integer(Int64(y)), .blob(body)])
                 try link.execute([.integer(database.lastInsertedRowID)])
             }
+            let progress = try ProgressQueries.recount(1, in: database)
+            try database.execute("""
+                INSERT INTO packd_progress (pack_id, completed_resources, completed_bytes, completed_tiles, completed_tile_bytes)
+                VALUES (1, ?1, ?2, ?3, ?4)
+                """, [.integer(progress.completedResources), .integer(progress.completedBytes),
+                      .integer(progress.completedTiles), .integer(progress.completedTileBytes)])
+            try database.execute("""
+                INSERT INTO packd_versions (pack_id, version, created_at, change_boundary, resources, tiles, bytes,
+                                            changed_resources, changed_bytes, removed_resources, name, description)
+                SELECT 1, 1, 1700000000, value, ?1, ?2, ?3, ?1, ?3, 0, 'bench', NULL FROM packd_meta WHERE key = 'change_sequence'
+                """, [.integer(progress.completedResources), .integer(progress.completedTiles), .integer(progress.completedBytes)])
+            try database.execute("UPDATE packd_packs SET version = 1 WHERE region_id = 1")
         }
         return stored
     }
