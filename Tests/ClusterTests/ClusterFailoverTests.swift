@@ -99,7 +99,11 @@ import Testing
         let log = String(decoding: node.standardError, as: UTF8.self)
         print("frozen node \(frozen) (held \(held[frozen]?.units ?? 0) units, \(held[frozen]?.tiles ?? 0) tiles), thawed after the lease, "
               + "works again: \(workedAgain) (\(ContinuousClock.now - thawedAt)); \(duplicates) of \(expected) tiles requested twice")
-        #expect(log.contains("stops its units"), "thawed, it fenced itself first: \(log.suffix(2000))")
+        // A node that held no unit as it froze (it had just finished one, the next claim not yet
+        // committed) has nothing to stop; one that held units fences itself before it renews.
+        if (held[frozen]?.units ?? 0) > 0 {
+            #expect(log.contains("stops its units"), "thawed, it fenced itself first: \(log.suffix(2000))")
+        }
         #expect(Int64(duplicates) <= held[frozen]?.tiles ?? 0, "only tiles of the frozen node's units were fetched again")
     }
 }
