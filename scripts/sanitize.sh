@@ -6,6 +6,8 @@
 # Suppressions live in scripts/sanitizers/*.supp, one justified entry per line (none today).
 # SANITIZERS picks a subset ("thread", "address"); PACKD_TEST_TIME_SCALE stretches the tests'
 # deadlines (default 10: the suite runs 3-10x slower instrumented), never what they assert.
+# SANITIZE_REUSE_BUILD=1 keeps an existing scratch path and builds incrementally (a build from
+# clean takes 35 minutes a sanitizer on two cores); the default is the clean build.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 SWIFT=${SWIFT:-swift}
@@ -24,9 +26,14 @@ for sanitizer in $SANITIZERS; do
                 export LSAN_OPTIONS="suppressions=$PWD/scripts/sanitizers/leak.supp:print_suppressions=0" ;;
         *) echo "unknown sanitizer $sanitizer (thread, address)"; exit 2 ;;
     esac
-    rm -rf "$scratch" "$reports/$sanitizer"
+    if [ "${SANITIZE_REUSE_BUILD:-0}" = 1 ]; then
+        rm -rf "$reports/$sanitizer"
+        echo "== $sanitizer: incremental build in $scratch (SANITIZE_REUSE_BUILD=1)"
+    else
+        rm -rf "$scratch" "$reports/$sanitizer"
+        echo "== $sanitizer: clean build in $scratch"
+    fi
     mkdir -p "$reports/$sanitizer"
-    echo "== $sanitizer: clean build in $scratch"
     start=$(date +%s)
     if ! $SWIFT build --build-tests --sanitize="$sanitizer" --scratch-path "$scratch"; then
         echo "== $sanitizer: build failed"; exit 1
