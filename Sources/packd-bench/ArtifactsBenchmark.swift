@@ -37,7 +37,6 @@ struct ArtifactsBenchmark: ParsableCommand {
         defer { if self.directory == nil { try? FileManager.default.removeItem(at: directory) } }
         let databasePath = folder + "/pack.sqlite"
         let stored = try GeneratedPack(tiles: tiles, tileBytes: tileBytes, repeatedShare: repeatedShare).write(at: databasePath)
-        try ExportOverHTTP(databasePath: databasePath, directory: folder).preparePack()
         print("pack: \(tiles) tiles, \(stored / 1_000_000) MB of tile bodies stored, in \(folder)")
 
         let artifacts = folder + "/artifacts"

@@ -21,17 +21,7 @@ struct ExportOverHTTP {
     let databasePath: String
     let directory: String
 
-    /// Marks the generated region as a complete pack (the generator writes MapLibre rows only).
-    func preparePack() throws {
-        let database = try Database(path: databasePath, mode: .readWrite)
-        try database.execute("""
-            INSERT OR REPLACE INTO packd_packs (region_id, name, state, created_at, updated_at, completed_at)
-            VALUES (1, 'bench', 'complete', 1700000000, 1700000000, 1700000000)
-            """)
-    }
-
     func run(formats: [String]) throws -> [Result] {
-        try preparePack()
         let portFile = directory + "/packd.port"
         try? FileManager.default.removeItem(atPath: portFile)
         let process = Process()

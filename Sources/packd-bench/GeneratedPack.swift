@@ -19,7 +19,8 @@ struct GeneratedPack {
         let database = try SchemaMigrator.openWriter(path: path)
         try database.execute("INSERT INTO regions (definition, description) VALUES ('{\"bench\":true}', NULL)")
         try database.execute("""
-            INSERT INTO packd_packs (region_id, name, state, created_at, updated_at) VALUES (1, 'bench', ?1, 1700000000, 1700000000)
+            INSERT INTO packd_packs (region_id, name, state, created_at, updated_at, completed_at)
+            VALUES (1, 'bench', ?1, 1700000000, 1700000000, 1700000000)
             """, [.text(PackState.complete.rawValue)])
         let side = Int(Double(tiles).squareRoot().rounded(.up))
         let ocean = zlib(vectorTile(salt: -1))
