@@ -67,6 +67,8 @@ struct ServerProcess {
         if configuration.debugRoutes { DebugRoutes(loop: loop).register(in: &router) }
         let apiLogger = Logger(label: "packd.api")
         let fetcher = try Fetcher(loop: loop, configuration: configuration.downloads.fetch)
+        // Its curl multi handle is freed by `shutdown`, not by closing the loop's handles.
+        defer { if !started { fetcher.shutdown() } }
         // A tile from libcurl to an event stream, by the types it passes: the fetcher's transfer
         // is stored by the store's writer (`ResourceSink`), whose commits reach the scheduler
         // (`CommittedBatchListener`), which tells the publisher what they mean
