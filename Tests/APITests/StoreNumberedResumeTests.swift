@@ -22,9 +22,13 @@ import Testing
         private(set) var api: PackdAPI!
         private(set) var notifications: ClusterNotifications!
         private(set) var store: PostgresStore!
+        /// The notifications' activity listener (held weakly there): the node's own, so it is freed
+        /// with the node — a weak reference to an object alive at exit is a LeakSanitizer report.
+        private let activity = Unused()
 
         init(url: PostgresURL) throws {
             nonisolated(unsafe) var made: (PackdAPI, ClusterNotifications, PostgresStore)?
+            nonisolated(unsafe) let activity = activity
             fixture = try APIFixture { router, loop in
                 let logger = Logger(label: "node-c") { _ in SwiftLogNoOpLogHandler() }
                 let store = try! PostgresStore(url: url, loop: loop, nodeName: "c")
@@ -35,7 +39,7 @@ import Testing
                 let api = PackdAPI(store: store, loop: loop, events: events, scheduling: nil, routes: routes, logger: logger)
                 api.register(in: &router)
                 let notifications = ClusterNotifications(store: store, loop: loop, lastEventID: events.streams.lastEventID,
-                                                         events: events, activity: Unused.shared, pollInterval: 60_000)
+                                                         events: events, activity: activity, pollInterval: 60_000)
                 made = (api, notifications, store)
             }
             (api, notifications, store) = made!
@@ -63,7 +67,6 @@ import Testing
         }
 
         final class Unused: ClusterActivityListener, @unchecked Sendable {
-            static let shared = Unused()
             func otherNodeActed() {}
             func sharesChanged() {}
         }

@@ -59,7 +59,12 @@ public final class ArchiveUpstream: @unchecked Sendable {
 
     deinit { upstream.stop() }
 
-    public func stop() { upstream.stop() }
+    /// Stops serving and drops the script: a script that captures this upstream (to replace the
+    /// archive mid-download) is a cycle until then.
+    public func stop() {
+        upstream.stop()
+        lock.withLock { script = nil }
+    }
 
     public var url: String { upstream.url(path) }
     public var upstreamRequests: [TestUpstream.Request] { upstream.requests }
