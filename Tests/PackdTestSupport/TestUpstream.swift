@@ -51,27 +51,9 @@ public final class TestUpstream: @unchecked Sendable {
 
     public init(_ handler: @escaping @Sendable (Request) -> Reply) throws {
         self.handler = handler
-        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard let (listener, port) = listenOnLoopback(backlog: 256) else { throw POSIXError(.EADDRINUSE) }
         self.listener = listener
-        guard listener >= 0 else { throw POSIXError(.EMFILE) }
-        var yes: Int32 = 1
-        setsockopt(listener, SOL_SOCKET, SO_REUSEADDR, &yes, socklen_t(MemoryLayout<Int32>.size))
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = 0
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer in
-                bind(listener, pointer, length) == 0 && listen(listener, 256) == 0
-                    && getsockname(listener, pointer, &length) == 0
-            }
-        }
-        guard bound else {
-            Glibc.close(listener)
-            throw POSIXError(.EADDRINUSE)
-        }
-        port = Int(UInt16(bigEndian: address.sin_port))
+        self.port = port
         threads.enter()
         Thread { [self] in acceptLoop() }.start()
     }

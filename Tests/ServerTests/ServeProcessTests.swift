@@ -168,19 +168,8 @@ import Testing
     /// migrating) its database, which it closes: no write-ahead log is left behind, as none is
     /// after a clean stop.
     @Test func aTakenPortExitsOneAndClosesTheDatabase() throws {
-        let holder = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        let (holder, port) = try #require(listenOnLoopback(backlog: 1))
         defer { close(holder) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(holder, $0, length) == 0 && listen(holder, 1) == 0 && getsockname(holder, $0, &length) == 0
-            }
-        }
-        try #require(bound)
-        let port = Int(UInt16(bigEndian: address.sin_port))
         let packd = try Launched(arguments: ["--listen", "127.0.0.1:\(port)", "--database", "packd.sqlite"])
         #expect(packd.exitStatus() == 1)
         let message = String(decoding: packd.stderr.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
