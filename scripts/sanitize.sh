@@ -3,7 +3,7 @@
 # LeakSanitizer, each from a clean build in its own scratch path (.build-tsan, .build-asan). Every
 # process (the test runner and each `packd serve` it starts) writes its reports to
 # .build-sanitize/SANITIZER/report.PID; any report, or any failed test, fails the run.
-# Suppressions live in scripts/sanitizers/*.supp, one justified entry per line (none today).
+# Suppressions live in scripts/sanitizers/*.supp, each entry justified on the lines above it.
 # SANITIZERS picks a subset ("thread", "address"); PACKD_TEST_TIME_SCALE stretches the tests'
 # deadlines (default 10: the suite runs 3-10x slower instrumented), never what they assert.
 # SANITIZE_REUSE_BUILD=1 keeps an existing scratch path and builds incrementally (a build from
@@ -26,14 +26,14 @@ for sanitizer in $SANITIZERS; do
                 export LSAN_OPTIONS="suppressions=$PWD/scripts/sanitizers/leak.supp:print_suppressions=0" ;;
         *) echo "unknown sanitizer $sanitizer (thread, address)"; exit 2 ;;
     esac
+    rm -rf "$reports/$sanitizer"
+    mkdir -p "$reports/$sanitizer"
     if [ "${SANITIZE_REUSE_BUILD:-0}" = 1 ]; then
-        rm -rf "$reports/$sanitizer"
         echo "== $sanitizer: incremental build in $scratch (SANITIZE_REUSE_BUILD=1)"
     else
-        rm -rf "$scratch" "$reports/$sanitizer"
+        rm -rf "$scratch"
         echo "== $sanitizer: clean build in $scratch"
     fi
-    mkdir -p "$reports/$sanitizer"
     start=$(date +%s)
     if ! $SWIFT build --build-tests --sanitize="$sanitizer" --scratch-path "$scratch"; then
         echo "== $sanitizer: build failed"; exit 1
