@@ -28,6 +28,8 @@ public final class Database {
     public let mode: Mode
     private var statements: [String: Statement] = [:]
     private let busyTimeout: Int32
+    /// False once `close()` ran: the handle is SQLite's no longer.
+    public private(set) var isOpen = true
 
     /// Opens `path`. `busyTimeoutMilliseconds` bounds how long a reader waits for a WAL
     /// checkpoint or the writer for a reader; never infinite, so a stuck peer surfaces as
@@ -49,8 +51,24 @@ public final class Database {
     }
 
     deinit {
+        close()
+    }
+
+    /// Closes the connection now rather than when the object goes (`sqlite3_close_v2`: a statement
+    /// a caller still holds keeps SQLite's side alive until it is finalized). The last connection
+    /// to a WAL database to close checkpoints the log and removes `-wal` and `-shm`, if it may
+    /// write. Idempotent; after it, statements are refused (`closedError`) and nothing else here
+    /// may be called. On the connection's thread, as every call.
+    public func close() {
+        guard isOpen else { return }
+        isOpen = false
         statements.removeAll()
         sqlite3_close_v2(handle)
+    }
+
+    /// What a statement on a closed connection throws.
+    public var closedError: DatabaseError {
+        DatabaseError(code: SQLITE_MISUSE, message: "the database connection to \(path) is closed")
     }
 
     /// The pragmas every packd connection uses: WAL so readers never block the writer,
@@ -68,6 +86,7 @@ public final class Database {
 
     /// Runs one or more statements separated by semicolons, ignoring any rows they return.
     public func execute(_ sql: String) throws(DatabaseError) {
+        guard isOpen else { throw closedError }
         var message: UnsafeMutablePointer<CChar>?
         let result = sqlite3_exec(handle, sql, nil, nil, &message)
         if result != SQLITE_OK {
@@ -84,6 +103,7 @@ public final class Database {
 
     /// A prepared statement for `sql`, prepared once per connection and reused.
     public func cachedStatement(_ sql: String) throws(DatabaseError) -> Statement {
+        guard isOpen else { throw closedError }
         if let statement = statements[sql] { return statement }
         let statement = try Statement(database: self, sql: sql)
         statements[sql] = statement
@@ -92,7 +112,8 @@ public final class Database {
 
     /// A fresh statement that is not cached (for one-off or dynamically built SQL).
     public func makeStatement(_ sql: String) throws(DatabaseError) -> Statement {
-        try Statement(database: self, sql: sql)
+        guard isOpen else { throw closedError }
+        return try Statement(database: self, sql: sql)
     }
 
     /// The first column of the first row as an integer (nil for no row or NULL).
@@ -111,7 +132,15 @@ public final class Database {
     /// Rows changed by the last INSERT/UPDATE/DELETE on this connection.
     public var changes: Int { Int(sqlite3_changes64(handle)) }
     public var lastInsertedRowID: Int64 { sqlite3_last_insert_rowid(handle) }
-    public var isInTransaction: Bool { sqlite3_get_autocommit(handle) == 0 }
+    public var isInTransaction: Bool { isOpen && sqlite3_get_autocommit(handle) == 0 }
+
+    /// Makes the statements running on this connection stop with `SQLITE_INTERRUPT` as soon as
+    /// they can (`sqlite3_interrupt`; one that starts after every statement ended runs normally).
+    /// The one call allowed from another thread — while the caller knows the connection stays
+    /// open until it returns.
+    public func interrupt() {
+        sqlite3_interrupt(handle)
+    }
 
     // MARK: Transactions
 
@@ -170,6 +199,7 @@ public final class Database {
 
     /// `sqlite3_db_config` for integer options such as `SQLITE_DBCONFIG_DEFENSIVE`.
     public func setConfig(_ option: Int32, _ value: Bool) throws(DatabaseError) {
+        guard isOpen else { throw closedError }
         var out: Int32 = 0
         try check(packd_sqlite3_db_config_int(handle, option, value ? 1 : 0, &out), handle)
     }
@@ -184,6 +214,7 @@ public final class Database {
     /// older snapshot (the connection's own timeout is restored after). False when it could not.
     @discardableResult
     public func truncateWriteAheadLog(busyTimeoutMilliseconds: Int32 = 100) -> Bool {
+        guard isOpen else { return false }
         sqlite3_busy_timeout(handle, busyTimeoutMilliseconds)
         defer { sqlite3_busy_timeout(handle, busyTimeout) }
         return sqlite3_wal_checkpoint_v2(handle, nil, SQLITE_CHECKPOINT_TRUNCATE, nil, nil) == SQLITE_OK

@@ -38,7 +38,7 @@ final class PackRowChanges {
     }
 
     deinit {
-        sqlite3_update_hook(database.handle, nil, nil)
+        if database.isOpen { sqlite3_update_hook(database.handle, nil, nil) }
         for name in tableNames { free(name) }
     }
 

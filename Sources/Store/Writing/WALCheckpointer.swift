@@ -115,12 +115,14 @@ final class WALCheckpointer: @unchecked Sendable {
         }
     }
 
-    /// Finishes the round under way, stops the thread and waits for it. Idempotent.
+    /// Finishes the round under way, stops the thread and waits for it, then closes its
+    /// connection. Idempotent.
     func stop() {
         condition.lock()
         stopping = true
         condition.broadcast()
         while !hasStopped { condition.wait() }
         condition.unlock()
+        database.close()
     }
 }
