@@ -181,7 +181,7 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
-        .testTarget(name: "StoreTests", dependencies: ["Store", "Writer", "Packs", "CSQLite", "PackdTestSupport", "packd-store-crash-writer"]),
+        .testTarget(name: "StoreTests", dependencies: ["Store", "Writer", "Packs", "CSQLite", "Loop", "PackdTestSupport", "packd-store-crash-writer"]),
         .testTarget(name: "StoreIOTests", dependencies: ["Store", "Packs", "CZlib", "PackdTestSupport", "TileFormats"]),
         .testTarget(name: "GeoTests", dependencies: ["Geo"]),
         .testTarget(name: "TileFormatsTests", dependencies: ["TileFormats", "PackdTestSupport"]),

@@ -26,8 +26,8 @@ public final class SQLiteStore: PackStore, WriterSink, @unchecked Sendable {
             onCommitOnWriter?(outcome)
             loop.execute { relay.owner?.commitListener?.committed(outcome) }
         }
-        // Strong, not weak: no cycle (the writer never sees the readers), a read still running
-        // after `close` only records a touch nobody commits, and a weak reference would give the
+        // Strong, not weak: no cycle (the writer never sees the readers), a read `close` is
+        // waiting for only records a touch nobody commits, and a weak reference would give the
         // writer a side table that LeakSanitizer reports as leaked whenever `packd serve` exits
         // while the writer thread is still letting go of it (the runtime keeps the side table's
         // address encoded in the object's reference count; see scripts/sanitizers/leak.supp).
@@ -79,8 +79,14 @@ public final class SQLiteStore: PackStore, WriterSink, @unchecked Sendable {
         ValidatedImport.checkUpload(path: path, limits: limits, scratchDirectory: scratchDirectory)
     }
 
+    /// Closes the store: the writer commits what it holds and stops (its checkpointer's
+    /// connection closes with it), the readers' connections close (reads under way are
+    /// interrupted and waited for; later ones throw `StoreReaderPool.closedError`), and the
+    /// writer's connection closes last, taking the `-wal` and `-shm` files with it. Idempotent.
     public func close() {
         writer.stop()
+        readers.close()
+        writer.backend.closeConnection()
     }
 
     // MARK: ResourceSink (the rest is `WriterSink`'s)

@@ -90,6 +90,13 @@ public final class SQLiteWriterBackend: WriterBackend {
         checkpointer.stop()
     }
 
+    /// Closes the writer's connection (`Database.close`) once the writer has stopped — after the
+    /// store's readers, so that it is the last connection to close: a read-write one checkpoints
+    /// the log and removes `-wal` and `-shm`, which a read-only one may not. Idempotent.
+    public func closeConnection() {
+        store.database.close()
+    }
+
     /// Takes the reserve back when the file system has room again. A batch the full disk
     /// refused left its pages allocated at the end of the write-ahead log (reused by later
     /// commits, but not free to the file system), so while that is short of room the log is
