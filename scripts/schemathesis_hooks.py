@@ -8,8 +8,12 @@
   "created, then not found". Replays are proven by the Swift tests and make verify-clients; the
   other phases send keys as generated (changing a case's headers there would also undo the
   coverage phase's requests without Authorization).
+- DELETE /v1/webhooks/{id} is not sent for the endpoint verify-api.sh made ($VERIFY_API_WEBHOOK,
+  id 1) before the stateful phase: the coverage phase tries ids 1 and 2, and the stateful phase
+  reaches that endpoint's deliveries from GET /v1/webhooks. Other endpoints are deleted as generated.
 """
 import itertools
+import os
 
 import schemathesis
 
@@ -28,3 +32,22 @@ def before_call(context, case, kwargs):
     if isinstance(key, str) and 1 <= len(key) <= 255:
         suffix = f"~{next(_sent)}"
         case.headers["Idempotency-Key"] = key[: 255 - len(suffix)] + suffix
+
+
+_fixture_webhook = os.environ.get("VERIFY_API_WEBHOOK")
+
+
+@schemathesis.hook
+def filter_case(context, case):
+    if _fixture_webhook is None or case.operation.label != "DELETE /v1/webhooks/{id}":
+        return True
+    # Not in the stateful phase, where the walk may delete it as any endpoint it has seen: a step
+    # rejected there throws its whole scenario away, and enough of them end the phase early
+    # (Hypothesis stops after too many invalid examples).
+    if case.meta is not None and case.meta.phase.name.value == "stateful":
+        return True
+    try:
+        # As packd reads the path: "01" names endpoint 1 too.
+        return int(str((case.path_parameters or {}).get("id"))) != int(_fixture_webhook)
+    except ValueError:
+        return True

@@ -49,6 +49,26 @@ done
 [ "$state" = complete ] || live_fail "the fixture pack did not complete"
 echo "pack $VERIFY_API_PACK complete"
 
+# A webhook endpoint with a delivery (its ping; the fixture upstream answers the attempts, 404),
+# first in GET /v1/webhooks (creation order): the document's links lead from that list to its
+# deliveries and on to one delivery, so GET /v1/webhooks/{id}/deliveries/{delivery_id} is reached
+# in the stateful phase with ids that exist, not only along created → pinged → read (generated
+# webhook URLs are mostly refused, 422, and some seeds never got that far). The earlier phases do
+# not delete it (schemathesis_hooks.py; the coverage phase tries DELETE on ids 1 and 2). It
+# subscribes to one rare event only, so that what it holds changes when the runs ping it or retry
+# a delivery, not with every pack they make.
+echo "== a webhook endpoint with a delivery, first in GET /v1/webhooks"
+VERIFY_API_WEBHOOK=$(curl -sf -H "Authorization: Bearer $PACKD_KEY" -H 'Content-Type: application/json' -X POST "$PACKD_URL/v1/webhooks" \
+  -d "{\"url\": \"$UPSTREAM/verify-api-webhook\", \"events\": [\"pack.update_available\"], \"description\": \"verify-api\"}" \
+  | python3 -c 'import json, sys; print(json.load(sys.stdin)["id"])')
+export VERIFY_API_WEBHOOK
+delivery=$(curl -sf -H "Authorization: Bearer $PACKD_KEY" -X POST "$PACKD_URL/v1/webhooks/$VERIFY_API_WEBHOOK/ping" \
+  | python3 -c 'import json, sys; print(json.load(sys.stdin)["id"])')
+curl -sf -H "Authorization: Bearer $PACKD_KEY" "$PACKD_URL/v1/webhooks" \
+  | python3 -c 'import json, sys; sys.exit(json.load(sys.stdin)["webhooks"][0]["id"] != int(sys.argv[1]))' "$VERIFY_API_WEBHOOK" \
+  || live_fail "the fixture webhook is not the first listed"
+echo "webhook $VERIFY_API_WEBHOOK, delivery $delivery"
+
 # One worker: the run is then the seed's alone, and hypothesis does not parse source in two
 # threads at once (CPython 3.11's ast is not safe for that: "AST constructor recursion depth
 # mismatch"). Two runs, one seed. First the read-only operations of that complete pack (the offline routes
