@@ -23,10 +23,13 @@ public struct ClaimSizing: Hashable, Sendable {
     /// The largest part (`--cluster-unit-tiles`).
     public let ceiling: Int
 
-    /// 128 tiles: at 400 tiles/s a node (16 transfers 40 ms away) is through one in a third of a
-    /// second, while the per-claim costs stay a few milliseconds. Measured with `packd-bench
-    /// cluster`: see README, "Cluster mode".
-    public static let defaultFloor = 128
+    /// 64 tiles: at 400 tiles/s a node (16 transfers 40 ms away) is through one in a sixth of a
+    /// second, while the per-claim costs stay a few milliseconds and the node's other unit keeps
+    /// its transfers busy meanwhile. 128 left the tail uneven: a unit under two floors is taken
+    /// whole, and with rows of 43 tiles one node took the last 215 + 172 tiles while the others
+    /// held 86 each (5.2 s instead of 4.9 s for 5,461 tiles on three nodes with units of 500).
+    /// Measured with `packd-bench cluster`: see README, "Cluster mode".
+    public static let defaultFloor = 64
 
     public init(floor: Int = ClaimSizing.defaultFloor, ceiling: Int = WorkUnitCut.defaultUnitTiles) {
         self.ceiling = Swift.max(1, ceiling)
