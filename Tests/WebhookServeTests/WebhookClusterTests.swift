@@ -95,8 +95,13 @@ import Testing
         let counts = slow.countsByID
         #expect(counts.count == 1 && (counts.values.first ?? 0) >= 1)
         #expect(slow.atOnce == 1, "the survivor's attempt began after the dead node's had ended")
-        let logs = nodes.map { String(decoding: $0.standardOutput + $0.standardError, as: UTF8.self) }.joined()
-        #expect(logs.contains("webhook attempt"), "the attempts were logged")
+        // The attempt's line is written once its record committed, which is also when the row
+        // reads as delivered: the test may look before the line is there.
+        var logs = ""
+        #expect(eventually {
+            logs = nodes.map { String(decoding: $0.standardOutput + $0.standardError, as: UTF8.self) }.joined()
+            return logs.contains("webhook attempt")
+        }, "the attempts were logged")
         #expect(!logs.contains(secret) && !logs.contains(String(secret.dropFirst(6))), "the secret is in no log line")
     }
 }
