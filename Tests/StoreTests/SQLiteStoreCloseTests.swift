@@ -24,7 +24,7 @@ import Testing
         let readers = 4
         let inside = DispatchGroup()
         let together = DispatchSemaphore(value: 0)
-        let counts = Counts()
+        let counts = Recorded<Int64?>() // each read's result (nil: it threw)
         for _ in 0..<readers { inside.enter() }
         for _ in 0..<readers {
             Thread.detachNewThread {
@@ -37,8 +37,8 @@ import Testing
         }
         #expect(inside.wait(timeout: .now() + 30) == .success)
         for _ in 0..<readers { together.signal() }
-        #expect(counts.wait(for: readers))
-        #expect(counts.values.count == readers && counts.values.allSatisfy { $0 == 1 })
+        #expect(counts.wait { $0.count == readers })
+        #expect(counts.all.count == readers && counts.all.allSatisfy { $0 == 1 })
         #expect(FileManager.default.fileExists(atPath: path + "-wal"))
 
         // A read under way as the store closes: `close` waits for it.
@@ -58,7 +58,7 @@ import Testing
         #expect(!closed.waitBriefly(), "close returned while a read held its connection")
         finish.fire()
         #expect(closed.wait())
-        #expect(counts.wait(for: readers + 1))
+        #expect(counts.wait { $0.count == readers + 1 })
 
         let files = try FileManager.default.contentsOfDirectory(atPath: directory.path)
         #expect(files.contains("packd.sqlite"))
@@ -66,20 +66,5 @@ import Testing
         #expect(!files.contains("packd.sqlite-shm"), "a connection was left open: \(files)")
         #expect(throws: StoreReaderPool.closedError) { try store.readNow { try $0.packCount() } }
         store.close() // idempotent
-    }
-
-    /// What each reader thread's read returned (nil: it threw).
-    final class Counts: @unchecked Sendable {
-        private let condition = NSCondition()
-        private var recorded: [Int64?] = []
-        func record(_ value: Int64?) { condition.withLock { recorded.append(value); condition.broadcast() } }
-        func wait(for count: Int) -> Bool {
-            condition.withLock {
-                let deadline = Date().addingTimeInterval(30)
-                while recorded.count < count { if !condition.wait(until: deadline) { return false } }
-                return true
-            }
-        }
-        var values: [Int64?] { condition.withLock { recorded } }
     }
 }

@@ -37,7 +37,7 @@ import Testing
         let disk = try SmallFileSystem(bytes: 12 << 20)
         defer { disk.unmount() }
         let path = disk.directory.appendingPathComponent("w.db").path
-        let log = CommitLog()
+        let log = Recorded<BatchOutcome>()
         let writer = try WriterThread(path: path, configuration: .init(maximumBatchCount: 1000, maximumBatchDelay: .seconds(3600),
                                                                        storageReserveBytes: 4 << 20),
                                       onCommit: log.record)

@@ -3,32 +3,33 @@ import Packs
 import Testing
 @testable import Store
 
-/// Collects writer callbacks; `wait` polls a condition with a deadline (no sleeps as sync).
-final class CommitLog: @unchecked Sendable {
+/// Values handed over by callbacks on other threads (the writer's commits, readers' results), in
+/// order; `wait` polls a condition with a deadline (no sleeps as sync).
+final class Recorded<Value>: @unchecked Sendable {
     private let condition = NSCondition()
-    private var outcomes: [BatchOutcome] = []
+    private var values: [Value] = []
 
-    func record(_ outcome: BatchOutcome) {
+    func record(_ value: Value) {
         condition.lock()
-        outcomes.append(outcome)
+        values.append(value)
         condition.broadcast()
         condition.unlock()
     }
 
-    var all: [BatchOutcome] {
+    var all: [Value] {
         condition.lock()
         defer { condition.unlock() }
-        return outcomes
+        return values
     }
 
-    /// Waits until `predicate` holds over the outcomes so far, or 30 s pass.
+    /// Waits until `predicate` holds over the values so far, or 30 s pass.
     @discardableResult
-    func wait(until predicate: ([BatchOutcome]) -> Bool) -> Bool {
+    func wait(until predicate: ([Value]) -> Bool) -> Bool {
         let deadline = Date().addingTimeInterval(30)
         condition.lock()
         defer { condition.unlock() }
-        while !predicate(outcomes) {
-            if !condition.wait(until: deadline) { return predicate(outcomes) }
+        while !predicate(values) {
+            if !condition.wait(until: deadline) { return predicate(values) }
         }
         return true
     }
@@ -55,7 +56,7 @@ final class Signal: @unchecked Sendable {
 
     @Test func commitsFullBatchesByCountInOneTransactionEach() throws {
         let directory = TemporaryDirectory()
-        let log = CommitLog()
+        let log = Recorded<BatchOutcome>()
         // A long delay: only the count (or flush) can commit.
         let writer = try WriterThread(path: directory.file("w.db"),
                                       configuration: .init(maximumBatchCount: 10, maximumBatchDelay: .seconds(3600)),
@@ -76,7 +77,7 @@ final class Signal: @unchecked Sendable {
 
     @Test func whenCommittedWaitsForTheBatchWithoutCuttingItShort() throws {
         let directory = TemporaryDirectory()
-        let log = CommitLog()
+        let log = Recorded<BatchOutcome>()
         let writer = try WriterThread(path: directory.file("w.db"),
                                       configuration: .init(maximumBatchCount: 10, maximumBatchDelay: .seconds(3600)),
                                       onCommit: log.record)
@@ -101,7 +102,7 @@ final class Signal: @unchecked Sendable {
 
     @Test func commitsAPartialBatchWhenItsTimeIsUp() throws {
         let directory = TemporaryDirectory()
-        let log = CommitLog()
+        let log = Recorded<BatchOutcome>()
         let writer = try WriterThread(path: directory.file("w.db"),
                                       configuration: .init(maximumBatchCount: 1000, maximumBatchDelay: .milliseconds(20)),
                                       onCommit: log.record)
@@ -116,7 +117,7 @@ final class Signal: @unchecked Sendable {
     @Test func operationsRunInOrderWithWritesAndStopCommitsTheRest() throws {
         let directory = TemporaryDirectory()
         let path = directory.file("w.db")
-        let log = CommitLog()
+        let log = Recorded<BatchOutcome>()
         let writer = try WriterThread(path: path, configuration: .init(maximumBatchCount: 1000, maximumBatchDelay: .seconds(3600)),
                                       onCommit: log.record)
         let pack = try makePack(writer, "p")
@@ -136,7 +137,7 @@ final class Signal: @unchecked Sendable {
     final class TouchFixture {
         let directory = TemporaryDirectory()
         let clock = Clock()
-        let log = CommitLog()
+        let log = Recorded<BatchOutcome>()
         let writer: WriterThread
         let reader: StoreReader
 
