@@ -4,6 +4,7 @@ import Packs
 import Store
 import Testing
 @testable import API
+@testable import Events
 
 /// `GET /v1/packs/{id}` answered from the loop's cache of rendered packs: never staler than the
 /// store, whoever wrote it, and bounded.

@@ -1,3 +1,4 @@
+import Events
 import Foundation
 import Geo
 import Logging
@@ -21,8 +22,9 @@ public final class PackRoutes {
     /// Runs scheduled refreshes (Jobs' `PackRefresher`): told when a pack's schedule was set so
     /// it can wake earlier. nil: schedules are stored, and nothing here runs them. Weak.
     public private(set) weak var refreshes: (any RefreshScheduling)?
-    /// Rendered packs `GET /v1/packs/{id}` answers from without a read (see its tags).
-    var documents: PackDocumentCache { events.documents }
+    /// Rendered packs `GET /v1/packs/{id}` answers from without a read (see its tags); the
+    /// publisher tells it what changed without a write.
+    let documents = PackDocumentCache()
     /// The read under way for a pack, which polls under the same tag join.
     private var readsInFlight: [Int64: PackRead] = [:]
 
@@ -43,6 +45,7 @@ public final class PackRoutes {
         self.scheduling = scheduling
         self.refreshes = refreshes
         self.logger = logger
+        events.documentChangeObservers.append { [documents] in documents.invalidate($0) }
     }
 
     public func register(in router: inout Router, using routes: APIRouteBuilder) {
