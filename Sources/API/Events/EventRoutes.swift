@@ -41,9 +41,8 @@ public struct EventRoutes {
         routes.add(.get, "/v1/events", role: .read, allowsQueryToken: true, to: &router) { request, responder in
             subscribe(request, responder, packID: nil)
         }
-        routes.add(.get, "/v1/packs/{id}/events", role: .read, allowsQueryToken: true, to: &router) { request, responder in
-            guard let packID = PackRoutes.packID(request, responder) else { return }
-            subscribe(request, responder, packID: packID)
+        routes.pack.add(.get, "/events", role: .read, allowsQueryToken: true, to: &router) { packID, request, responder in
+            subscribe(request, responder, packID: packID.rawValue)
         }
     }
 
@@ -70,7 +69,7 @@ public struct EventRoutes {
             case .failure(let error):
                 responder.respondInternalError(error, logger: logger, "starting the event stream")
             case .success(nil):
-                responder.respond(PackRoutes.notFound(packID ?? 0))
+                responder.respond(PackRouteGroup.notFound(packID ?? 0))
             case .success(let start?):
                 let filter: EventFilter = packID.map { .pack($0) } ?? .allPacks
                 if let reached = start.reached, !events.canContinue(after: reached) {
