@@ -36,6 +36,8 @@ final class UnitRunner {
     private let settings: ClusterScheduler.Settings
     private let clock: WallClock
     private let owners: TransferOwners
+    /// Finished units whose completion is being committed (still held meanwhile).
+    private let closings: UnitClosings
     private var claiming = false
     private var claimAgain = false
 
@@ -53,6 +55,8 @@ final class UnitRunner {
         self.settings = settings
         self.clock = clock
         self.owners = owners
+        closings = UnitClosings(loop: loop, store: store)
+        closings.onError = { [weak self] what, error in self?.onError?(what, error) }
     }
 
     /// Claims units for the packs with free unit slots, one claim round at a time (asked
@@ -131,13 +135,16 @@ final class UnitRunner {
     /// A unit this node no longer holds (another node took it over, or this node is fenced).
     func lose(_ key: WorkUnitLeases.Key) {
         loop.assertInLoopThread()
+        if closings.cancel(key) { return forget(key) }
         guard let job = packs.packs[key.pack]?.units.removeValue(forKey: key.ordinal) else { return }
         job.stop()
         forget(key)
     }
 
-    /// Every unit this node runs (fenced: the leases may go to other nodes soon).
+    /// Every unit this node runs or is completing (fenced: the leases may go to other nodes soon;
+    /// stopping).
     func loseAll() {
+        for key in closings.cancelAll() { forget(key) }
         for pack in packs.packs.values {
             for key in pack.units.values.map(\.key) { lose(key) }
         }
@@ -194,23 +201,16 @@ final class UnitRunner {
             let record = packs.packs[key.pack]?.record
             let startArea = record?.startAreaReadyAt == nil ? record?.startArea : nil
             let near = startArea.map { StartAreaClaimOrder(longitude: $0.longitude, latitude: $0.latitude, radiusMetres: $0.radiusM) }
-            store.writeCluster({ connection in
+            closings.close(key, what: "completing unit \(key.ordinal) of pack \(key.pack)", { connection in
                 let outcome = try connection.completeUnit(key, node: node, now: now)
                 return (outcome, try near.map { try connection.recordStartAreaReadyIfNearUnitsDone(key.pack, near: $0, now: now) } ?? false)
             }) { [weak self] result in
                 guard let self else { return }
                 forget(key)
-                if case .success((_, true)) = result, let startArea { listener?.startAreaReady(key.pack, startArea, at: now) }
-                switch result.map(\.0) {
-                case .failure(let error):
-                    // The unit stays leased: the next heartbeat gives it back, another claim redoes
-                    // it (skipping what is stored).
-                    onError?("completing unit \(key.ordinal) of pack \(key.pack)", error)
-                case .success(.applied(let transition)?) where transition.changesState:
+                if case (_, true)? = result, let startArea { listener?.startAreaReady(key.pack, startArea, at: now) }
+                if case (.applied(let transition)?, _)? = result, transition.changesState {
                     packs.stopPack(key.pack)
                     listener?.packTransitioned(key.pack, transition)
-                case .success:
-                    break
                 }
                 claim()
                 packs.refresh()
