@@ -74,7 +74,7 @@ final class UnitRunner {
             pack.isCut && pack.record != nil && (pack.revalidating || pack.plan != nil) && pack.units.count < settings.unitsPerPack
         }.sorted { $0.id < $1.id }.map { pack in
             (pack.id, settings.unitsPerPack - pack.units.count,
-             WorkUnitLeases.ClaimCut(pyramids: pack.plan?.pyramids ?? [], fixedResources: pack.plan?.fixed.count ?? 0,
+             WorkUnitLeases.ClaimCut(pyramids: pack.plan?.pyramids ?? [], fixedResources: pack.unitFixedResources,
                                      sizing: sizing, slots: slots),
              // A start area: its nearest units first (a revalidation's one unit has no order).
              pack.revalidating ? nil : pack.record?.startArea.map {
@@ -118,7 +118,9 @@ final class UnitRunner {
             onNotice?("took over unit \(key.ordinal) of pack \(key.pack) (claimed \(claimed.claims) times)")
         }
         let job = UnitJob(key: key, unit: claimed.unit, runner: self)
-        if pack.revalidating {
+        if case .glyphChoice = claimed.unit.scope, let plan = pack.plan {
+            job.glyphChoice = PackGlyphChoice(packID: pack.id, plan: plan, loop: loop, store: store)
+        } else if pack.revalidating {
             job.revalidation = PackRevalidation(packID: pack.id, region: region, expected: record.expected, loop: loop,
                                                 fetcher: fetcher, store: store, settings: settings.download, clock: clock,
                                                 owner: job, listener: listener)
@@ -169,7 +171,7 @@ final class UnitRunner {
         let template = pyramid.template.template
         let ratio = Int64(pyramid.template.storedPixelRatio(for: pyramid.pixelRatio))
         switch unit.scope {
-        case .resources, .fixed:
+        case .resources, .fixed, .glyphChoice:
             break
         case .zooms(_, let zooms):
             store.units.hold(.init(key: key, urlTemplate: template, pixelRatio: ratio,
@@ -178,6 +180,38 @@ final class UnitRunner {
             store.units.hold(.init(key: key, urlTemplate: template, pixelRatio: ratio, zooms: Int64(zoom)...Int64(zoom),
                                    rows: Int64(rows.lowerBound)...Int64(rows.upperBound),
                                    columns: Int64(columns.lowerBound)...Int64(columns.upperBound)))
+        }
+    }
+
+    /// A glyph choice was made from every tile the pack's units stored: its ranges become units,
+    /// recorded with the exact counts as the unit completes (the pack finishes with it when no
+    /// range is needed); a choice that cannot read the tiles fails the pack, as on one node.
+    func glyphsChosen(_ key: WorkUnitLeases.Key, _ result: Result<PackGlyphChoice.Choice, PackError>) {
+        guard let pack = packs.packs[key.pack], pack.units.removeValue(forKey: key.ordinal) != nil else { return }
+        let choice: PackGlyphChoice.Choice
+        switch result {
+        case .failure(let error):
+            forget(key)
+            return packs.fail(key.pack, error)
+        case .success(let chosen):
+            choice = chosen
+        }
+        let (node, now, maxTiles) = (leases.node, clock.now, pack.record?.maxTiles)
+        closings.close(key, what: "recording the glyph choice of pack \(key.pack)", { connection in
+            try connection.completeGlyphChoice(key, node: node, ranges: choice.positions, counts: choice.counts, maxTiles: maxTiles,
+                                               skipped: choice.skipped, now: now)
+        }) { [weak self] outcome in
+            guard let self else { return }
+            forget(key)
+            if let outcome {
+                if outcome.chosen { packs.packs[key.pack]?.expected = choice.counts }
+                if case .applied(let transition)? = outcome.finished, transition.changesState {
+                    packs.stopPack(key.pack)
+                    listener?.packTransitioned(key.pack, transition)
+                }
+            }
+            claim()
+            packs.refresh()
         }
     }
 
