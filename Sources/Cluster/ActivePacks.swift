@@ -122,7 +122,9 @@ final class ActivePacks {
             packs[entry.id] = pack
             pack.isCut = pack.isCut || entry.isCut
             pack.revalidating = entry.revalidating
-            if pack.record == nil {
+            // A `"glyphs": "region"` pack's counts become exact with its glyph choice, which any
+            // node may make: read again until they are (progress is reported with them).
+            if pack.record == nil || pack.plan?.glyphSubset != nil && pack.expected?.precise != true {
                 read(pack)
             } else {
                 prepare(pack)
@@ -165,7 +167,10 @@ final class ActivePacks {
             return
         }
         if let plan = pack.plan {
-            if !pack.isCut { storeCut(WorkUnitCut(pyramids: plan.pyramids, unitTiles: settings.unitTiles), of: pack.id) }
+            if !pack.isCut {
+                storeCut(WorkUnitCut(pyramids: plan.pyramids, unitTiles: settings.unitTiles,
+                                     fixedBeforeGlyphChoice: plan.glyphSubset == nil ? nil : plan.fixed.count), of: pack.id)
+            }
             return
         }
         guard pack.planner == nil, let record = pack.record, let region = pack.region else { return }
@@ -242,6 +247,7 @@ final class ActivePacks {
         guard let pack = packs[packID] else { return }
         pack.planner = nil
         pack.plan = plan
+        pack.unitFixedResources = plan.withEveryGlyphRange.fixed.count
         prepare(pack)
         onReady?()
     }

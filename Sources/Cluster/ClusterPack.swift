@@ -24,6 +24,9 @@ final class ClusterPack {
     var expected: ExpectedCounts?
     /// This node's plan of the pack (its `.plan` download's).
     var plan: ResourcePlan?
+    /// The fixed resources units point into: the plan's, then (`"glyphs": "region"`) every
+    /// candidate glyph range (`ResourcePlan.withEveryGlyphRange`).
+    var unitFixedResources = 0
     var planner: PlanJob?
     var units: [Int: UnitJob] = [:]
 
@@ -72,13 +75,15 @@ final class PlanJob: JobOwner {
 }
 
 /// One work unit this node holds: a download restricted to the unit (or, for a pack being
-/// revalidated, the whole revalidation), reporting to the runner under the unit's key.
+/// revalidated, the whole revalidation; for a `"glyphs": "region"` pack's last unit, its glyph
+/// choice), reporting to the runner under the unit's key.
 final class UnitJob: JobOwner {
     let key: WorkUnitLeases.Key
     let unit: WorkUnit
     private weak var runner: UnitRunner?
     var download: PackDownload?
     var revalidation: PackRevalidation?
+    var glyphChoice: PackGlyphChoice?
 
     init(key: WorkUnitLeases.Key, unit: WorkUnit, runner: UnitRunner) {
         self.key = key
@@ -89,13 +94,17 @@ final class UnitJob: JobOwner {
     func start() {
         download?.start()
         revalidation?.start()
+        let key = key
+        glyphChoice?.start { [weak runner] result in runner?.glyphsChosen(key, result) }
     }
 
     func stop() {
         download?.stop()
         revalidation?.stop()
+        glyphChoice?.stop()
         download = nil
         revalidation = nil
+        glyphChoice = nil
     }
 
     func jobPlanKnown(_ packID: Int64, _ counts: ExpectedCounts) -> Bool { true }

@@ -140,6 +140,7 @@ public final class ClusterScheduler: PackScheduling, CommittedBatchListener, Clu
         leases.stop()
         shares.stop()
         updateWorking()
+        runner.loseAll()
         packs.stopAll()
         let (nodes, node) = (nodes, node)
         coordination.submit({ connection in try nodes.stop(node: node, on: connection) }, then: { _ in })

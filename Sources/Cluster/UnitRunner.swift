@@ -36,6 +36,8 @@ final class UnitRunner {
     private let settings: ClusterScheduler.Settings
     private let clock: WallClock
     private let owners: TransferOwners
+    /// Finished units whose completion is being committed (still held meanwhile).
+    private let closings: UnitClosings
     private var claiming = false
     private var claimAgain = false
 
@@ -53,6 +55,8 @@ final class UnitRunner {
         self.settings = settings
         self.clock = clock
         self.owners = owners
+        closings = UnitClosings(loop: loop, store: store)
+        closings.onError = { [weak self] what, error in self?.onError?(what, error) }
     }
 
     /// Claims units for the packs with free unit slots, one claim round at a time (asked
@@ -70,7 +74,7 @@ final class UnitRunner {
             pack.isCut && pack.record != nil && (pack.revalidating || pack.plan != nil) && pack.units.count < settings.unitsPerPack
         }.sorted { $0.id < $1.id }.map { pack in
             (pack.id, settings.unitsPerPack - pack.units.count,
-             WorkUnitLeases.ClaimCut(pyramids: pack.plan?.pyramids ?? [], fixedResources: pack.plan?.fixed.count ?? 0,
+             WorkUnitLeases.ClaimCut(pyramids: pack.plan?.pyramids ?? [], fixedResources: pack.unitFixedResources,
                                      sizing: sizing, slots: slots),
              // A start area: its nearest units first (a revalidation's one unit has no order).
              pack.revalidating ? nil : pack.record?.startArea.map {
@@ -114,7 +118,9 @@ final class UnitRunner {
             onNotice?("took over unit \(key.ordinal) of pack \(key.pack) (claimed \(claimed.claims) times)")
         }
         let job = UnitJob(key: key, unit: claimed.unit, runner: self)
-        if pack.revalidating {
+        if case .glyphChoice = claimed.unit.scope, let plan = pack.plan {
+            job.glyphChoice = PackGlyphChoice(packID: pack.id, plan: plan, loop: loop, store: store)
+        } else if pack.revalidating {
             job.revalidation = PackRevalidation(packID: pack.id, region: region, expected: record.expected, loop: loop,
                                                 fetcher: fetcher, store: store, settings: settings.download, clock: clock,
                                                 owner: job, listener: listener)
@@ -131,13 +137,16 @@ final class UnitRunner {
     /// A unit this node no longer holds (another node took it over, or this node is fenced).
     func lose(_ key: WorkUnitLeases.Key) {
         loop.assertInLoopThread()
+        if closings.cancel(key) { return forget(key) }
         guard let job = packs.packs[key.pack]?.units.removeValue(forKey: key.ordinal) else { return }
         job.stop()
         forget(key)
     }
 
-    /// Every unit this node runs (fenced: the leases may go to other nodes soon).
+    /// Every unit this node runs or is completing (fenced: the leases may go to other nodes soon;
+    /// stopping).
     func loseAll() {
+        for key in closings.cancelAll() { forget(key) }
         for pack in packs.packs.values {
             for key in pack.units.values.map(\.key) { lose(key) }
         }
@@ -162,7 +171,7 @@ final class UnitRunner {
         let template = pyramid.template.template
         let ratio = Int64(pyramid.template.storedPixelRatio(for: pyramid.pixelRatio))
         switch unit.scope {
-        case .resources, .fixed:
+        case .resources, .fixed, .glyphChoice:
             break
         case .zooms(_, let zooms):
             store.units.hold(.init(key: key, urlTemplate: template, pixelRatio: ratio,
@@ -171,6 +180,38 @@ final class UnitRunner {
             store.units.hold(.init(key: key, urlTemplate: template, pixelRatio: ratio, zooms: Int64(zoom)...Int64(zoom),
                                    rows: Int64(rows.lowerBound)...Int64(rows.upperBound),
                                    columns: Int64(columns.lowerBound)...Int64(columns.upperBound)))
+        }
+    }
+
+    /// A glyph choice was made from every tile the pack's units stored: its ranges become units,
+    /// recorded with the exact counts as the unit completes (the pack finishes with it when no
+    /// range is needed); a choice that cannot read the tiles fails the pack, as on one node.
+    func glyphsChosen(_ key: WorkUnitLeases.Key, _ result: Result<PackGlyphChoice.Choice, PackError>) {
+        guard let pack = packs.packs[key.pack], pack.units.removeValue(forKey: key.ordinal) != nil else { return }
+        let choice: PackGlyphChoice.Choice
+        switch result {
+        case .failure(let error):
+            forget(key)
+            return packs.fail(key.pack, error)
+        case .success(let chosen):
+            choice = chosen
+        }
+        let (node, now, maxTiles) = (leases.node, clock.now, pack.record?.maxTiles)
+        closings.close(key, what: "recording the glyph choice of pack \(key.pack)", { connection in
+            try connection.completeGlyphChoice(key, node: node, ranges: choice.positions, counts: choice.counts, maxTiles: maxTiles,
+                                               skipped: choice.skipped, now: now)
+        }) { [weak self] outcome in
+            guard let self else { return }
+            forget(key)
+            if let outcome {
+                if outcome.chosen { packs.packs[key.pack]?.expected = choice.counts }
+                if case .applied(let transition)? = outcome.finished, transition.changesState {
+                    packs.stopPack(key.pack)
+                    listener?.packTransitioned(key.pack, transition)
+                }
+            }
+            claim()
+            packs.refresh()
         }
     }
 
@@ -194,23 +235,16 @@ final class UnitRunner {
             let record = packs.packs[key.pack]?.record
             let startArea = record?.startAreaReadyAt == nil ? record?.startArea : nil
             let near = startArea.map { StartAreaClaimOrder(longitude: $0.longitude, latitude: $0.latitude, radiusMetres: $0.radiusM) }
-            store.writeCluster({ connection in
+            closings.close(key, what: "completing unit \(key.ordinal) of pack \(key.pack)", { connection in
                 let outcome = try connection.completeUnit(key, node: node, now: now)
                 return (outcome, try near.map { try connection.recordStartAreaReadyIfNearUnitsDone(key.pack, near: $0, now: now) } ?? false)
             }) { [weak self] result in
                 guard let self else { return }
                 forget(key)
-                if case .success((_, true)) = result, let startArea { listener?.startAreaReady(key.pack, startArea, at: now) }
-                switch result.map(\.0) {
-                case .failure(let error):
-                    // The unit stays leased: the next heartbeat gives it back, another claim redoes
-                    // it (skipping what is stored).
-                    onError?("completing unit \(key.ordinal) of pack \(key.pack)", error)
-                case .success(.applied(let transition)?) where transition.changesState:
+                if case (_, true)? = result, let startArea { listener?.startAreaReady(key.pack, startArea, at: now) }
+                if case (.applied(let transition)?, _)? = result, transition.changesState {
                     packs.stopPack(key.pack)
                     listener?.packTransitioned(key.pack, transition)
-                case .success:
-                    break
                 }
                 claim()
                 packs.refresh()

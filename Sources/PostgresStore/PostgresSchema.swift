@@ -396,6 +396,16 @@ public enum PostgresSchema {
         -- time: their positions in the plan's list (WorkUnit.Scope.fixed).
         COMMENT ON COLUMN packd_work_units.row_min IS 'kind 2: first row; kind 0: first position of a part of the fixed resources';
         """,
+        // Lean packs in the cluster (issue 35): a `"glyphs": "region"` pack's glyph choice is a
+        // unit of its own (kind 3, no pyramid), claimable once every other unit is done; the
+        // ranges it chooses become kind 0 units (positions past the plan's own fixed resources).
+        """
+        ALTER TABLE packd_work_units
+          DROP CONSTRAINT packd_work_units_kind_check,
+          DROP CONSTRAINT packd_work_units_check,
+          ADD CONSTRAINT packd_work_units_kind_check CHECK (kind BETWEEN 0 AND 3),
+          ADD CONSTRAINT packd_work_units_pyramid_check CHECK ((kind IN (0, 3)) = (pyramid IS NULL));
+        """,
     ]
 
     /// The version a fully migrated database has.

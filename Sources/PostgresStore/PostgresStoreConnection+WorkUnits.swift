@@ -13,14 +13,45 @@ extension PostgresStoreConnection {
         try transaction {
             guard try lockedState(key.pack) == .active else { return nil }
             _ = try WorkUnitLeases(node: node).complete(key, on: connection)
-            let remaining = try scalar("""
-                SELECT count(*)::int8 FROM packd_work_units WHERE pack_id = $1 AND state <> $2
-                """, [.int8(key.pack), .text(WorkUnitState.done.rawValue)]) ?? 0
-            guard remaining == 0, try scalar("SELECT work_unit_tiles::int8 FROM packd_packs WHERE region_id = $1",
-                                             [.int8(key.pack)]) != nil else { return nil }
-            let failed = try progress(key.pack)?.failedResources ?? 0
-            return try transition(key.pack, .finished(failedResources: failed), now: now)
+            return try finishIfNoUnitRemains(key.pack, now: now)
         }
+    }
+
+    /// What a glyph choice committed: whether it was still this node's to make, and the pack's
+    /// transition when it needed no range (the choice was its last unit).
+    public struct GlyphChoiceOutcome: Sendable {
+        public let chosen: Bool
+        public let finished: TransitionOutcome?
+    }
+
+    /// Completes `key`, a `"glyphs": "region"` pack's glyph-choice unit, if `node` still holds it:
+    /// the needed ranges become pending units of fixed resources (`ranges`: positions, see
+    /// `WorkUnit.Scope.glyphChoice`), the ranges left out and the exact counts are recorded, and
+    /// when no range is needed the pack finishes (as `completeUnit`) — one transaction, so a node
+    /// dying meanwhile leaves the choice to be made again, never half recorded.
+    public func completeGlyphChoice(_ key: WorkUnitLeases.Key, node: Int64, ranges: [ClosedRange<Int>], counts: ExpectedCounts,
+                                    maxTiles: Int64?, skipped: SkippedGlyphRanges, now: Int64) throws -> GlyphChoiceOutcome {
+        try transaction {
+            guard try lockedState(key.pack) == .active, try WorkUnitLeases(node: node).complete(key, on: connection) else {
+                return GlyphChoiceOutcome(chosen: false, finished: nil)
+            }
+            try WorkUnitLeases.add(ranges.map { WorkUnit.Scope.fixed($0) }, pack: key.pack, on: connection)
+            try recordSkippedGlyphRanges(key.pack, skipped, now: now)
+            _ = try transition(key.pack, .planKnown(counts, maxTiles: maxTiles), now: now)
+            return GlyphChoiceOutcome(chosen: true, finished: try finishIfNoUnitRemains(key.pack, now: now))
+        }
+    }
+
+    /// The pack's last unit is done: it finishes (`PackLifecycle`'s `finished`, with the failures
+    /// its units recorded). nil while units remain, or for a pack not cut.
+    private func finishIfNoUnitRemains(_ pack: Int64, now: Int64) throws -> TransitionOutcome? {
+        let remaining = try scalar("""
+            SELECT count(*)::int8 FROM packd_work_units WHERE pack_id = $1 AND state <> $2
+            """, [.int8(pack), .text(WorkUnitState.done.rawValue)]) ?? 0
+        guard remaining == 0, try scalar("SELECT work_unit_tiles::int8 FROM packd_packs WHERE region_id = $1",
+                                         [.int8(pack)]) != nil else { return nil }
+        let failed = try progress(pack)?.failedResources ?? 0
+        return try transition(pack, .finished(failedResources: failed), now: now)
     }
 
     /// Stores `cut` as the pack's units unless it has some (see `WorkUnitLeases.store`); false
@@ -42,7 +73,7 @@ extension PostgresStoreConnection {
         try query("""
             UPDATE packd_packs SET start_area_ready_at = $2, updated_at = $2
             WHERE region_id = $1 AND start_area_ready_at IS NULL AND work_unit_tiles IS NOT NULL
-              AND NOT EXISTS (SELECT 1 FROM packd_work_units WHERE pack_id = $1 AND kind <> 0 AND state <> $3
+              AND NOT EXISTS (SELECT 1 FROM packd_work_units WHERE pack_id = $1 AND kind IN (1, 2) AND state <> $3
                                 AND \(WorkUnitLeases.distance(x: "$4", y: "$5", metresPerUnit: "$6")) <= $7)
             RETURNING region_id
             """, [.int8(pack), .int8(now), .text(WorkUnitState.done.rawValue), .float8(near.centerX), .float8(near.centerY),

@@ -116,9 +116,12 @@ public struct WorkUnitLeases: Sendable {
     }
 
     private func claimOne(pack: Int64, cut: ClaimCut?, near: StartAreaClaimOrder?, on connection: PostgresConnection) throws -> Claimed? {
+        // A glyph choice (kind 3) waits until every other unit of the pack is done.
         let claimable = """
             pack_id = $1 AND state <> '\(WorkUnitState.done.rawValue)'
               AND (state = '\(WorkUnitState.pending.rawValue)' OR lease_expires_at < now())
+              AND (kind <> 3 OR NOT EXISTS (SELECT 1 FROM packd_work_units o WHERE o.pack_id = $1 AND o.kind <> 3
+                                              AND o.state <> '\(WorkUnitState.done.rawValue)'))
             """
         guard let row = try connection.query("""
             SELECT \(Self.unitColumns), u.claims, u.stored_tiles FROM packd_work_units u
@@ -218,6 +221,17 @@ public struct WorkUnitLeases: Sendable {
             """, [.int8(key.pack), .int8(Int64(key.ordinal)), .int8(node)]).affectedRows == 1
     }
 
+    /// Adds pending units of `pack` (a glyph choice's ranges), numbered from the sequence the
+    /// parts split off at claim time use.
+    public static func add(_ scopes: [WorkUnit.Scope], pack: Int64, on connection: PostgresConnection) throws {
+        guard !scopes.isEmpty else { return }
+        let ordinals = try connection.query("SELECT nextval('packd_work_unit_parts')::int8 FROM generate_series(1, $1)",
+                                            [.int8(Int64(scopes.count))]).map { Int(try $0.int64(0)) }
+        var units = UnitColumns()
+        for (ordinal, scope) in zip(ordinals, scopes) { units.append(scope, tiles: 0, ordinal: ordinal) }
+        try insert(units, pack: pack, on: connection)
+    }
+
     /// Gives back this node's units (of `packs`, or all): pending again, claimable at once.
     /// For a clean shutdown, or a pack suspended or deleted.
     @discardableResult
@@ -231,11 +245,12 @@ public struct WorkUnitLeases: Sendable {
     }
 
     /// `StartAreaClaimOrder.distance` of a unit row in SQL, the centre and scale as parameters:
-    /// -1 for the fixed resources, 0 for whole zooms, else metres from the centre to the window.
+    /// -1 for the fixed resources, 0 for whole zooms, infinity for a glyph choice, else metres
+    /// from the centre to the window.
     static func distance(x: String, y: String, metresPerUnit: String) -> String {
         let scale = "power(2::float8, zoom_min::float8)"
         return """
-            (CASE WHEN kind = 0 THEN -1::float8 WHEN kind = 1 THEN 0::float8 ELSE sqrt(
+            (CASE WHEN kind = 0 THEN -1::float8 WHEN kind = 1 THEN 0::float8 WHEN kind = 3 THEN 'Infinity'::float8 ELSE sqrt(
                power(greatest(column_min::float8 / \(scale) - \(x), 0::float8, \(x) - (column_max + 1)::float8 / \(scale)), 2)
              + power(greatest(row_min::float8 / \(scale) - \(y), 0::float8, \(y) - (row_max + 1)::float8 / \(scale)), 2)
              ) * \(metresPerUnit) END)
@@ -260,6 +275,8 @@ public struct WorkUnitLeases: Sendable {
         case 1:
             return WorkUnit(ordinal: ordinal, scope: .zooms(pyramid: Int(try row.int64(3)),
                                                             Int(try row.int64(4))...Int(try row.int64(5))), tiles: tiles)
+        case 3:
+            return WorkUnit(ordinal: ordinal, scope: .glyphChoice, tiles: tiles)
         default:
             return WorkUnit(ordinal: ordinal, scope: .window(
                 pyramid: Int(try row.int64(3)), zoom: Int(try row.int64(4)),
@@ -305,6 +322,10 @@ public struct WorkUnitLeases: Sendable {
             case .zooms(let pyramid, let zooms):
                 kinds.append(1)
                 pyramids.append(Int64(pyramid)); zoomMins.append(Int64(zooms.lowerBound)); zoomMaxes.append(Int64(zooms.upperBound))
+                rowMins.append(nil); rowMaxes.append(nil); columnMins.append(nil); columnMaxes.append(nil)
+            case .glyphChoice:
+                kinds.append(3)
+                pyramids.append(nil); zoomMins.append(nil); zoomMaxes.append(nil)
                 rowMins.append(nil); rowMaxes.append(nil); columnMins.append(nil); columnMaxes.append(nil)
             case .window(let pyramid, let zoom, let rows, let columns):
                 kinds.append(2)

@@ -25,11 +25,12 @@ public struct StartAreaClaimOrder: Hashable, Sendable {
     }
 
     /// How far the unit is from the centre, in metres: -1 for the fixed resources (claimed
-    /// first), 0 for whole zooms.
+    /// first), 0 for whole zooms, infinity for a glyph choice (it waits for every other unit).
     public func distance(to scope: WorkUnit.Scope) -> Double {
         switch scope {
         case .resources, .fixed: return -1
         case .zooms: return 0
+        case .glyphChoice: return .infinity
         case .window(_, let zoom, let rows, let columns):
             let scale = Double(sign: .plus, exponent: zoom, significand: 1)
             let dx = max(Double(columns.lowerBound) / scale - centerX, 0, centerX - Double(columns.upperBound + 1) / scale)

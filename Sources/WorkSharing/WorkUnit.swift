@@ -3,8 +3,9 @@ import Geo
 /// A share of one pack's download that one node claims and works through under a lease: the
 /// pack's fixed resources (style, TileJSONs, sprites, glyphs), some whole zooms of a tile pyramid
 /// (low zooms, few tiles together), or a window of one zoom (a range of rows, and of columns
-/// when rows are wider than a unit). A unit's tiles are its window intersected with the
-/// pyramid's cover, so a unit is a few numbers however many tiles it holds.
+/// when rows are wider than a unit) — and, for a `"glyphs": "region"` pack, the choice of its
+/// glyph ranges. A unit's tiles are its window intersected with the pyramid's cover, so a unit is
+/// a few numbers however many tiles it holds.
 public struct WorkUnit: Hashable, Sendable {
     /// 0-based position in the pack's cut; claim order (resources first, then low zooms).
     public let ordinal: Int
@@ -29,6 +30,11 @@ public struct WorkUnit: Hashable, Sendable {
         case zooms(pyramid: Int, ClosedRange<Int>)
         /// The tiles of `pyramid` at `zoom` within `rows` × `columns`.
         case window(pyramid: Int, zoom: Int, rows: ClosedRange<Int>, columns: ClosedRange<Int>)
+        /// A `"glyphs": "region"` pack's glyph choice: claimable once every other unit of the pack
+        /// is done, it reads every tile they stored and adds the needed ranges as `.fixed` units,
+        /// at positions past the plan's own fixed resources (`ResourcePlan.withEveryGlyphRange`
+        /// lists the candidate ranges there, in the same order on every node).
+        case glyphChoice
     }
 }
 
@@ -36,7 +42,7 @@ extension WorkUnit.Scope {
     /// The pyramid the unit's tiles belong to (nil for resources).
     public var pyramid: Int? {
         switch self {
-        case .resources, .fixed: return nil
+        case .resources, .fixed, .glyphChoice: return nil
         case .zooms(let pyramid, _), .window(let pyramid, _, _, _): return pyramid
         }
     }
@@ -49,14 +55,14 @@ extension WorkUnit.Scope {
         case .fixed(let positions):
             let lower = min(max(0, positions.lowerBound), max(0, count))
             return lower..<min(max(lower, positions.upperBound + 1), max(0, count))
-        case .zooms, .window: return 0..<0
+        case .zooms, .window, .glyphChoice: return 0..<0
         }
     }
 
     /// Whether `tile` of pyramid `pyramid` falls in this unit (given it is in the pyramid's cover).
     public func contains(pyramid: Int, tile: TileID) -> Bool {
         switch self {
-        case .resources, .fixed:
+        case .resources, .fixed, .glyphChoice:
             return false
         case .zooms(let own, let zooms):
             return own == pyramid && zooms.contains(tile.z)

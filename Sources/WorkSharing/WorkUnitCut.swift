@@ -3,7 +3,8 @@ import Plan
 
 /// Cuts a pack's plan into work units of about `unitTiles` tiles: one unit for the fixed
 /// resources, then pyramid by pyramid and zoom by zoom, consecutive small zooms together and
-/// larger zooms cut into rows (and columns, for rows wider than a unit).
+/// larger zooms cut into rows (and columns, for rows wider than a unit); for a
+/// `"glyphs": "region"` pack, its glyph choice last.
 ///
 /// Never enumerates tiles: a box's cover is closed-form (rows × width), a geometry's is walked
 /// span by span, row by row (O(rows), what counting it costs anyway). Lazy: memory is the units
@@ -15,12 +16,18 @@ public struct WorkUnitCut: Sequence, Sendable {
     /// The size units are cut to (at least the requested size; more for huge packs).
     public let unitTiles: Int
     public let totalTiles: Int
+    /// A `"glyphs": "region"` pack: how many fixed resources its plan has without glyph ranges.
+    /// The first unit is then `.fixed` over exactly those (`.resources` would mean every candidate
+    /// range too, see `ResourcePlan.withEveryGlyphRange`), and a `.glyphChoice` unit comes last.
+    public let fixedBeforeGlyphChoice: Int?
 
     public static let defaultUnitTiles = 4_096
     public static let defaultMaximumUnits = 100_000
 
-    public init(pyramids: [TilePyramid], unitTiles: Int = defaultUnitTiles, maximumUnits: Int = defaultMaximumUnits) {
+    public init(pyramids: [TilePyramid], unitTiles: Int = defaultUnitTiles, maximumUnits: Int = defaultMaximumUnits,
+                fixedBeforeGlyphChoice: Int? = nil) {
         self.pyramids = pyramids
+        self.fixedBeforeGlyphChoice = fixedBeforeGlyphChoice.map { Swift.max(0, $0) }
         let total = pyramids.reduce(0) { sum, pyramid in
             let (added, overflow) = sum.addingReportingOverflow(pyramid.tileCount)
             return overflow ? .max : added
@@ -43,6 +50,7 @@ public struct WorkUnitCut: Sequence, Sendable {
         private var pendingHead = 0
         private var band: (zooms: ClosedRange<Int>, tiles: Int)?
         private var startedResources = false
+        private var endedWithGlyphChoice = false
 
         init(cut: WorkUnitCut) {
             self.cut = cut
@@ -51,13 +59,18 @@ public struct WorkUnitCut: Sequence, Sendable {
         public mutating func next() -> WorkUnit? {
             if !startedResources {
                 startedResources = true
-                return emit(.resources, tiles: 0)
+                guard let fixed = cut.fixedBeforeGlyphChoice else { return emit(.resources, tiles: 0) }
+                if fixed > 0 { return emit(.fixed(0...(fixed - 1)), tiles: 0) }
             }
             while pendingHead == pending.count {
                 pending.removeAll(keepingCapacity: true)
                 pendingTiles.removeAll(keepingCapacity: true)
                 pendingHead = 0
-                guard advance() else { return nil }
+                guard advance() else {
+                    guard cut.fixedBeforeGlyphChoice != nil, !endedWithGlyphChoice else { return nil }
+                    endedWithGlyphChoice = true
+                    return emit(.glyphChoice, tiles: 0)
+                }
             }
             defer { pendingHead += 1 }
             return emit(pending[pendingHead], tiles: pendingTiles[pendingHead])

@@ -37,7 +37,7 @@ public enum WorkUnitSplit {
         guard let index = scope.pyramid, index >= 0, index < pyramids.count else { return nil }
         let pyramid = pyramids[index]
         switch scope {
-        case .resources, .fixed:
+        case .resources, .fixed, .glyphChoice:
             return nil
         case .zooms(_, let zooms):
             return splitZooms(pyramid, index: index, zooms: zooms, part: part)
@@ -52,6 +52,7 @@ public enum WorkUnitSplit {
         switch unit.scope {
         case .resources, .fixed: unit.scope.fixedPositions(count: fixedResources).count
         case .zooms, .window: unit.tiles
+        case .glyphChoice: 1
         }
     }
 

@@ -11,6 +11,9 @@ import Testing
 /// tile is fetched twice except those a node that stopped had in flight. Each test prints the
 /// tiles requested twice.
 @Suite(.serialized) struct ClusterFailoverTests {
+    /// `make soak` (PACKD_SOAK=1) restarts PostgreSQL under a download 20 times in a row.
+    static let soak = ProcessInfo.processInfo.environment["PACKD_SOAK"] == "1"
+
     @Test func killedNodesUnitsAreFinishedByTheOthers() throws {
         let upstream = try TileServerUpstream()
         let cluster = try ClusterProcesses(count: 3, arguments: ["--cluster-unit-tiles", "1000"])
@@ -41,7 +44,7 @@ import Testing
     /// it is back, coordination and listening reconnect, and the pack completes exactly. With
     /// the default 30 s lease no node needs to fence itself for a restart of a few seconds, so
     /// nothing is fetched twice; had one fenced, only tiles of the units under way could be.
-    @Test func postgresRestartedMidPack() throws {
+    @Test(arguments: 1...(Self.soak ? 20 : 1)) func postgresRestartedMidPack(run: Int) throws {
         let server = try TemporaryPostgres.start(.init(durable: true))
         defer { server.stop() }
         let upstream = try TileServerUpstream()
@@ -54,11 +57,37 @@ import Testing
         try server.restart()
         let down = ContinuousClock.now - restarted
         let (expected, duplicates) = try cluster.expectExact(id, upstream: upstream)
-        let fenced = cluster.nodes.filter { String(decoding: $0.standardError, as: UTF8.self).contains("stops its units") }.count
-        print("PostgreSQL restarted (down \(down)): \(duplicates) of \(expected) tiles requested twice; \(fenced) node(s) fenced; "
+        let fenced = cluster.fencedNodes
+        print("run \(run): PostgreSQL restarted (down \(down)): \(duplicates) of \(expected) tiles requested twice; \(fenced) node(s) fenced; "
               + "\(underWay) tiles in units under way")
         #expect(fenced > 0 || duplicates == 0, "no node stopped, so no tile is fetched twice\n\(cluster.logs)")
         #expect(Int64(duplicates) <= underWay, "only tiles of units under way at the restart")
+    }
+
+    /// Every PostgreSQL session of the nodes is ended, again and again, while three nodes
+    /// download (what a restart does to every connection, without the wait): idle connections
+    /// kept in the nodes' pools are found broken only when next used. Nothing is fetched twice
+    /// and no node fences itself (no renewal is missed for long).
+    @Test func sessionsEndedAgainAndAgainMidPack() throws {
+        let upstream = try TileServerUpstream()
+        let cluster = try ClusterProcesses(count: 3, arguments: ["--cluster-unit-tiles", "1000"], lease: "30s")
+        let id = try cluster.createPack(on: cluster.nodes[0], region: ClusterDownloadTests.region(upstream))
+        #expect(cluster.waitForShare(0.1, of: id, on: cluster.nodes[1]), "\(cluster.logs)")
+        let admin = try cluster.connect()
+        var (rounds, ended) = (0, Int64(0))
+        while rounds < 400, !["complete", "failed"].contains((try? cluster.pack(id, on: cluster.nodes[0]))?["state"] as? String ?? "") {
+            ended += try admin.scalarInt("""
+                SELECT count(*)::int8 FROM pg_stat_activity a, LATERAL pg_terminate_backend(a.pid) ended
+                WHERE a.datname = current_database() AND a.application_name LIKE 'packd-%' AND a.pid <> pg_backend_pid() AND ended
+                """) ?? 0
+            rounds += 1
+            usleep(300_000)
+        }
+        let (expected, duplicates) = try cluster.expectExact(id, upstream: upstream)
+        let fenced = cluster.fencedNodes
+        print("sessions ended \(rounds) times (\(ended) sessions): \(duplicates) of \(expected) tiles requested twice; \(fenced) node(s) fenced")
+        #expect(duplicates == 0, "\(cluster.logs)")
+        #expect(fenced == 0, "\(cluster.logs)")
     }
 
     /// A node frozen while it holds units, past its lease: the others take its units over and
@@ -77,12 +106,17 @@ import Testing
         #expect(kill(node.pid, SIGSTOP) == 0)
         // What it holds as it froze (a claim it had not committed is not its).
         let held = try cluster.unitsHeld(on: database)
-        // Frozen until its leases ran out by the database's clock and another node took one over.
+        // Frozen past its lease by the database's clock — its last heartbeat (and so its last
+        // renewal) a lease ago, so every lease it held ran out — and until no unit is leased to it.
+        // (A node that held no unit as it froze, having just finished one, is frozen as long: the
+        // wait is for the lease, not for its units.)
         #expect(eventually(within: 60) {
             (try? database.scalarInt("""
-                SELECT count(*)::int8 FROM packd_work_units u JOIN packd_nodes n ON n.id = u.lease_owner
-                WHERE n.listen_address = $1 AND u.state = 'leased' AND u.lease_expires_at >= now()
-                """, [.text(address)])) == 0
+                SELECT count(*)::int8 FROM packd_nodes n
+                WHERE n.listen_address = $1 AND (n.heartbeat_at >= now() - make_interval(secs => $2)
+                  OR EXISTS (SELECT 1 FROM packd_work_units u WHERE u.lease_owner = n.id AND u.state = 'leased'
+                               AND u.lease_expires_at >= now()))
+                """, [.text(address), .float8(ClusterProcesses.defaultLeaseSeconds)])) == 0
         })
         let thawedAt = ContinuousClock.now
         #expect(kill(node.pid, SIGCONT) == 0)
@@ -99,11 +133,7 @@ import Testing
         let log = String(decoding: node.standardError, as: UTF8.self)
         print("frozen node \(frozen) (held \(held[frozen]?.units ?? 0) units, \(held[frozen]?.tiles ?? 0) tiles), thawed after the lease, "
               + "works again: \(workedAgain) (\(ContinuousClock.now - thawedAt)); \(duplicates) of \(expected) tiles requested twice")
-        // A node that held no unit as it froze (it had just finished one, the next claim not yet
-        // committed) has nothing to stop; one that held units fences itself before it renews.
-        if (held[frozen]?.units ?? 0) > 0 {
-            #expect(log.contains("stops its units"), "thawed, it fenced itself first: \(log.suffix(2000))")
-        }
+        #expect(log.contains("stops its units"), "thawed, it fenced itself first: \(log.suffix(2000))")
         #expect(Int64(duplicates) <= held[frozen]?.tiles ?? 0, "only tiles of the frozen node's units were fetched again")
     }
 }

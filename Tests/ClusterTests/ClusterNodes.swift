@@ -20,8 +20,11 @@ final class ClusterProcesses: @unchecked Sendable {
     /// `password`: given in the URL the nodes are started with (the test server trusts local
     /// connections, so any password is accepted: what matters is where it could show).
     /// `server`: a PostgreSQL of the test's own (one it restarts), else the shared one.
-    init(count: Int, arguments: [String] = [], password: String? = nil, logLevel: String = "warning", lease: String = "4s",
-         server: TemporaryPostgres? = nil) throws {
+    /// The lease the nodes get unless a test says otherwise (`--cluster-lease`).
+    static let defaultLeaseSeconds: Double = 4
+
+    init(count: Int, arguments: [String] = [], password: String? = nil, logLevel: String = "warning",
+         lease: String = "\(Int(defaultLeaseSeconds))s", server: TemporaryPostgres? = nil) throws {
         self.server = try server ?? TemporaryPostgres.shared()
         database = try self.server.makeDatabase(prefix: "cluster_e2e")
         let user = "\(TemporaryPostgres.superuser)@"
@@ -128,6 +131,11 @@ final class ClusterProcesses: @unchecked Sendable {
     /// Resources each node downloaded (`packd_downloaded_resources_total`).
     func downloadedPerNode() -> [Int] {
         nodes.map { Int((try? $0.metric("packd_downloaded_resources_total")) ?? nil ?? 0) }
+    }
+
+    /// Nodes that fenced themselves at least once (their log says they stopped their units).
+    var fencedNodes: Int {
+        nodes.filter { String(decoding: $0.standardError, as: UTF8.self).contains("stops its units") }.count
     }
 
     /// Each node's stderr, for a failing test's report.

@@ -86,7 +86,8 @@ public final class PackdServer: @unchecked Sendable {
               let text = try? String(contentsOf: portFile, encoding: .utf8),
               let port = Int(text.trimmingCharacters(in: .whitespacesAndNewlines)) else {
             Glibc.kill(process.processIdentifier, SIGKILL)
-            throw ClientFailure(description: "packd did not start")
+            let said = capturesOutput ? ": " + String(decoding: standardError.suffix(2000), as: UTF8.self) : ""
+            throw ClientFailure(description: "packd did not start\(said)")
         }
         self.port = port
     }

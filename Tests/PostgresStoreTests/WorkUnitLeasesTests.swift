@@ -31,6 +31,45 @@ import WorkSharing
         #expect(claimed.allSatisfy { $0.claims == 1 && $0.storedTiles == 0 && $0.pack == pack })
     }
 
+    /// A `"glyphs": "region"` pack's glyph choice is claimed only once every other unit is done —
+    /// even by a claimer asking for every unit — and the ranges it adds are ordinary units of
+    /// fixed resources, claimable at once; the pack finishes with the last of them.
+    @Test func aGlyphChoiceWaitsForEveryOtherUnitAndItsRangesBecomeUnits() throws {
+        let connection = try database.connect()
+        let pack = try database.insertPack(state: PackState.active.rawValue, on: connection)
+        let cut = WorkUnitCut(pyramids: [try WorkUnitCutFixtures.box(zooms: [3, 4])], unitTiles: 40, fixedBeforeGlyphChoice: 5)
+        try WorkUnitLeases.store(cut, pack: pack, on: connection)
+        let units = Array(cut)
+        #expect(units.first?.scope == .fixed(0...4) && units.last?.scope == .glyphChoice)
+        let node = try database.registerNode("chooser", on: connection)
+        let leases = WorkUnitLeases(node: node)
+        let first = try leases.claim(pack: pack, limit: 10_000, on: connection)
+        #expect(first.map(\.unit) == Array(units.dropLast()), "everything but the choice")
+        for unit in first.dropLast() { #expect(try leases.complete(.init(pack: pack, ordinal: unit.unit.ordinal), on: connection)) }
+        #expect(try leases.claim(pack: pack, limit: 10, on: connection).isEmpty, "one unit is not done yet")
+        let last = try #require(first.last)
+        #expect(try leases.complete(.init(pack: pack, ordinal: last.unit.ordinal), on: connection))
+        let choice = try #require(try leases.claim(pack: pack, limit: 10, on: connection).first)
+        #expect(choice.unit.scope == .glyphChoice)
+
+        let store = try PostgresStoreConnection(url: database.url, node: node, applicationName: "chooser")
+        let key = WorkUnitLeases.Key(pack: pack, ordinal: choice.unit.ordinal)
+        let counts = ExpectedCounts(resources: 12, tiles: 5, precise: true)
+        let skipped = SkippedGlyphRanges(ranges: 500, bytes: nil, rangesWithKnownBytes: 0)
+        let outcome = try store.completeGlyphChoice(key, node: node, ranges: [7...8, 11...11], counts: counts, maxTiles: nil,
+                                                    skipped: skipped, now: 1)
+        #expect(outcome.chosen && outcome.finished == nil)
+        #expect(try !store.completeGlyphChoice(key, node: node, ranges: [7...8], counts: counts, maxTiles: nil, skipped: skipped,
+                                               now: 1).chosen, "made once")
+        let ranges = try leases.claim(pack: pack, limit: 10, on: connection)
+        #expect(ranges.map(\.unit.scope) == [.fixed(7...8), .fixed(11...11)])
+        #expect(try store.completeUnit(.init(pack: pack, ordinal: ranges[0].unit.ordinal), node: node, now: 2) == nil)
+        guard case .applied(let transition)? = try store.completeUnit(.init(pack: pack, ordinal: ranges[1].unit.ordinal), node: node, now: 2)
+        else { Issue.record("the last range finishes the pack"); return }
+        #expect(transition.to == .complete)
+        #expect(try connection.scalarInt("SELECT expected_resources FROM packd_packs WHERE region_id = $1", [.int8(pack)]) == 12)
+    }
+
     /// Two nodes cutting the same pack at once store one cut.
     @Test func aPackIsCutOnce() throws {
         let connection = try database.connect()

@@ -145,3 +145,16 @@ import WorkSharing
         #expect(Array(WorkUnitCut(pyramids: pyramids, unitTiles: 33)) == Array(WorkUnitCut(pyramids: pyramids, unitTiles: 33)))
     }
 }
+
+extension WorkUnitCutTests {
+    /// A `"glyphs": "region"` pack: its own fixed resources first (not `.resources`, which would
+    /// mean every candidate range too), the tiles as without, and its glyph choice last.
+    @Test func aRegionGlyphsPackEndsWithItsGlyphChoice() throws {
+        let pyramid = try Self.pyramid(.bounds(LngLatBounds(west: -40, south: -30, east: 50, north: 35)), zooms: [2, 3, 4])
+        let plain = Array(WorkUnitCut(pyramids: [pyramid], unitTiles: 16))
+        let lean = Array(WorkUnitCut(pyramids: [pyramid], unitTiles: 16, fixedBeforeGlyphChoice: 7))
+        #expect(lean.first?.scope == .fixed(0...6))
+        #expect(lean.last == WorkUnit(ordinal: plain.count, scope: .glyphChoice, tiles: 0))
+        #expect(Array(lean.dropFirst().dropLast()) == Array(plain.dropFirst()))
+    }
+}

@@ -25,7 +25,7 @@ import WorkSharing
         let pyramid = pyramids[index]
         var found: Set<TileID> = []
         let zooms: [Int] = switch scope {
-        case .resources, .fixed: []
+        case .resources, .fixed, .glyphChoice: []
         case .zooms(_, let range): pyramid.zooms.filter(range.contains)
         case .window(_, let zoom, _, _): [zoom]
         }

@@ -191,14 +191,18 @@ public final class PackDownload: GlyphChoosingJob {
     // MARK: Resources
 
     private func beginResources(_ documentsPlan: ResourcePlan, archives: [String: OpenedArchive], ranges: ResolverRanges) {
-        // Only a whole pack's download sees every tile stored before its glyphs: a cluster's
-        // units cannot choose, and download every range as `"glyphs": "all"` does.
+        // A whole pack's download chooses its glyph ranges once its tiles are stored. A cluster's
+        // units each download positions of the fixed resources with every candidate range (the
+        // pack's glyph-choice unit adds the needed ones as units: `PackGlyphChoice`); the plan and
+        // the counts they report are the documents' own, which leave the ranges to the choice.
         let plan: ResourcePlan
-        if case .pack = scope { plan = documentsPlan } else { plan = documentsPlan.withEveryGlyphRange }
-        glyphSubset = plan.glyphSubset
-        geoJSONLabels = plan.glyphSubset.map { GeoJSONLabelScan(subset: $0, loop: loop) }
-        let counts = ExpectedCounts(resources: Int64(clamping: plan.expectedResources), tiles: Int64(clamping: plan.expectedTiles),
-                                    precise: plan.isPrecise)
+        if case .unit = scope { plan = documentsPlan.withEveryGlyphRange } else { plan = documentsPlan }
+        if case .pack = scope {
+            glyphSubset = plan.glyphSubset
+            geoJSONLabels = plan.glyphSubset.map { GeoJSONLabelScan(subset: $0, loop: loop) }
+        }
+        let counts = ExpectedCounts(resources: Int64(clamping: documentsPlan.expectedResources),
+                                    tiles: Int64(clamping: documentsPlan.expectedTiles), precise: documentsPlan.isPrecise)
         expected = counts
         var unit: WorkUnit.Scope?
         switch scope {
@@ -212,7 +216,7 @@ public final class PackDownload: GlyphChoosingJob {
             }
         case .unit(let scope):
             unit = scope
-            owner?.jobPlanned(packID, plan)
+            owner?.jobPlanned(packID, documentsPlan)
         }
         pyramids = plan.pyramids
         failures = FailureLedger(packID: packID, store: store,

@@ -98,7 +98,7 @@ private struct ZoomOrder {
     private func inScope(pyramid index: Int, zoom: Int) -> Bool {
         switch scope {
         case nil: return true
-        case .resources, .fixed: return false
+        case .resources, .fixed, .glyphChoice: return false
         case .zooms(let pyramid, let zooms): return pyramid == index && zooms.contains(zoom)
         case .window(let pyramid, let only, _, _): return pyramid == index && zoom == only
         }
