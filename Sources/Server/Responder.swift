@@ -35,6 +35,8 @@ public final class Responder: @unchecked Sendable {
     var status = 0
     var bodyBytes = 0
     var stream: ResponseStream?
+    /// The file body being sent by sendfile, from `ResponseStream.sendFile` until the answer ends.
+    var transfer: SendfileTransfer?
     var closed = false
     /// The route's bound on the handler; the clock starts when the request is fully read.
     var handlerTimeout: Duration?
@@ -132,6 +134,7 @@ public final class Responder: @unchecked Sendable {
         let callback = onClose
         onClose = nil
         stream?.onWritable = nil
+        transfer?.cancel()
         if !wasComplete { callback?() }
         retire()
     }
@@ -143,5 +146,6 @@ public final class Responder: @unchecked Sendable {
     func retire() {
         onClose = nil
         stream = nil
+        transfer = nil
     }
 }

@@ -63,6 +63,26 @@ public final class ResponseStream: @unchecked Sendable {
         if !responder.connection.canWrite(for: responder) { wantsWritable = true }
     }
 
+    /// Whether `range` of a file can be this stream's whole body by sendfile(2): the body is of
+    /// exactly that length, not begun, not omitted (`HEAD`), and the client is there.
+    func takesFile(_ range: Range<Int>) -> Bool {
+        guard isOpen, !omitBody, written == 0, !range.isEmpty, case .length(let length) = framing else { return false }
+        return length == range.count
+    }
+
+    /// Sends `range` of the open `file` as the whole body by sendfile(2) (`SendfileTransfer`,
+    /// which owns `file` from here and tells `end` how it ended). Only when `takesFile(range)`.
+    func sendFile(_ file: Int32, range: Range<Int>, end: @escaping (SendfileTransfer.End) -> Void) {
+        let transfer = SendfileTransfer(loop: responder.loop, file: file, range: range)
+        transfer.onEnd = end
+        responder.connection.transmit(transfer, for: responder)
+    }
+
+    /// `count` more bytes of the body went to the socket without passing through `write`.
+    func sentDirectly(_ count: Int) {
+        written += count
+    }
+
     /// Ends the body. A declared length that was not reached cannot be repaired, so the
     /// connection is closed after the bytes that were sent.
     public func finish() {

@@ -83,6 +83,32 @@ extension HTTPConnection {
         complete(slot)
     }
 
+    /// Hands a file body to sendfile: it starts once `slot` is first in line and everything
+    /// produced before it is written (`startTransferIfReady`).
+    func transmit(_ transfer: SendfileTransfer, for slot: Responder) {
+        loop.assertInLoopThread()
+        guard phase == .open, !slot.closed, !aborting else { return transfer.cancel() }
+        slot.transfer = transfer
+        transfer.onProgress = { [weak self, weak slot] count in
+            guard let self, let slot else { return }
+            slot.bodyBytes += count
+            slot.stream?.sentDirectly(count)
+            deadlines.wrote(at: now)
+        }
+        transfer.onReadIn = { [weak server] in server?.fileBodies.windowsReadIn += 1 }
+        startTransferIfReady()
+    }
+
+    /// Starts the first response's file body once the socket has taken everything before it.
+    /// The write deadline covers it from here: a client that stops reading is closed.
+    func startTransferIfReady() {
+        guard phase == .open, !aborting, output.total == 0, let transfer = slots.first?.transfer, !transfer.started else { return }
+        var descriptor = uv_os_fd_t()
+        guard uv_fileno(UnsafeRawPointer(stream).assumingMemoryBound(to: uv_handle_t.self), &descriptor) == 0 else { return close() }
+        armTimer(deadlines.wrote(at: now))
+        transfer.start(socket: descriptor)
+    }
+
     func canWrite(for slot: Responder) -> Bool {
         loop.assertInLoopThread()
         guard phase == .open, !slot.closed else { return false }
@@ -154,7 +180,7 @@ extension HTTPConnection {
         guard phase == .open else { return }
         switch output.flush(to: stream) {
         case .written:
-            break
+            startTransferIfReady()
         case .queued:
             armTimer(deadlines.wrote(at: now))
         case .failed:
@@ -174,6 +200,7 @@ extension HTTPConnection {
         if output.queuedBytes < limits.writeHighWaterMark / 2, let stream = slots.first?.stream {
             stream.notifyWritable()
         }
+        startTransferIfReady()
         resumePipelineIfPossible()
     }
 }

@@ -245,7 +245,7 @@ final class HTTPConnection: LoopHandleOwner {
     private var activity: ConnectionDeadlines.Activity {
         ConnectionDeadlines.Activity(
             lingering: phase == .lingering,
-            writing: output.queuedBytes > 0,
+            writing: output.queuedBytes > 0 || slots.first?.transfer?.isActive == true,
             receivingBody: inbound != nil,
             bodyPaused: paused.contains(.bodyConsumer),
             readingHead: (parser.inMessage || unrecognizedLine != nil) && acceptingRequests,
