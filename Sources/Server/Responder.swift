@@ -67,7 +67,7 @@ public final class Responder: @unchecked Sendable {
         guard state == .waiting, !closed else { return }
         state = .finished
         status = response.status.code
-        connection.send(response, for: self)
+        connection.responses.send(response, for: self)
     }
 
     /// Hops to the loop thread and responds there; safe from any thread.
@@ -96,7 +96,7 @@ public final class Responder: @unchecked Sendable {
         state = .streaming
         self.stream = stream
         self.status = status.code
-        connection.startStream(status: status, headers: headers, framing: framing, for: self)
+        connection.responses.startStream(status: status, headers: headers, framing: framing, for: self)
         return stream
     }
 
