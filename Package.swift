@@ -23,6 +23,10 @@ let package = Package(
         .systemLibrary(name: "CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
         .systemLibrary(name: "CLibPQ", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
         .systemLibrary(name: "CCrypto", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
+        // The one wrapper over libcrypto: SHA-256, HMAC-SHA256, Ed25519, AES-256-GCM, random bytes,
+        // constant-time comparison. Nothing else in packd calls libcrypto's primitives.
+        .target(name: "Cryptography", dependencies: ["CCrypto"]),
+        .testTarget(name: "CryptographyTests", dependencies: ["Cryptography"]),
 
         // The domain: pack states and their pure lifecycle, the wire types every client decodes,
         // stored records and the store protocols. Imports no other packd module.
@@ -46,7 +50,7 @@ let package = Package(
         .target(name: "Writer", dependencies: ["Packs"]),
         .target(name: "Store", dependencies: ["Packs", "Writer", "Loop", "CSQLite", "CZlib", "TileFormats"]),
         // Immutable export files: keys, build-once, the directory, eviction, digests.
-        .target(name: "Artifacts", dependencies: ["Packs", "Loop", "CCrypto"]),
+        .target(name: "Artifacts", dependencies: ["Packs", "Loop", "Cryptography"]),
         // The child process StoreTests SIGKILLs mid-stream to prove crash safety.
         .executableTarget(name: "packd-store-crash-writer", dependencies: ["Store", "Packs"]),
 
@@ -54,7 +58,7 @@ let package = Package(
         .target(
             name: "API",
             dependencies: [
-                "Packs", "Jobs", "Server", "Loop", "CUV", "Plan", "Geo", "CCrypto", "Artifacts", "Webhooks", "TimeFormats",
+                "Packs", "Jobs", "Server", "Loop", "CUV", "Plan", "Geo", "Cryptography", "Artifacts", "Webhooks", "TimeFormats",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
@@ -66,7 +70,7 @@ let package = Package(
         // Webhooks: Standard Webhooks signing, the retry schedule, the dispatcher sending the outbox.
         .target(
             name: "Webhooks",
-            dependencies: ["Packs", "Fetch", "Loop", "CCrypto", "CCurl", .product(name: "Logging", package: "swift-log")]
+            dependencies: ["Packs", "Fetch", "Loop", "Cryptography", "CCurl", .product(name: "Logging", package: "swift-log")]
         ),
         .testTarget(name: "WebhooksTests", dependencies: ["Webhooks", "Packs", "Fetch", "Loop", "Store", "PackdTestSupport"]),
         // Real `packd serve` processes sending webhooks: kill -9 at random moments, and two
