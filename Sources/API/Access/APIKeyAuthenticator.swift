@@ -49,7 +49,7 @@ public struct APIKeyAuthenticator: Sendable {
             guard let colon = entry.firstIndex(of: ":") else {
                 throw ConfigurationError(description: "\(place): expected role:key")
             }
-            guard let role = APIRole(name: String(entry[..<colon])) else {
+            guard let role = APIRole(name: entry[..<colon]), role != .operator else {
                 throw ConfigurationError(description: "\(place): role must be read, write or admin")
             }
             let key = entry[entry.index(after: colon)...].utf8
