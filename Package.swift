@@ -14,6 +14,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
         .package(url: "https://github.com/apple/swift-metrics", from: "2.5.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.0.0"),
+        // OpenID Connect bearer tokens: signature checks by a maintained JOSE implementation.
+        .package(url: "https://github.com/vapor/jwt-kit", from: "5.7.1"),
     ],
     targets: [
         .systemLibrary(name: "CUV", pkgConfig: "libuv", providers: [.apt(["libuv1-dev"])]),
@@ -27,6 +29,17 @@ let package = Package(
         // constant-time comparison. Nothing else in packd calls libcrypto's primitives.
         .target(name: "Cryptography", dependencies: ["CCrypto"]),
         .testTarget(name: "CryptographyTests", dependencies: ["Cryptography"]),
+        // Who is calling: API keys, device links, manifest signatures, OIDC tokens, rate limits,
+        // sealed secrets, quota arithmetic. The routes and stores wire it; it imports neither.
+        .target(
+            name: "Access",
+            dependencies: ["Packs", "Cryptography", "Fetch", "Loop", "CZlib", "TimeFormats", .product(name: "JWTKit", package: "jwt-kit")]
+        ),
+        .testTarget(
+            name: "AccessTests",
+            dependencies: ["Access", "Cryptography", "Packs", "Fetch", "Loop", "PackdTestSupport", .product(name: "JWTKit", package: "jwt-kit")],
+            resources: [.copy("Vectors")]
+        ),
 
         // The domain: pack states and their pure lifecycle, the wire types every client decodes,
         // stored records and the store protocols. Imports no other packd module.
