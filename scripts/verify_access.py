@@ -214,6 +214,8 @@ class Issuer:
             ("a key of another use (enc)", self.pyjwt("RS256", "rsa-enc", c(now)), "unknown_key", None, None),
             ("RS256 naming the EC key", self.pyjwt("RS256", "rsa", c(now), headers={"kid": self.kids["ec"]}), "key_mismatch", None, None),
             ("critical header extension", self.pyjwt("RS256", "rsa", c(now), headers={"crit": ["exp"]}), "malformed", None, None),
+            ("critical header extension as a string", self.hand_made({"alg": "EdDSA", "kid": self.kids["ed"], "crit": "exp"}, c(now),
+                                                                     lambda m: self.ed.sign(m)), "malformed", None, None),
         ]
         good = self.pyjwt("EdDSA", "ed", c(now))
         header, payload, signature = good.split(".")

@@ -67,12 +67,12 @@ import Testing
 
     @Test func recordsMakePrincipalsUntilTheyExpire() {
         let record = KeyRecord(id: "k7", tenant: TenantID("acme")!, role: .write, name: "fleet", secretDigest: [1, 2],
-                               createdAt: 100, expiresAt: 200, packs: [42])
+                               createdAt: 100, expiresAt: 200, packs: [PackID(42)!])
         let principal = record.principal(at: 200)
-        #expect(principal == Principal(tenant: TenantID("acme")!, role: .write, actor: .key(id: "k7", name: "fleet"), packs: [42],
+        #expect(principal == Principal(tenant: TenantID("acme")!, role: .write, actor: .key(id: "k7", name: "fleet"), packs: [PackID(42)!],
                                        rateLimitKey: "key:k7"))
         #expect(record.principal(at: 201) == nil)
-        #expect(principal?.mayReach(pack: 42) == true && principal?.mayReach(pack: 43) == false)
+        #expect(principal?.mayReach(pack: PackID(42)!) == true && principal?.mayReach(pack: PackID(43)!) == false)
         #expect(principal?.allows(.write) == true && principal?.allows(.admin) == false)
         #expect(KeyRecord(id: "k", tenant: .default, role: .read, name: "n", secretDigest: [], createdAt: 0).principal(at: .max) != nil)
         #expect(KeyRecord.problem(withName: "") != nil)
@@ -98,6 +98,6 @@ import Testing
         for role in Role.allCases { #expect(Role(name: role.name) == role) }
         #expect(Role(name: "root") == nil && Role(name: "Admin") == nil)
         let operatorPrincipal = Principal(tenant: .default, role: .operator, actor: .token(subject: "ops"), rateLimitKey: "sub:x")
-        #expect(operatorPrincipal.isOperator && operatorPrincipal.allows(.admin) && operatorPrincipal.mayReach(pack: 1))
+        #expect(operatorPrincipal.isOperator && operatorPrincipal.allows(.admin) && operatorPrincipal.mayReach(pack: PackID(1)!))
     }
 }

@@ -1,5 +1,6 @@
 @testable import Access
 import Cryptography
+import Packs
 import Testing
 
 @Suite struct DeviceLinkTests {
@@ -82,6 +83,14 @@ import Testing
                 continue
             }
         }
+    }
+
+    @Test func aValidLinkMakesAReaderOfItsPackOnly() {
+        let principal = Principal.deviceLink(tenant: TenantID("acme")!, pack: PackID(42)!, signature: "FKsI29fFX_ZI35zKswkH3a31GQQ-LNOL0wIWq23Wm1k")
+        #expect(principal.role == .read && principal.actor == .deviceLink(pack: PackID(42)!) && principal.tenant == TenantID("acme"))
+        #expect(principal.mayReach(pack: PackID(42)!) && !principal.mayReach(pack: PackID(43)!) && !principal.allows(.write))
+        #expect(principal.rateLimitKey.hasPrefix("link:42:") && !principal.rateLimitKey.contains("FKsI29"))
+        #expect(principal.rateLimitKey != Principal.deviceLink(tenant: .default, pack: PackID(42)!, signature: "other").rateLimitKey)
     }
 
     @Test func signingRefusesWhatCouldNotBeVerified() throws {

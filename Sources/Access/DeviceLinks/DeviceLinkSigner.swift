@@ -1,4 +1,5 @@
 import Cryptography
+import Packs
 
 /// Signed URLs that let a device download one pack's files with no key: HMAC-SHA256 under the
 /// tenant's link secret over a canonical string, carried in two query parameters (`expires`,
@@ -131,6 +132,16 @@ public struct DeviceLinkSigner: Sendable, CustomStringConvertible, CustomReflect
 
     static func isValue(_ value: String) -> Bool {
         !value.isEmpty && value.utf8.count <= maximumValueLength && value.utf8.allSatisfy(isUnreserved)
+    }
+}
+
+extension Principal {
+    /// The caller a valid device link of `pack` makes: a reader of that one pack, no key at all,
+    /// its bucket named by a digest of the link's signature (the signature itself is the link's
+    /// credential, kept out of memory's names, logs and metrics).
+    public static func deviceLink(tenant: TenantID, pack: PackID, signature: some StringProtocol) -> Principal {
+        let bucket = "link:\(pack):" + Base64URL.encode(SHA256.hash(signature.utf8).prefix(12))
+        return Principal(tenant: tenant, role: .read, actor: .deviceLink(pack: pack), packs: [pack], rateLimitKey: bucket)
     }
 }
 

@@ -42,6 +42,6 @@ struct TokenClaims: Decodable {
 
     /// Decodes `payload` (the JSON bytes) with jwt-kit's decoder.
     static func decode(_ payload: [UInt8]) throws -> TokenClaims {
-        try (JSONDecoder.defaultForJWT as any JWTJSONDecoder).decode(TokenClaims.self, from: Data(payload))
+        try TokenVerifier.decoder.decode(TokenClaims.self, from: Data(payload))
     }
 }

@@ -27,6 +27,8 @@ public enum TokenVerification: Sendable, Equatable {
 /// from the configured claims. The signature is checked before the claims are decoded.
 public struct TokenVerifier: Sendable {
     public let settings: OIDCSettings
+    /// jwt-kit's decoder (NumericDate as Unix seconds), made once.
+    static let decoder: any JWTJSONDecoder = JSONDecoder.defaultForJWT
 
     public init(settings: OIDCSettings) {
         self.settings = settings
@@ -42,12 +44,13 @@ public struct TokenVerifier: Sendable {
             return .refused(.malformed("three base64url parts separated by dots are needed"))
         }
         guard let headerJSON = Base64URL.decode(String(decoding: parts.header, as: UTF8.self)),
-              let header = try? (JSONDecoder.defaultForJWT as any JWTJSONDecoder).decode(JWTHeader.self, from: Data(headerJSON)) else {
+              let header = try? Self.decoder.decode(JWTHeader.self, from: Data(headerJSON)) else {
             return .refused(.malformed("the header is not base64url JSON"))
         }
         guard let alg = header.alg else { return .refused(.malformed("the header has no 'alg'")) }
         guard let algorithm = IssuerKeySet.Algorithm(rawValue: alg) else { return .refused(.algorithm(alg)) }
-        guard header.crit == nil else { return .refused(.malformed("the header has 'crit' extensions")) }
+        // Any `crit`, whatever its form, names extensions packd does not implement (RFC 7515 §4.1.11).
+        guard header.fields["crit"] == nil else { return .refused(.malformed("the header has 'crit' extensions")) }
         guard let key = keys.key(for: header.kid) else { return .unknownKey(header.kid) }
         guard key.algorithm == algorithm else { return .refused(.keyMismatch) }
         guard let signature = Base64URL.decode(String(decoding: parts.signature, as: UTF8.self)) else {

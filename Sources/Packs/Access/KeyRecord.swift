@@ -16,12 +16,12 @@ public struct KeyRecord: Sendable, Equatable {
     /// Unix seconds after which the key is refused; nil: never.
     public var expiresAt: Int64?
     /// The packs the key may reach; nil: every pack of its tenant.
-    public var packs: Set<Int64>?
+    public var packs: Set<PackID>?
     /// Unix seconds of the latest request with the key, written in batches (so up to a batch late).
     public var lastUsedAt: Int64?
 
     public init(id: String, tenant: TenantID, role: Role, name: String, secretDigest: [UInt8], createdAt: Int64,
-                expiresAt: Int64? = nil, packs: Set<Int64>? = nil, lastUsedAt: Int64? = nil) {
+                expiresAt: Int64? = nil, packs: Set<PackID>? = nil, lastUsedAt: Int64? = nil) {
         self.id = id
         self.tenant = tenant
         self.role = role

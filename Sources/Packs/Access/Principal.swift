@@ -8,7 +8,7 @@ public struct Principal: Sendable, Equatable {
         /// A bearer token from the OpenID Connect issuer: its `sub`.
         case token(subject: String)
         /// A signed device link of `pack` (no key at all).
-        case deviceLink(pack: Int64)
+        case deviceLink(pack: PackID)
         /// No keys are configured: the server listens on loopback only and trusts its callers.
         case loopback
     }
@@ -19,12 +19,13 @@ public struct Principal: Sendable, Equatable {
     public let role: Role
     public let actor: Actor
     /// The packs the caller may reach, or nil for every pack of its tenant.
-    public let packs: Set<Int64>?
-    /// Whose token bucket a request takes from (`key:<id>`, `sub:<subject>`, `link:<pack>:<sig>`):
-    /// never a secret, so it can name a bucket in memory without holding a credential.
+    public let packs: Set<PackID>?
+    /// Whose token bucket a request takes from (`key:<id>`, `sub:<digest of the subject>`,
+    /// `link:<pack>:<digest of the signature>`): never a credential, so it can name a bucket in
+    /// memory, a log line or a metric.
     public let rateLimitKey: String
 
-    public init(tenant: TenantID, role: Role, actor: Actor, packs: Set<Int64>? = nil, rateLimitKey: String) {
+    public init(tenant: TenantID, role: Role, actor: Actor, packs: Set<PackID>? = nil, rateLimitKey: String) {
         self.tenant = tenant
         self.role = role
         self.actor = actor
@@ -36,7 +37,7 @@ public struct Principal: Sendable, Equatable {
     public func allows(_ required: Role) -> Bool { role >= required }
 
     /// Whether `pack` is within the caller's pack restriction (its tenant is the store's check).
-    public func mayReach(pack: Int64) -> Bool { packs?.contains(pack) ?? true }
+    public func mayReach(pack: PackID) -> Bool { packs?.contains(pack) ?? true }
 
     public var isOperator: Bool { role == .operator }
 }
