@@ -144,6 +144,8 @@ let package = Package(
                 "Server",
                 "PackdTestSupport",
                 "TileFormats",
+                // access: authentication costs beside the keys file's check.
+                "Access", "API", "Cryptography",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]

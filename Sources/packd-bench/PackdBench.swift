@@ -29,6 +29,7 @@ struct PackdBench: ParsableCommand {
             PostgresClientBenchmark.self,
             ClusterBenchmark.self,
             WebhookBenchmark.self,
+            AccessBenchmark.self,
         ]
     )
 }
