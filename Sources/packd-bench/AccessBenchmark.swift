@@ -73,7 +73,7 @@ struct AccessBenchmark: ParsableCommand {
         for name in ["RS256 by PyJWT", "ES256 by PyJWT", "EdDSA by PyJWT"] {
             guard let token = cases.first(where: { $0["name"] as? String == name })?["token"] as? String,
                   case .verified = verifier.verify(token, keys: keySet, now: vectorNow) else { throw ValidationError("\(name) did not verify") }
-            byLibrary.append((name, best(iterations: iterations / 10) {
+            byLibrary.append((name, best {
                 for _ in 0..<iterations / 10 { if case .verified = verifier.verify(token, keys: keySet, now: vectorNow) { sink &+= 1 } }
             }))
         }
@@ -104,15 +104,8 @@ struct AccessBenchmark: ParsableCommand {
         return try harness.thread.sync { best { for _ in 0..<runs { body() } } }
     }
 
-    private func best(iterations: Int? = nil, _ body: () -> Void) -> Double {
-        var best = Double.infinity
-        for _ in 0..<repetitions {
-            let start = ContinuousClock.now
-            body()
-            let elapsed = start.duration(to: .now)
-            best = min(best, Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
-        }
-        return best
+    private func best(_ body: () -> Void) -> Double {
+        bestSeconds(of: repetitions, body)
     }
 
     /// Runs async `work` to completion from this (non-pool) thread.
