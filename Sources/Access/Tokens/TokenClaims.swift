@@ -2,8 +2,8 @@ import Foundation
 import JWTKit
 
 /// The claims packd reads from a verified token, decoded with jwt-kit's claim types (NumericDate
-/// as Unix seconds, `aud` as a string or an array), and every other top-level claim that is a
-/// string or an array of strings — so the tenant and role claims can be named in configuration.
+/// as Unix seconds, `aud` as a string or an array), and the claims configuration names (tenant,
+/// role) as a string or an array of strings.
 struct TokenClaims: Decodable {
     var issuer: IssuerClaim?
     var subject: SubjectClaim?
@@ -11,10 +11,11 @@ struct TokenClaims: Decodable {
     var expiration: ExpirationClaim?
     var notBefore: NotBeforeClaim?
     var issuedAt: IssuedAtClaim?
-    /// Other string (or string array) claims, by name; at most `maximumClaims`.
+    /// The named claims that are a string (or an array of strings), by name.
     var strings: [String: [String]] = [:]
 
-    static let maximumClaims = 64
+    /// Where the decoder's `userInfo` holds the names of the claims to read into `strings`.
+    static let namesKey = CodingUserInfoKey(rawValue: "packd.claimNames")!
 
     private struct Name: CodingKey {
         let stringValue: String
@@ -31,17 +32,22 @@ struct TokenClaims: Decodable {
         expiration = try container.decodeIfPresent(ExpirationClaim.self, forKey: Name(stringValue: "exp"))
         notBefore = try container.decodeIfPresent(NotBeforeClaim.self, forKey: Name(stringValue: "nbf"))
         issuedAt = try container.decodeIfPresent(IssuedAtClaim.self, forKey: Name(stringValue: "iat"))
-        for key in container.allKeys.prefix(Self.maximumClaims) where !["iss", "sub", "aud", "exp", "nbf", "iat"].contains(key.stringValue) {
+        for name in decoder.userInfo[Self.namesKey] as? [String] ?? [] {
+            let key = Name(stringValue: name)
             if let value = try? container.decode(String.self, forKey: key) {
-                strings[key.stringValue] = [value]
+                strings[name] = [value]
             } else if let values = try? container.decode([String].self, forKey: key) {
-                strings[key.stringValue] = values
+                strings[name] = values
             }
         }
     }
 
-    /// Decodes `payload` (the JSON bytes) with jwt-kit's decoder.
-    static func decode(_ payload: [UInt8]) throws -> TokenClaims {
-        try TokenVerifier.decoder.decode(TokenClaims.self, from: Data(payload))
+    /// A decoder like jwt-kit's (`JSONDecoder.defaultForJWT`: NumericDate as Unix seconds) that
+    /// also reads the claims `names`.
+    static func decoder(reading names: [String]) -> JSONDecoder {
+        let decoder = JSONDecoder()
+        decoder.dateDecodingStrategy = .secondsSince1970
+        decoder.userInfo[namesKey] = names
+        return decoder
     }
 }

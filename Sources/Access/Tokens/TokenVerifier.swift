@@ -27,11 +27,14 @@ public enum TokenVerification: Sendable, Equatable {
 /// from the configured claims. The signature is checked before the claims are decoded.
 public struct TokenVerifier: Sendable {
     public let settings: OIDCSettings
-    /// jwt-kit's decoder (NumericDate as Unix seconds), made once.
-    static let decoder: any JWTJSONDecoder = JSONDecoder.defaultForJWT
+    /// jwt-kit's decoder for headers, made once.
+    static let headerDecoder: any JWTJSONDecoder = JSONDecoder.defaultForJWT
+    /// The claims decoder, reading the configured tenant and role claims too.
+    private let claimsDecoder: JSONDecoder
 
     public init(settings: OIDCSettings) {
         self.settings = settings
+        claimsDecoder = TokenClaims.decoder(reading: [settings.tenantClaim, settings.roleClaim])
     }
 
     public func verify(_ token: some StringProtocol, keys: IssuerKeySet, now: Int64) -> TokenVerification {
@@ -44,7 +47,7 @@ public struct TokenVerifier: Sendable {
             return .refused(.malformed("three base64url parts separated by dots are needed"))
         }
         guard let headerJSON = Base64URL.decode(String(decoding: parts.header, as: UTF8.self)),
-              let header = try? Self.decoder.decode(JWTHeader.self, from: Data(headerJSON)) else {
+              let header = try? Self.headerDecoder.decode(JWTHeader.self, from: Data(headerJSON)) else {
             return .refused(.malformed("the header is not base64url JSON"))
         }
         guard let alg = header.alg else { return .refused(.malformed("the header has no 'alg'")) }
@@ -59,7 +62,7 @@ public struct TokenVerifier: Sendable {
         let signingInput = bytes[..<(parts.payload.endIndex)]
         guard (try? key.verifier.verify(signature, signs: signingInput)) == true else { return .refused(.signature) }
         guard let payload = Base64URL.decode(String(decoding: parts.payload, as: UTF8.self)),
-              let claims = try? TokenClaims.decode(payload) else {
+              let claims = try? claimsDecoder.decode(TokenClaims.self, from: Data(payload)) else {
             return .refused(.malformed("the claims are not base64url JSON with valid registered claims"))
         }
         switch principal(from: claims, now: now) {
