@@ -9,8 +9,8 @@
 #     secrets, zlib checks the API keys' checksums.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-# Built first, so the tokens are checked seconds after they are minted (two cases sit 30 s
-# inside the clock skew).
+# Built first, so the identity provider serves while the tests run (they check the tokens at
+# the clock they were minted for).
 ${SWIFT:-swift} build --build-tests
 work=$(mktemp -d)
 python3 scripts/verify_access.py serve "$work" &
