@@ -20,7 +20,7 @@ fi
 endef
 
 .PHONY: deps bench-deps build release run test check-openapi bench bench-server bench-pmtiles soak verify verify-clients verify-api verify-render verify-pmtiles verify-glyphs bench-wan sanitize fuzz clean
-.PHONY: dashboard-assets verify-dashboard install lint-docker verify-webhooks
+.PHONY: dashboard-assets verify-dashboard install lint-docker verify-webhooks verify-access
 
 ## Python tools come from PyPI into a virtual environment under .build/ (a distribution's own
 ## python3 refuses `pip install`, PEP 668), made with the python3 on PATH; python3-venv is
@@ -127,6 +127,14 @@ verify-webhooks: deps $(VENV)/webhooks.installed
 	$(call install-missing,nginx curl)
 	$(SWIFT) build --product packd
 	$(VENV_PATH) scripts/verify-webhooks.sh
+
+## The Access module checked by reference libraries (PyPI PyJWT, jwcrypto, cryptography, pinned in
+## scripts/python/access.txt): tokens they mint against a live identity provider on 127.0.0.1
+## (RS256, ES256, EdDSA, and the classic attacks refused), an unknown-kid flood costing one JWKS
+## fetch; packd's manifest signatures, device links, sealed secrets and API keys checked by them.
+## `make test` runs the same checks on committed vectors (scripts/verify_access.py vectors).
+verify-access: deps $(VENV)/access.installed
+	$(VENV_PATH) SWIFT=$(SWIFT) scripts/verify-access.sh
 
 ## A pack rendered offline by real clients: MapLibre Native (PyPI mapli) draws the same pictures
 ## from packd's style.json with the fixture upstream stopped as from the live upstream, and

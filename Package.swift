@@ -14,6 +14,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
         .package(url: "https://github.com/apple/swift-metrics", from: "2.5.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.0.0"),
+        // OpenID Connect bearer tokens: signature checks by a maintained JOSE implementation.
+        .package(url: "https://github.com/vapor/jwt-kit", from: "5.7.1"),
     ],
     targets: [
         .systemLibrary(name: "CUV", pkgConfig: "libuv", providers: [.apt(["libuv1-dev"])]),
@@ -23,6 +25,21 @@ let package = Package(
         .systemLibrary(name: "CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
         .systemLibrary(name: "CLibPQ", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
         .systemLibrary(name: "CCrypto", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
+        // The one wrapper over libcrypto: SHA-256, HMAC-SHA256, Ed25519, AES-256-GCM, random bytes,
+        // constant-time comparison. Nothing else in packd calls libcrypto's primitives.
+        .target(name: "Cryptography", dependencies: ["CCrypto"]),
+        .testTarget(name: "CryptographyTests", dependencies: ["Cryptography"]),
+        // Who is calling: API keys, device links, manifest signatures, OIDC tokens, rate limits,
+        // sealed secrets, quota arithmetic. The routes and stores wire it; it imports neither.
+        .target(
+            name: "Access",
+            dependencies: ["Packs", "Cryptography", "Fetch", "Loop", "CZlib", "TimeFormats", .product(name: "JWTKit", package: "jwt-kit")]
+        ),
+        .testTarget(
+            name: "AccessTests",
+            dependencies: ["Access", "Cryptography", "Packs", "Fetch", "Loop", "PackdTestSupport", .product(name: "JWTKit", package: "jwt-kit")],
+            resources: [.copy("Vectors")]
+        ),
 
         // The domain: pack states and their pure lifecycle, the wire types every client decodes,
         // stored records and the store protocols. Imports no other packd module.
@@ -46,7 +63,7 @@ let package = Package(
         .target(name: "Writer", dependencies: ["Packs"]),
         .target(name: "Store", dependencies: ["Packs", "Writer", "Loop", "CSQLite", "CZlib", "TileFormats"]),
         // Immutable export files: keys, build-once, the directory, eviction, digests.
-        .target(name: "Artifacts", dependencies: ["Packs", "Loop", "CCrypto"]),
+        .target(name: "Artifacts", dependencies: ["Packs", "Loop", "Cryptography"]),
         // The child process StoreTests SIGKILLs mid-stream to prove crash safety.
         .executableTarget(name: "packd-store-crash-writer", dependencies: ["Store", "Packs"]),
 
@@ -61,7 +78,7 @@ let package = Package(
         .target(
             name: "API",
             dependencies: [
-                "Packs", "Events", "Jobs", "Server", "Loop", "Plan", "Geo", "CCrypto", "Artifacts", "Webhooks", "TimeFormats",
+                "Packs", "Events", "Jobs", "Server", "Loop", "Plan", "Geo", "Cryptography", "Artifacts", "Webhooks", "TimeFormats",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
@@ -73,7 +90,7 @@ let package = Package(
         // Webhooks: Standard Webhooks signing, the retry schedule, the dispatcher sending the outbox.
         .target(
             name: "Webhooks",
-            dependencies: ["Packs", "Fetch", "Loop", "CCrypto", "CCurl", .product(name: "Logging", package: "swift-log")]
+            dependencies: ["Packs", "Fetch", "Loop", "Cryptography", "CCurl", .product(name: "Logging", package: "swift-log")]
         ),
         .testTarget(name: "WebhooksTests", dependencies: ["Webhooks", "Packs", "Fetch", "Loop", "Store", "PackdTestSupport"]),
         // Real `packd serve` processes sending webhooks: kill -9 at random moments, and two
@@ -127,6 +144,8 @@ let package = Package(
                 "Server",
                 "PackdTestSupport",
                 "TileFormats",
+                // access: authentication costs beside the keys file's check.
+                "Access", "API", "Cryptography",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]

@@ -1,22 +1,17 @@
-import CCrypto
+import Cryptography
 import Foundation
 
-/// SHA-256 of byte arrays and of whole files (libcrypto), hex and base64. The file form reads in
-/// 1 MiB blocks: memory stays flat whatever the file's size.
+/// SHA-256 of byte arrays and of whole files (`Cryptography.SHA256`), hex and base64. The file
+/// form reads in 1 MiB blocks: memory stays flat whatever the file's size.
 public enum Digest {
     public static func sha256(_ bytes: [UInt8]) -> [UInt8] {
-        var digest = [UInt8](repeating: 0, count: 32)
-        var length: UInt32 = 0
-        let hashed = bytes.withUnsafeBufferPointer { EVP_Digest($0.baseAddress, $0.count, &digest, &length, EVP_sha256(), nil) }
-        precondition(hashed == 1 && length == 32, "libcrypto could not compute SHA-256")
-        return digest
+        SHA256.hash(bytes)
     }
 
     /// The SHA-256 of the open file `descriptor` from its start, and its size. Blocking.
     public static func sha256(ofFile descriptor: Int32) throws(ArtifactError) -> (digest: [UInt8], size: Int) {
-        guard let context = EVP_MD_CTX_new() else { throw .file("libcrypto could not allocate a digest context") }
-        defer { EVP_MD_CTX_free(context) }
-        guard EVP_DigestInit_ex(context, EVP_sha256(), nil) == 1 else { throw .file("libcrypto could not start SHA-256") }
+        let hasher: SHA256.Hasher
+        do { hasher = try SHA256.Hasher() } catch { throw .file("hashing the artifact: \(error)") }
         let block = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 20, alignment: 16)
         defer { block.deallocate() }
         var offset = 0
@@ -27,13 +22,10 @@ public enum Digest {
                 throw .file("reading the artifact to hash it: \(String(cString: strerror(errno)))")
             }
             if count == 0 { break }
-            guard EVP_DigestUpdate(context, block.baseAddress, count) == 1 else { throw .file("libcrypto could not hash") }
+            do { try hasher.update(UnsafeRawBufferPointer(rebasing: block[..<count])) } catch { throw .file("hashing the artifact: \(error)") }
             offset += count
         }
-        var digest = [UInt8](repeating: 0, count: 32)
-        var length: UInt32 = 0
-        guard EVP_DigestFinal_ex(context, &digest, &length) == 1, length == 32 else { throw .file("libcrypto could not finish SHA-256") }
-        return (digest, offset)
+        do { return (try hasher.finalize(), offset) } catch { throw .file("hashing the artifact: \(error)") }
     }
 
     public static func hex(_ bytes: [UInt8]) -> String {

@@ -45,14 +45,7 @@ struct JSONBenchmark: ParsableCommand {
     }
 
     private func best(_ body: () -> Void) -> Double {
-        var best = Double.infinity
-        for _ in 0..<repetitions {
-            let start = ContinuousClock.now
-            body()
-            let elapsed = start.duration(to: .now)
-            best = min(best, Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
-        }
-        return best
+        bestSeconds(of: repetitions, body)
     }
 
     /// A downloading pack as the API shows it.

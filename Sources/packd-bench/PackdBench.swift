@@ -30,6 +30,7 @@ struct PackdBench: ParsableCommand {
             PostgresClientBenchmark.self,
             ClusterBenchmark.self,
             WebhookBenchmark.self,
+            AccessBenchmark.self,
         ]
     )
 }

@@ -4,21 +4,6 @@ import Server
 import Testing
 @testable import API
 
-@Suite struct SHA256Tests {
-    func hex(_ text: String) -> String {
-        SHA256.hash(Array(text.utf8)).map { String(format: "%02x", $0) }.joined()
-    }
-
-    @Test func matchesTheFIPSVectors() {
-        #expect(hex("") == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855")
-        #expect(hex("abc") == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
-        #expect(hex("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq") == "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1")
-        // 64 bytes: the padding needs a second block.
-        #expect(hex(String(repeating: "a", count: 64)) == "ffe054fe7ae0cb6dc65c3af9b61d5209f439851db43d0ba5997337df154668eb")
-        #expect(hex(String(repeating: "a", count: 1_000_000)) == "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0")
-    }
-}
-
 @Suite struct APIKeyAuthenticatorTests {
     static let readKey = "read-key-0123456789"
     static let writeKey = "write-key-0123456789"

@@ -1,3 +1,4 @@
+import Cryptography
 import Foundation
 import Server
 
@@ -48,7 +49,7 @@ public struct APIKeyAuthenticator: Sendable {
             guard let colon = entry.firstIndex(of: ":") else {
                 throw ConfigurationError(description: "\(place): expected role:key")
             }
-            guard let role = APIRole(name: String(entry[..<colon])) else {
+            guard let role = APIRole(name: entry[..<colon]), role != .operator else {
                 throw ConfigurationError(description: "\(place): role must be read, write or admin")
             }
             let key = entry[entry.index(after: colon)...].utf8
@@ -104,7 +105,7 @@ public struct APIKeyAuthenticator: Sendable {
         let digest = SHA256.hash(token.utf8)
         var match: APIRole?
         // Every digest is compared, whichever matches, so timing does not reveal the index.
-        for key in keys where SHA256.constantTimeEquals(key.digest, digest) {
+        for key in keys where ConstantTime.equals(key.digest, digest) {
             match = key.role
         }
         return match

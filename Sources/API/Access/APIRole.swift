@@ -1,25 +1,5 @@
-/// What an API key may do. Ordered: a key may do everything its role and the lower roles may.
-public enum APIRole: Int, Comparable, Sendable, CaseIterable, CustomStringConvertible {
-    case read
-    case write
-    case admin
+import Packs
 
-    public init?(name: String) {
-        switch name {
-        case "read": self = .read
-        case "write": self = .write
-        case "admin": self = .admin
-        default: return nil
-        }
-    }
-
-    public var description: String {
-        switch self {
-        case .read: "read"
-        case .write: "write"
-        case .admin: "admin"
-        }
-    }
-
-    public static func < (left: APIRole, right: APIRole) -> Bool { left.rawValue < right.rawValue }
-}
+/// What an API key may do: the domain's `Role` (`read` < `write` < `admin` < `operator`). The keys
+/// file takes `read`, `write` and `admin` until tenants arrive (issue 37's operator keys).
+public typealias APIRole = Role

@@ -1,3 +1,4 @@
+import Cryptography
 import Events
 import Foundation
 import Packs

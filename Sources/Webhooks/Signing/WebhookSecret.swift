@@ -1,4 +1,4 @@
-import CCrypto
+import Cryptography
 import Foundation
 
 /// A signing secret as the Standard Webhooks specification writes it: `whsec_` and the base64
@@ -23,9 +23,8 @@ public struct WebhookSecret: Sendable, Equatable {
 
     /// A new secret from OpenSSL's CSPRNG.
     public static func generate() -> WebhookSecret {
-        var key = [UInt8](repeating: 0, count: generatedBytes)
-        // RAND_bytes fails only when the generator cannot be seeded: nothing to sign with then.
-        precondition(RAND_bytes(&key, Int32(key.count)) == 1, "libcrypto could not produce random bytes")
+        // The generator fails only when it cannot be seeded: nothing to sign with then.
+        guard let key = try? SecureRandom.bytes(count: generatedBytes) else { preconditionFailure("libcrypto could not produce random bytes") }
         return WebhookSecret(key: key)
     }
 
