@@ -50,11 +50,18 @@ let package = Package(
         // The child process StoreTests SIGKILLs mid-stream to prove crash safety.
         .executableTarget(name: "packd-store-crash-writer", dependencies: ["Store", "Packs"]),
 
-        // The HTTP API's building blocks: SSE fan-out, API keys, CORS, metrics, strict bodies.
+        // What the events say about packs and how they reach the streams: the publisher and its
+        // delivery strategies, the broadcaster (coalescing, replay ring, subscribers), the durable
+        // log, rolling rates. Below the API: it serves no route.
+        .target(
+            name: "Events",
+            dependencies: ["Packs", "Loop", "Server", .product(name: "Logging", package: "swift-log")]
+        ),
+        // The HTTP API: routes by concept, API keys, CORS, metrics, strict bodies.
         .target(
             name: "API",
             dependencies: [
-                "Packs", "Jobs", "Server", "Loop", "CUV", "Plan", "Geo", "CCrypto", "Artifacts", "Webhooks", "TimeFormats",
+                "Packs", "Events", "Jobs", "Server", "Loop", "Plan", "Geo", "CCrypto", "Artifacts", "Webhooks", "TimeFormats",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
@@ -85,6 +92,7 @@ let package = Package(
                 "Loop",
                 "Server",
                 "API",
+                "Events",
                 "Artifacts",
                 "Store",
                 "Fetch",
@@ -167,7 +175,7 @@ let package = Package(
         .testTarget(
             name: "APITests",
             dependencies: [
-                "API", "Artifacts", "Jobs", "Packs", "Server", "Loop", "Store", "CZlib", "PackdTestSupport",
+                "API", "Events", "Artifacts", "Jobs", "Packs", "Server", "Loop", "Store", "CZlib", "PackdTestSupport",
                 // Store-numbered (cluster mode) event streams on a real PostgreSQL.
                 "Postgres", "PostgresStore", "PostgresTestSupport",
                 .product(name: "Logging", package: "swift-log"),

@@ -1,4 +1,5 @@
 import Artifacts
+import Events
 import Logging
 import Loop
 import Packs
@@ -69,7 +70,7 @@ public final class PackdAPI {
     public convenience init(store: any PackStore, loop: EventLoop, clock: WallClock = .system, routes: APIRouteBuilder,
                             scheduling: (any PackScheduling)? = nil, eventConfiguration: EventBroadcaster.Configuration = .init(),
                             logger: Logger = Logger(label: "packd.api")) throws {
-        let events = try PackEventPublisher(store: store, loop: loop, configuration: eventConfiguration, metrics: routes.metrics,
+        let events = try PackEventPublisher(store: store, loop: loop, configuration: eventConfiguration, metrics: routes.metrics.events,
                                             clock: clock, logger: logger)
         self.init(store: store, loop: loop, clock: clock, events: events, scheduling: scheduling, routes: routes, logger: logger)
     }

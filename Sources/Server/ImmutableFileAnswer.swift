@@ -30,7 +30,7 @@ public enum ImmutableFileAnswer: Equatable, Sendable {
 
     /// Whether an `If-None-Match` list names `etag` (`*` names anything). Weak comparison: a
     /// `W/` prefix is ignored.
-    static func matchesAny(_ list: String, etag: String, weak: Bool) -> Bool {
+    public static func matchesAny(_ list: String, etag: String, weak: Bool) -> Bool {
         for item in list.split(separator: ",") {
             var tag = Substring(item.trimmingCharacters(in: " \t"))
             if tag == "*" { return true }

@@ -1,4 +1,5 @@
 import API
+import Events
 import Cluster
 import Fetch
 import Foundation

@@ -1,5 +1,4 @@
 import Foundation
-import API
 import Fetch
 import Packs
 

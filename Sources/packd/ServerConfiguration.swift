@@ -1,4 +1,5 @@
 import API
+import Events
 import Fetch
 import Foundation
 import Logging

@@ -1,4 +1,5 @@
 import API
+import Events
 import Artifacts
 import ArgumentParser
 import Fetch
@@ -77,7 +78,7 @@ struct ServerProcess {
         // (ids in commit order), by way of the node's `LISTEN` connection (`StoredEventListener`).
         let events = try PackEventPublisher(
             store: store, loop: loop, numbering: configuration.cluster == nil ? .local : .store,
-            configuration: configuration.events, metrics: metrics,
+            configuration: configuration.events, metrics: metrics.events,
             transfers: { [unowned fetcher] in PackTransferStatuses.of(fetcher) }, logger: apiLogger)
         let runner = PackRunner.make(configuration, store: store, events: events, loop: loop, fetcher: fetcher, logger: logger)
         // Scheduled refreshes are claimed through the store (once cluster-wide), published like

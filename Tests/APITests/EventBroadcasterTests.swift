@@ -5,6 +5,7 @@ import PackdTestSupport
 import Server
 import Testing
 @testable import API
+@testable import Events
 
 /// A clock the test moves by hand, so coalescing is checked without timing.
 final class ManualClock: @unchecked Sendable {
@@ -29,23 +30,23 @@ final class EventsFixture: @unchecked Sendable {
             made = broadcaster
             router.get("/v1/packs/{id}/events") { request, responder in
                 let packID = request.parameters["id"].flatMap { Int64($0) } ?? 0
-                broadcaster.subscribe(.pack(packID), responder: APIResponder(responder), lastEventID: request.headers["Last-Event-ID"].flatMap { Int64($0) }) {
+                broadcaster.subscribe(.pack(packID), stream: EventRoutes.open(APIResponder(responder)), lastEventID: request.headers["Last-Event-ID"].flatMap { Int64($0) }) {
                     [(packID, Array(#"{"snapshot":true}"#.utf8))]
                 }
             }
             router.get("/v1/events") { request, responder in
                 let lastEventID = request.headers["Last-Event-ID"].flatMap { Int64($0) }
-                broadcaster.subscribe(.allPacks, responder: APIResponder(responder), lastEventID: lastEventID) { [] }
+                broadcaster.subscribe(.allPacks, stream: EventRoutes.open(APIResponder(responder)), lastEventID: lastEventID) { [] }
             }
             // Streams whose start was read off the loop as of an id (`EventRoutes`).
             router.get("/snapshot-as-of/{id}") { request, responder in
                 let asOf = request.parameters["id"].flatMap { Int64($0) } ?? 0
-                broadcaster.subscribe(.allPacks, responder: APIResponder(responder),
+                broadcaster.subscribe(.allPacks, stream: EventRoutes.open(APIResponder(responder)),
                                       start: .snapshot([(packID: Int64(1), payload: Array(#"{"snapshot":true}"#.utf8))], asOf: asOf))
             }
             router.get("/resume-after/{id}") { request, responder in
                 let after = request.parameters["id"].flatMap { Int64($0) } ?? 0
-                broadcaster.subscribe(.allPacks, responder: APIResponder(responder), start: .resume(after: after, stored: []))
+                broadcaster.subscribe(.allPacks, stream: EventRoutes.open(APIResponder(responder)), start: .resume(after: after, stored: []))
             }
         }
         broadcaster = made
@@ -106,7 +107,7 @@ final class EventsFixture: @unchecked Sendable {
 @Suite struct LastEventIDTests {
     func parse(_ value: String?) -> Result<Int64?, Problem> {
         let headers = value.map { HTTPHeaders([("Last-Event-ID", $0)]) } ?? HTTPHeaders()
-        return Result { () throws(Problem) -> Int64? in try EventBroadcaster.lastEventID(of: HTTPRequest(method: .get, target: "/v1/events", headers: headers)) }
+        return Result { () throws(Problem) -> Int64? in try EventRoutes.lastEventID(of: HTTPRequest(method: .get, target: "/v1/events", headers: headers)) }
     }
 
     @Test func acceptsOnlyDocumentedIds() {

@@ -6,6 +6,7 @@ import PackdTestSupport
 import Store
 import Testing
 @testable import API
+@testable import Events
 
 /// The durable event log when the store refuses appends (a full disk the writer's reserve
 /// could not take them on): refused events are appended again until they land, so a replay

@@ -4,6 +4,7 @@ import Packs
 import Store
 import Testing
 @testable import API
+@testable import Events
 
 /// `GET /v1/packs/{id}` answered from the loop's cache of rendered packs: never staler than the
 /// store, whoever wrote it, and bounded.
@@ -17,7 +18,7 @@ import Testing
 
     private func cachedCount(_ server: RoutesFixture) -> Int {
         nonisolated(unsafe) let api = server.api!
-        return server.server.onLoop { api.packs.documents.count }
+        return server.server.onLoop { api.packs.reads.documents.count }
     }
 
     @Test func committedProgressIsServedWithANewETag() throws {
@@ -89,7 +90,7 @@ import Testing
             let store = server.api.packs.store
             let cached = {
                 server.server.onLoop {
-                    api.packs.documents.entry(idle, current: api.packs.documents.tag(idle, storeChanges: store.documentChanges(of: idle))) != nil
+                    api.packs.reads.documents.entry(idle, current: api.packs.reads.documents.tag(idle, storeChanges: store.documentChanges(of: idle))) != nil
                 }
             }
             #expect(cached())

@@ -77,8 +77,13 @@ import Testing
             let unknownPack = try server.send("GET", "/v1/packs/999")
             #expect(unknownPack.status == 404)
             #expect(unknownPack.json["type"] as? String == "urn:packd:problem:not-found")
-            #expect(try server.send("GET", "/v1/packs/abc").status == 404)
-            #expect(try server.send("GET", "/v1/packs/0").status == 404)
+            // A segment that is no pack id is answered as an unknown id, saying why.
+            for segment in ["abc", "0", "-1", "9007199254740992", "12345678901234567"] {
+                let notAnID = try server.send("GET", "/v1/packs/\(segment)")
+                #expect(notAnID.status == 404 && notAnID.json["type"] as? String == "urn:packd:problem:not-found")
+                #expect((notAnID.json["detail"] as? String)?.contains("'\(segment)' is not a pack id") == true, "\(notAnID.body)")
+            }
+            #expect((try server.send("POST", "/v1/packs/abc/suspend").json["detail"] as? String)?.contains("is not a pack id") == true)
             #expect(try server.send("GET", "/v1/packs?limit=501").status == 400)
             #expect(try server.send("GET", "/v1/packs?state=sleeping").status == 400)
         }

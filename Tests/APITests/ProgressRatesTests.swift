@@ -4,6 +4,7 @@ import Packs
 import Store
 import Testing
 @testable import API
+@testable import Events
 
 /// `bytes_per_second` and `eta_seconds`: rolling rates of committed progress, shown only while a
 /// pack is active.

@@ -9,6 +9,7 @@ import PostgresTestSupport
 import Server
 import Testing
 @testable import API
+@testable import Events
 
 /// Issue 30: a client that reconnects to a cluster node with a `Last-Event-ID` — far behind the
 /// replay window or within it — gets the pack's current state and the newest id, even from a
@@ -35,7 +36,7 @@ import Testing
                 let routes = APIRouteBuilder(authenticator: APIKeyAuthenticator(), cors: .disabled, metrics: PackdMetrics())
                 // No heartbeats: a stream that waits for an event that never comes times out (30 s).
                 let events = try! PackEventPublisher(store: store, loop: loop, numbering: .store, configuration: .init(heartbeatInterval: 0),
-                                                     metrics: routes.metrics, logger: logger)
+                                                     metrics: routes.metrics.events, logger: logger)
                 let api = PackdAPI(store: store, loop: loop, events: events, scheduling: nil, routes: routes, logger: logger)
                 api.register(in: &router)
                 let notifications = ClusterNotifications(store: store, loop: loop, lastEventID: events.streams.lastEventID,

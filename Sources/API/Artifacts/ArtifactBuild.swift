@@ -14,7 +14,7 @@ enum ArtifactBuild {
     }
 
     static func run(_ key: ArtifactKey, to path: String, reader: any StoreReading & PackExporting) throws {
-        guard let record = try reader.pack(key.pack) else { throw PackRoutes.notFound(key.pack) }
+        guard let record = try reader.pack(key.pack) else { throw PackRouteGroup.notFound(key.pack) }
         let versions = try PackVersions(record, reader: reader)
         guard versions.lookup(key.version) == .current else {
             throw versions.lookup(key.version) == .unknown

@@ -29,11 +29,11 @@ final class ArtifactRoutes {
 
     func register(in router: inout Router, using routes: APIRouteBuilder) {
         let options = RouteOptions(handlerTimeout: settings.handlerTimeout)
-        routes.add(.get, "/v1/packs/{id}/export", role: .read, options: options, to: &router) { [self] in exportCurrent($0, $1) }
-        routes.add(.get, "/v1/packs/{id}/versions/{version}/export", role: .read, options: options, to: &router) { [self] in
-            exportVersion($0, $1)
+        routes.pack.add(.get, "/export", role: .read, options: options, to: &router) { [self] in exportCurrent($0.rawValue, $1, $2) }
+        routes.pack.add(.get, "/versions/{version}/export", role: .read, options: options, to: &router) { [self] in
+            exportVersion($0.rawValue, $1, $2)
         }
-        routes.add(.get, "/v1/packs/{id}/updates", role: .read, options: options, to: &router) { [self] in updates($0, $1) }
+        routes.pack.add(.get, "/updates", role: .read, options: options, to: &router) { [self] in updates($0.rawValue, $1, $2) }
     }
 
     /// Called when a pack is deleted: its artifacts go with it.
@@ -44,8 +44,7 @@ final class ArtifactRoutes {
 
     // MARK: routes
 
-    private func exportCurrent(_ request: HTTPRequest, _ responder: APIResponder) {
-        guard let packID = PackRoutes.packID(request, responder) else { return }
+    private func exportCurrent(_ packID: Int64, _ request: HTTPRequest, _ responder: APIResponder) {
         let query: ExportRequest
         do {
             query = try ExportRequest(request, route: .current)
@@ -63,8 +62,7 @@ final class ArtifactRoutes {
         }
     }
 
-    private func exportVersion(_ request: HTTPRequest, _ responder: APIResponder) {
-        guard let packID = PackRoutes.packID(request, responder) else { return }
+    private func exportVersion(_ packID: Int64, _ request: HTTPRequest, _ responder: APIResponder) {
         guard let version = request.parameters["version"].flatMap(ExportRequest.version), version >= 1 else {
             return responder.respond(Problem(.notFound, detail: "a pack version is a whole number from 1"))
         }
@@ -94,8 +92,7 @@ final class ArtifactRoutes {
         }
     }
 
-    private func updates(_ request: HTTPRequest, _ responder: APIResponder) {
-        guard let packID = PackRoutes.packID(request, responder) else { return }
+    private func updates(_ packID: Int64, _ request: HTTPRequest, _ responder: APIResponder) {
         let query: UpdateQuery
         do {
             query = try UpdateQuery(request)
@@ -141,7 +138,7 @@ final class ArtifactRoutes {
             case .failure(let error):
                 responder.respondInternalError(error, logger: logger, "reading pack \(packID)")
             case .success(nil):
-                responder.respond(PackRoutes.notFound(packID))
+                responder.respond(PackRouteGroup.notFound(packID))
             case .success(let versions?):
                 if let seen = retainedSeen[packID], seen != versions.retained {
                     cache.removeVersions(pack: packID, except: versions.retained)

@@ -73,7 +73,7 @@ public struct DashboardRoutes {
         var fields = headers
         fields.set("ETag", asset.etag)
         fields.set("Cache-Control", "no-cache")
-        if let tags = request.headers["If-None-Match"], PackRoutes.matches(tags, asset.etag) {
+        if let tags = request.headers["If-None-Match"], ImmutableFileAnswer.matchesAny(tags, etag: asset.etag, weak: true) {
             return HTTPResponse(status: .notModified, headers: fields)
         }
         fields.set("Content-Type", asset.contentType)

@@ -1,3 +1,5 @@
+import Events
+import Foundation
 import Logging
 import Packs
 import Server
@@ -23,6 +25,12 @@ public struct EventRoutes {
     /// the ring no longer holds those after the id it reached (more than its capacity, 1,024).
     static let maximumStartReads = 3
 
+    static let responseHeaders: HTTPHeaders = [
+        "Content-Type": "text/event-stream",
+        "Cache-Control": "no-store",
+        "X-Accel-Buffering": "no",
+    ]
+
     public init(store: any PackStore, events: EventBroadcaster, logger: Logger = Logger(label: "packd.api")) {
         self.store = store
         self.events = events
@@ -33,16 +41,15 @@ public struct EventRoutes {
         routes.add(.get, "/v1/events", role: .read, allowsQueryToken: true, to: &router) { request, responder in
             subscribe(request, responder, packID: nil)
         }
-        routes.add(.get, "/v1/packs/{id}/events", role: .read, allowsQueryToken: true, to: &router) { request, responder in
-            guard let packID = PackRoutes.packID(request, responder) else { return }
-            subscribe(request, responder, packID: packID)
+        routes.pack.add(.get, "/events", role: .read, allowsQueryToken: true, to: &router) { packID, request, responder in
+            subscribe(request, responder, packID: packID.rawValue)
         }
     }
 
     private func subscribe(_ request: HTTPRequest, _ responder: APIResponder, packID: Int64?) {
         let lastEventID: Int64?
         do {
-            lastEventID = try EventBroadcaster.lastEventID(of: request)
+            lastEventID = try Self.lastEventID(of: request)
         } catch {
             return responder.respond(error)
         }
@@ -62,7 +69,7 @@ public struct EventRoutes {
             case .failure(let error):
                 responder.respondInternalError(error, logger: logger, "starting the event stream")
             case .success(nil):
-                responder.respond(PackRoutes.notFound(packID ?? 0))
+                responder.respond(PackRouteGroup.notFound(packID ?? 0))
             case .success(let start?):
                 let filter: EventFilter = packID.map { .pack($0) } ?? .allPacks
                 if let reached = start.reached, !events.canContinue(after: reached) {
@@ -71,9 +78,28 @@ public struct EventRoutes {
                     }
                     return self.start(packID: packID, lastEventID: lastEventID, responder, attempt: attempt + 1)
                 }
-                events.subscribe(filter, responder: responder, start: start)
+                events.subscribe(filter, stream: Self.open(responder), start: start)
             }
         }
+    }
+
+    /// The stream's head; a `HEAD` gets the head only (a stream with no body to send would
+    /// otherwise never end).
+    static func open(_ responder: APIResponder) -> ResponseStream {
+        let stream = responder.stream(status: .ok, headers: responseHeaders)
+        if responder.responder.method == .head { stream.finish() }
+        return stream
+    }
+
+    /// The request's `Last-Event-ID` (header, as `EventSource` sends it), or nil without one.
+    /// openapi.yaml allows 1 to 19 digits; anything else, or a value beyond Int64, is a 400.
+    static func lastEventID(of request: HTTPRequest) throws(Problem) -> Int64? {
+        guard let value = request.headers["Last-Event-ID"]?.trimmingCharacters(in: .whitespaces) else { return nil }
+        guard (1...19).contains(value.utf8.count), value.utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }),
+              let id = Int64(value) else {
+            throw Problem(.malformedRequest, detail: "Last-Event-ID must be an event id (1 to 19 digits)")
+        }
+        return id
     }
 
     /// How a stream starts (nil: no such pack). Pool thread.
@@ -103,7 +129,7 @@ public struct EventRoutes {
         let snapshot = try packs.map { pack in
             let progress = try reader.progress(pack.id) ?? StoredProgress()
             return (pack.id, JSONBody.encode(ProgressEvent(
-                packID: pack.id, state: pack.state, progress: PackDocument.progress(progress, expected: pack.expected))))
+                packID: pack.id, state: pack.state, progress: PackProgress(progress, expected: pack.expected))))
         }
         return .snapshot(snapshot, asOf: newest)
     }

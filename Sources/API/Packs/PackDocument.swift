@@ -1,3 +1,4 @@
+import Events
 import Foundation
 import Packs
 import Plan
@@ -37,25 +38,13 @@ struct PackDocument: Sendable {
         return Pack(id: pack.id, name: pack.name.isEmpty ? nil : pack.name, region: region(pack.definition),
              context: pack.context.map(Base64Bytes.init), state: pack.state, createdAt: Timestamp(pack.createdAt),
              updatedAt: Timestamp(pack.updatedAt), completedAt: pack.completedAt.map(Timestamp.init),
-             progress: Self.progress(progress, expected: pack.expected, rate: active ? rate : nil,
-                                     transfers: active ? transfers : nil),
+             progress: PackProgress(progress, expected: pack.expected, rate: active ? rate : nil,
+                                    transfers: active ? transfers : nil),
              limits: pack.limits, error: pack.error, updateAvailable: pack.updateCheckedAt == nil ? nil : pack.updateAvailable,
              invalidation: pack.invalidation.map(InvalidationResult.init), version: pack.version,
              refresh: pack.refreshEvery.map(PackRefresh.init), nextRefreshAt: pack.nextRefreshAt.map(Timestamp.init),
              startArea: pack.startArea, startAreaReadyAt: pack.startAreaReadyAt.map(Timestamp.init),
              skippedGlyphRanges: pack.skippedGlyphRanges)
-    }
-
-    /// `rate`: `bytes_per_second` and `eta_seconds`, null when the pack is not downloading or the
-    /// rate is not known yet. `transfers`: `transfers_in_flight` and `throttled`, 0 and null when
-    /// the pack is not downloading.
-    static func progress(_ progress: StoredProgress, expected: ExpectedCounts, rate: RollingRate? = nil,
-                         transfers: PackTransferStatus? = nil) -> PackProgress {
-        var wire = PackProgress(progress, expected: expected, bytesPerSecond: rate?.wholeBytesPerSecond,
-                                etaSeconds: rate?.etaSeconds(completedResources: progress.completedResources, expected: expected))
-        wire.transfersInFlight = transfers?.transfersInFlight ?? 0
-        wire.throttled = transfers?.throttled
-        return wire
     }
 
     /// The region in the API's normalised form; the stored MapLibre definition is the source

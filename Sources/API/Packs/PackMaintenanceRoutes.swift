@@ -24,50 +24,50 @@ public final class PackMaintenanceRoutes {
     }
 
     public func register(in router: inout Router, using routes: APIRouteBuilder) {
-        routes.add(.post, "/v1/packs/{id}/invalidate", role: .write, to: &router) { [unowned self] in invalidate($0, $1) }
-        routes.add(.post, "/v1/packs/{id}/check-update", role: .write, to: &router) { [unowned self] in probe($0, $1) }
+        routes.pack.add(.post, "/invalidate", role: .write, to: &router) { [unowned self] in invalidate($0, $2) }
+        routes.pack.add(.post, "/check-update", role: .write, to: &router) { [unowned self] in probe($0, $2) }
     }
 
-    private func invalidate(_ request: HTTPRequest, _ responder: APIResponder) {
-        guard let packID = PackRoutes.packID(request, responder) else { return }
+    private func invalidate(_ packID: PackID, _ responder: APIResponder) {
         let clock = packs.clock
-        store.write({ database in try database.transition(packID, .invalidate, now: clock.now) }) { [self] result in
+        let id = packID.rawValue
+        store.write({ database in try database.transition(id, .invalidate, now: clock.now) }) { [self] result in
             switch result {
             case .failure(let error):
                 responder.respondInternalError(error, logger: logger, "starting the revalidation")
             case .success(.noSuchPack):
-                responder.respond(PackRoutes.notFound(packID))
+                responder.respond(PackRouteGroup.notFound(packID))
             case .success(.refused(let refusal)):
                 responder.respond(Problem(.conflict, detail: refusal.reason))
             case .success(.applied(let transition)):
-                packs.events.publish(transition, packID: packID)
-                respondWithPack(packID, status: .accepted, responder)
+                packs.events.publish(transition, packID: id)
+                packs.reads.respond(packID, status: .accepted, ifNoneMatch: nil, responder)
                 packs.perform(PackLifecycle.Transition(from: transition.from, to: transition.to,
-                                                       actions: transition.loopActions.filter { $0 == .enqueue }), packID: packID)
+                                                       actions: transition.loopActions.filter { $0 == .enqueue }), packID: id)
             }
         }
     }
 
-    private func probe(_ request: HTTPRequest, _ responder: APIResponder) {
-        guard let packID = PackRoutes.packID(request, responder) else { return }
+    private func probe(_ packID: PackID, _ responder: APIResponder) {
         guard let updateChecker else {
             return responder.respond(Problem(.unavailable, detail: "this server cannot reach upstreams"))
         }
-        store.read({ reader in try reader.pack(packID) != nil }) { [self] result in
+        let id = packID.rawValue
+        store.read({ reader in try reader.pack(id) != nil }) { [self] result in
             switch result {
             case .failure(let error): return responder.respondInternalError(error, logger: logger, "reading the pack")
-            case .success(false): return responder.respond(PackRoutes.notFound(packID))
+            case .success(false): return responder.respond(PackRouteGroup.notFound(packID))
             case .success(true): break
             }
-            updateChecker.check(packID) { [self] outcome in
+            updateChecker.check(id) { [self] outcome in
                 switch outcome {
                 case .checked(let available):
                     let clock = packs.clock
-                    store.write({ database in try database.setUpdateAvailable(packID, available, now: clock.now) }) { [self] result in
+                    store.write({ database in try database.setUpdateAvailable(id, available, now: clock.now) }) { [self] result in
                         if case .failure(let error) = result {
                             return responder.respondInternalError(error, logger: logger, "storing the update check")
                         }
-                        respondWithPack(packID, status: .ok, responder)
+                        packs.reads.respond(packID, ifNoneMatch: nil, responder)
                     }
                 case .nothingToCompare:
                     responder.respond(Problem(.conflict, detail:
@@ -78,18 +78,6 @@ public final class PackMaintenanceRoutes {
                 case .storageFailed(let message):
                     responder.respondInternalError(StoreFailure(message: message), logger: logger, "reading the pack's resources")
                 }
-            }
-        }
-    }
-
-    private func respondWithPack(_ packID: Int64, status: HTTPStatus, _ responder: APIResponder) {
-        store.read({ reader in try PackRoutes.document(packID, reader) }) { [self] result in
-            switch result {
-            case .failure(let error): responder.respondInternalError(error, logger: logger, "reading the pack")
-            case .success(nil): responder.respond(PackRoutes.notFound(packID))
-            case .success(let document?):
-                responder.respond(HTTPResponse(status: status, headers: ["Content-Type": "application/json", "ETag": document.etag],
-                                               body: document.body))
             }
         }
     }

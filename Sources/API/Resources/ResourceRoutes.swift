@@ -119,7 +119,7 @@ public struct ResourceRoutes {
         if let etag = cache.etag { headers.set("ETag", etag) }
         if let modified = cache.modified { headers.set("Last-Modified", HTTPDate.format(modified)) }
         if let expires = cache.expires { headers.set("Expires", HTTPDate.format(expires)) }
-        if let tags = request.headers["If-None-Match"], let etag = cache.etag, PackRoutes.matches(tags, etag) {
+        if let tags = request.headers["If-None-Match"], let etag = cache.etag, ImmutableFileAnswer.matchesAny(tags, etag: etag, weak: true) {
             return responder.respond(HTTPResponse(status: .notModified, headers: headers))
         }
         guard let body else { return responder.respond(HTTPResponse(status: .noContent, headers: headers)) }

@@ -15,7 +15,7 @@ enum ExportJob {
     /// pack holds now (a pack without a version yet).
     static func run(pack: Int64, request: ExportRequest, version: Int64?, to path: String,
                     reader: any StoreReading & PackExporting) throws -> Outcome {
-        guard let record = try reader.pack(pack) else { return .refused(PackRoutes.notFound(pack)) }
+        guard let record = try reader.pack(pack) else { return .refused(PackRouteGroup.notFound(pack)) }
         if version == nil, record.state != .complete, !request.partial {
             return .refused(Problem(.conflict, detail: "pack \(pack) is \(record.state), not complete; add partial=true to export what it holds so far"))
         }
@@ -38,7 +38,7 @@ enum ExportJob {
     /// The client-facing answer to an export error, or nil for a server failure (500).
     static func problem(_ error: ExportError, pack: Int64) -> Problem? {
         switch error {
-        case .packNotFound(let id): return PackRoutes.notFound(id)
+        case .packNotFound(let id): return PackRouteGroup.notFound(id)
         case .noTiles:
             return Problem(.conflict, detail: "pack \(pack) holds no tiles to put in an archive; the maplibre format exports its other resources")
         case .ambiguousTileSource(let sources):

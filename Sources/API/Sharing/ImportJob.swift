@@ -1,3 +1,4 @@
+import Events
 import Foundation
 import Packs
 import Server
@@ -6,24 +7,17 @@ import Server
 /// updated, read back, and the problem for a refused upload.
 enum ImportJob {
 
-    /// A pack the import added or changed, as its events show it.
-    struct Changed: Sendable {
-        let record: PackRecord
-        let progress: StoredProgress
-        let added: Bool
-    }
-
     /// The `ImportResult` body and the packs it lists. On a pool thread with a reader.
-    static func result(_ merged: ImportOutcome, reader: any StoreReading & PackExporting) throws -> (body: [UInt8], changed: [Changed]) {
+    static func result(_ merged: ImportOutcome, reader: any StoreReading & PackExporting) throws -> (body: [UInt8], changed: [ImportedPack]) {
         var added: [Any] = [], updated: [Any] = []
-        var changed: [Changed] = []
+        var changed: [ImportedPack] = []
         for pack in merged.packs where pack.added || !merged.unchangedPacks.contains(pack.id) {
             guard let record = try reader.pack(pack.id) else { continue }
             let progress = try reader.progress(pack.id) ?? StoredProgress()
             let document = PackDocument(pack: record, progress: progress)
             guard let object = try? JSONSerialization.jsonObject(with: Data(document.body)) else { continue }
             if pack.added { added.append(object) } else { updated.append(object) }
-            changed.append(Changed(record: record, progress: progress, added: pack.added))
+            changed.append(ImportedPack(record: record, progress: progress, added: pack.added))
         }
         let body = JSONBody.encode([
             "added": added, "updated": updated, "skipped_regions": merged.unchangedRegions,

@@ -44,22 +44,22 @@ public final class OfflineResourceRoutes {
 
     public func register(in router: inout Router, using routes: APIRouteBuilder) {
         // The router keeps these handlers, and through them this object, for the server's life.
-        let add = { (pattern: String, router: inout Router, handler: @escaping APIHandler) in
-            routes.add(.get, pattern, role: .read, allowsQueryToken: true, to: &router, handler)
+        let add = { (path: String, router: inout Router, handler: @escaping (Int64, HTTPRequest, APIResponder) -> Void) in
+            routes.pack.add(.get, path, role: .read, allowsQueryToken: true, to: &router) { handler($0.rawValue, $1, $2) }
         }
-        add("/v1/packs/{id}/style.json", &router) { self.style($0, $1) }
+        add("/style.json", &router) { self.style($0, $1, $2) }
         // `{source}.json` and `{range}.pbf` are not whole segments: the suffix is checked here.
-        add("/v1/packs/{id}/sources/{file}", &router) { self.tileJSON($0, $1) }
-        add("/v1/packs/{id}/sources/{source}/data", &router) { self.data($0, $1) }
-        add("/v1/packs/{id}/tiles/{source}/{z}/{x}/{y}", &router) { self.tile($0, $1) }
-        add("/v1/packs/{id}/sprites/{sprite}/{file}", &router) { self.sprite($0, $1) }
-        add("/v1/packs/{id}/glyphs/{fontstack}/{file}", &router) { self.glyphs($0, $1) }
+        add("/sources/{file}", &router) { self.tileJSON($0, $1, $2) }
+        add("/sources/{source}/data", &router) { self.data($0, $1, $2) }
+        add("/tiles/{source}/{z}/{x}/{y}", &router) { self.tile($0, $1, $2) }
+        add("/sprites/{sprite}/{file}", &router) { self.sprite($0, $1, $2) }
+        add("/glyphs/{fontstack}/{file}", &router) { self.glyphs($0, $1, $2) }
     }
 
     // MARK: Documents
 
-    private func style(_ request: HTTPRequest, _ responder: APIResponder) {
-        guard let packID = PackRoutes.packID(request, responder), let links = links(request, packID, responder) else { return }
+    private func style(_ packID: Int64, _ request: HTTPRequest, _ responder: APIResponder) {
+        guard let links = links(request, packID, responder) else { return }
         withIndex(packID, responder) { index in
             guard let style = index.style else {
                 return responder.respond(Problem(.notFound, detail: "pack \(packID) is a tiles region and has no style; use sources/tiles.json"))
@@ -68,8 +68,7 @@ public final class OfflineResourceRoutes {
         }
     }
 
-    private func tileJSON(_ request: HTTPRequest, _ responder: APIResponder) {
-        guard let packID = PackRoutes.packID(request, responder) else { return }
+    private func tileJSON(_ packID: Int64, _ request: HTTPRequest, _ responder: APIResponder) {
         guard let file = request.parameters["file"], file.hasSuffix(".json"), file.count > 5 else {
             return responder.respond(Problem(.notFound, detail: "source documents are named {source}.json"))
         }
@@ -102,7 +101,7 @@ public final class OfflineResourceRoutes {
         let etag = PackDocument.etag(of: body)
         var headers: HTTPHeaders = ["ETag": etag]
         if !links.query.isEmpty { headers.set("Cache-Control", "private, no-store") }
-        if let tags = request.headers["If-None-Match"], PackRoutes.matches(tags, etag) {
+        if let tags = request.headers["If-None-Match"], ImmutableFileAnswer.matchesAny(tags, etag: etag, weak: true) {
             return responder.respond(HTTPResponse(status: .notModified, headers: headers))
         }
         headers.set("Content-Type", "application/json")
@@ -111,8 +110,7 @@ public final class OfflineResourceRoutes {
 
     // MARK: Stored resources
 
-    private func tile(_ request: HTTPRequest, _ responder: APIResponder) {
-        guard let packID = PackRoutes.packID(request, responder) else { return }
+    private func tile(_ packID: Int64, _ request: HTTPRequest, _ responder: APIResponder) {
         let parameters = request.parameters
         guard let sourceID = parameters["source"], let z = Self.coordinate(parameters["z"]), z <= 30,
               let x = Self.coordinate(parameters["x"]), let y = Self.coordinate(parameters["y"]),
@@ -128,8 +126,8 @@ public final class OfflineResourceRoutes {
         }
     }
 
-    private func data(_ request: HTTPRequest, _ responder: APIResponder) {
-        guard let packID = PackRoutes.packID(request, responder), let sourceID = request.parameters["source"] else { return }
+    private func data(_ packID: Int64, _ request: HTTPRequest, _ responder: APIResponder) {
+        guard let sourceID = request.parameters["source"] else { return }
         withIndex(packID, responder) { index in
             guard case .data(let url)? = index.style?.sources[sourceID] else {
                 return responder.respond(Problem(.notFound, detail: "pack \(packID) has no GeoJSON or image source '\(sourceID.prefix(256))' with a URL"))
@@ -138,9 +136,8 @@ public final class OfflineResourceRoutes {
         }
     }
 
-    private func sprite(_ request: HTTPRequest, _ responder: APIResponder) {
-        guard let packID = PackRoutes.packID(request, responder),
-              let id = request.parameters["sprite"], let file = request.parameters["file"] else { return }
+    private func sprite(_ packID: Int64, _ request: HTTPRequest, _ responder: APIResponder) {
+        guard let id = request.parameters["sprite"], let file = request.parameters["file"] else { return }
         withIndex(packID, responder) { index in
             guard let url = index.style?.spriteURL(id: id, file: file) else {
                 return responder.respond(Problem(.notFound, detail: "pack \(packID) has no sprite file '\(id.prefix(256))/\(file.prefix(32))'"))
@@ -149,8 +146,7 @@ public final class OfflineResourceRoutes {
         }
     }
 
-    private func glyphs(_ request: HTTPRequest, _ responder: APIResponder) {
-        guard let packID = PackRoutes.packID(request, responder) else { return }
+    private func glyphs(_ packID: Int64, _ request: HTTPRequest, _ responder: APIResponder) {
         guard let fontStack = request.parameters["fontstack"], fontStack.utf8.count <= 1024,
               let start = Self.glyphRangeStart(request.parameters["file"]) else {
             return responder.respond(Problem(.notFound, detail: "glyph ranges are named {start}-{start+255}.pbf, start a multiple of 256 up to 65280"))
@@ -182,7 +178,7 @@ public final class OfflineResourceRoutes {
         let acceptsGzip = Self.acceptsGzip(request.headers["Accept-Encoding"])
         let cacheKey = OfflineResponseCache.Key(packID: packID, row: key, gzip: acceptsGzip)
         @Sendable func isNotModified(etag: String, modified: Int64?) -> Bool {
-            if let tags { return PackRoutes.matches(tags, etag) }
+            if let tags { return ImmutableFileAnswer.matchesAny(tags, etag: etag, weak: true) }
             guard let since, let modified else { return false }
             return modified <= since
         }

@@ -15,21 +15,21 @@ public struct VersionRoutes {
     }
 
     public func register(in router: inout Router, using routes: APIRouteBuilder) {
-        routes.add(.get, "/v1/packs/{id}/versions", role: .read, to: &router) { request, responder in
-            guard let packID = PackRoutes.packID(request, responder) else { return }
+        routes.pack.add(.get, "/versions", role: .read, to: &router) { packID, request, responder in
             guard request.queryItems.isEmpty else {
                 let name = request.queryItems[0].name
                 let detail = "unknown query parameter \(name); this list takes none"
                 return responder.respond(Problem(.malformedRequest, detail: detail, errors: [.init(parameter: name, detail: detail)]))
             }
+            let id = packID.rawValue
             store.read({ reader -> PackVersionList? in
-                guard let pack = try reader.pack(packID) else { return nil }
-                return PackVersionList(packID: packID, version: pack.version,
-                                       versions: try reader.versions(of: packID).map(PackVersionSummary.init))
+                guard let pack = try reader.pack(id) else { return nil }
+                return PackVersionList(packID: id, version: pack.version,
+                                       versions: try reader.versions(of: id).map(PackVersionSummary.init))
             }) { result in
                 switch result {
                 case .failure(let error): responder.respondInternalError(error, logger: logger, "reading the pack's versions")
-                case .success(nil): responder.respond(PackRoutes.notFound(packID))
+                case .success(nil): responder.respond(PackRouteGroup.notFound(packID))
                 case .success(let list?): responder.respond(.json(bytes: JSONBody.encode(list)))
                 }
             }

@@ -5,7 +5,7 @@ import Packs
 /// (what a poll shows), so a client dividing the remaining work by them gets an honest ETA.
 ///
 /// Pure bookkeeping with the time passed in (seconds on any monotonic clock), so it is tested
-/// without a clock; `PackRoutes` owns one on the loop thread.
+/// without a clock; `PackEventPublisher` owns one on the loop thread.
 struct ProgressRates {
     private struct Sample {
         var time: Double
@@ -68,21 +68,39 @@ struct ProgressRates {
 }
 
 /// Committed bytes and resources per second of one active pack.
-struct RollingRate: Sendable, Equatable {
-    var bytesPerSecond: Double
-    var resourcesPerSecond: Double
+public struct RollingRate: Sendable, Equatable {
+    public var bytesPerSecond: Double
+    public var resourcesPerSecond: Double
+
+    public init(bytesPerSecond: Double, resourcesPerSecond: Double) {
+        self.bytesPerSecond = bytesPerSecond
+        self.resourcesPerSecond = resourcesPerSecond
+    }
 
     /// `progress.bytes_per_second`.
-    var wholeBytesPerSecond: Int64 { Int64(max(bytesPerSecond, 0).rounded()) }
+    public var wholeBytesPerSecond: Int64 { Int64(max(bytesPerSecond, 0).rounded()) }
 
     /// `progress.eta_seconds`: the remaining resources at the resource rate; nil while the expected
     /// count is not final (it would only grow) or nothing is being stored.
-    func etaSeconds(completedResources: Int64, expected: ExpectedCounts) -> Int64? {
+    public func etaSeconds(completedResources: Int64, expected: ExpectedCounts) -> Int64? {
         guard expected.precise else { return nil }
         let remaining = max(expected.resources - completedResources, 0)
         if remaining == 0 { return 0 }
         guard resourcesPerSecond > 0 else { return nil }
         let seconds = (Double(remaining) / resourcesPerSecond).rounded(.up)
         return seconds < 1e12 ? Int64(seconds) : nil
+    }
+}
+
+extension PackProgress {
+    /// The wire progress of committed counts, as `GET /v1/packs/{id}` and `progress` events show
+    /// it. `rate`: `bytes_per_second` and `eta_seconds`, null when the pack is not downloading or
+    /// the rate is not known yet. `transfers`: `transfers_in_flight` and `throttled`, 0 and null
+    /// when the pack is not downloading.
+    public init(_ progress: StoredProgress, expected: ExpectedCounts, rate: RollingRate?, transfers: PackTransferStatus?) {
+        self.init(progress, expected: expected, bytesPerSecond: rate?.wholeBytesPerSecond,
+                  etaSeconds: rate?.etaSeconds(completedResources: progress.completedResources, expected: expected))
+        transfersInFlight = transfers?.transfersInFlight ?? 0
+        throttled = transfers?.throttled
     }
 }

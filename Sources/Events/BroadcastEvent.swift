@@ -49,3 +49,11 @@ public enum EventFilter: Sendable, Equatable, Hashable {
         }
     }
 }
+
+extension PackEvent {
+    /// The `data:` document's bytes, encoded once for every stream: sorted keys, as every
+    /// document packd serves.
+    var encodedPayload: [UInt8] {
+        (try? SortedJSONEncoder.encode(payload)) ?? Array("null".utf8)
+    }
+}

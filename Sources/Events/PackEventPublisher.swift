@@ -2,7 +2,6 @@ import Foundation
 import Logging
 import Loop
 import Packs
-import Server
 
 /// What the events say about packs, and the one place they are published from: the API's own
 /// state changes (creation, suspend/resume, DELETE, imports, a reset) and what the download
@@ -22,26 +21,26 @@ public final class PackEventPublisher: PackActivityListener, StoredEventListener
     public let log: EventLog
     let store: any PackStore
     let logger: Logger
-    /// Rendered pack documents (`GET /v1/packs/{id}` answers from them), told when what they
-    /// show changes without a write: rates, transfers, a state this node published.
-    let documents = PackDocumentCache()
-    private let metrics: PackdMetrics
+    /// Told when what a pack's document shows changes without a store write — its rate, its
+    /// transfers, a state this node published — so a cache of rendered documents (the API's
+    /// `PackDocumentCache`) drops its entry.
+    public var documentChangeObservers: [(Int64) -> Void] = []
+    private let metrics: EventMetrics
     /// What the fetcher is doing for each pack it holds transfers or a throttle for
     /// (`transfers_in_flight`, `throttled`). nil: every pack is idle (no downloads here).
     let transferStatuses: (() -> [Int64: PackTransferStatus])?
     private var transferWatch: LoopTimer?
     /// Told of every removed pack, this node's or (cluster mode) another's: offline serving's
     /// caches, the artifacts.
-    var removalObservers: [(Int64) -> Void] = []
+    public var removalObservers: [(Int64) -> Void] = []
     /// Told of each transition the download engine committed, after its events (webhook
     /// deliveries committed with it wake their dispatcher).
-    var engineTransitionObservers: [(PackLifecycle.Transition) -> Void] = []
+    public var engineTransitionObservers: [(PackLifecycle.Transition) -> Void] = []
 
     /// Rolling rates of committed progress, for `bytes_per_second` and `eta_seconds`.
     private var rates = ProgressRates()
     /// Monotonic seconds for the rates; tests set a clock of their own.
-    var seconds: () -> Double = PackEventPublisher.monotonicSeconds
-    private static let clockOrigin = ContinuousClock.now
+    var seconds: () -> Double = { MonotonicClock.seconds }
     /// What the events last said of each pack. Writes already in flight when a pack is
     /// suspended commit after its `state` event: their `progress` event then names the state the
     /// pack is in and keeps its expected counts (the engine no longer knows them), and one
@@ -67,7 +66,7 @@ public final class PackEventPublisher: PackActivityListener, StoredEventListener
     /// adds `transfers_in_flight` and `throttled` to documents and events, and a watch that
     /// publishes their changes when nothing commits.
     public init(store: any PackStore, loop: EventLoop, numbering: EventNumbering = .local,
-                configuration: EventBroadcaster.Configuration = .init(), metrics: PackdMetrics, transfers: (() -> [Int64: PackTransferStatus])? = nil, clock: WallClock = .system,
+                configuration: EventBroadcaster.Configuration = .init(), metrics: EventMetrics = .none, transfers: (() -> [Int64: PackTransferStatus])? = nil, clock: WallClock = .system,
                 logger: Logger = Logger(label: "packd.api")) throws {
         self.store = store
         self.logger = logger
@@ -80,7 +79,7 @@ public final class PackEventPublisher: PackActivityListener, StoredEventListener
         case .store: StoreNumberedEventDelivery(log: log)
         }
         streams = EventBroadcaster(loop: loop, lastEventID: lastEventID, configuration: configuration, delivery: delivery)
-        streams.onSubscriberCountChange = { metrics.sseSubscribers.set(Int64($0)) }
+        streams.onSubscriberCountChange = { metrics.subscribers($0) }
         if transfers != nil {
             let timer = LoopTimer(loop: loop)
             timer.unref()
@@ -102,13 +101,13 @@ public final class PackEventPublisher: PackActivityListener, StoredEventListener
     // MARK: What the routes show
 
     /// The pack's rolling rate now (nil while unknown).
-    func rate(of packID: Int64) -> RollingRate? { rates.rate(packID: packID, now: seconds()) }
+    public func rate(of packID: Int64) -> RollingRate? { rates.rate(packID: packID, now: seconds()) }
 
     /// Every known rate now, for a list read off the loop.
-    func allRates() -> [Int64: RollingRate] { rates.rates(now: seconds()) }
+    public func allRates() -> [Int64: RollingRate] { rates.rates(now: seconds()) }
 
     /// What the fetcher does for each pack now.
-    func transfers() -> [Int64: PackTransferStatus] { transferStatuses?() ?? [:] }
+    public func transfers() -> [Int64: PackTransferStatus] { transferStatuses?() ?? [:] }
 
     // MARK: The API's own changes
 
@@ -128,9 +127,9 @@ public final class PackEventPublisher: PackActivityListener, StoredEventListener
     }
 
     /// A `version_created` event (and a log line) per version cut, by a completion or an import.
-    func publishVersions(_ versions: [PackVersion]) {
+    public func publishVersions(_ versions: [PackVersion]) {
         for version in versions {
-            documents.invalidate(version.packID)
+            documentChanged(version.packID)
             streams.publish(.versionCreated(VersionCreatedEvent(packID: version.packID, version: PackVersionSummary(version))))
             logger.info("pack version created", metadata: ["pack_id": "\(version.packID)", "version": "\(version.version)",
                                                            "changed_resources": "\(version.changedResources)",
@@ -140,11 +139,11 @@ public final class PackEventPublisher: PackActivityListener, StoredEventListener
 
     /// A `state` event: never coalesced; the delivery makes it durable. `previous` is nil for a
     /// pack just created.
-    func publishState(_ packID: Int64, state: PackState, previous: PackState?, error: PackError? = nil) {
+    public func publishState(_ packID: Int64, state: PackState, previous: PackState?, error: PackError? = nil) {
         // A rate describes one stretch of downloading; the next starts afresh.
         if state != .active { rates.forget(packID: packID) }
         published[packID, default: PublishedPack()].state = state
-        documents.invalidate(packID)
+        documentChanged(packID)
         streams.publish(.state(StateEvent(packID: packID, state: state, previousState: previous, error: error)))
         var fields: Logger.Metadata = ["pack_id": "\(packID)", "to": "\(state.rawValue)"]
         if let previous { fields["from"] = "\(previous.rawValue)" }
@@ -154,7 +153,7 @@ public final class PackEventPublisher: PackActivityListener, StoredEventListener
 
     /// `pack_removed` for a pack this node removed (a DELETE, a storage reset), and the caches
     /// that held it forget it.
-    func packRemoved(_ packID: Int64) {
+    public func packRemoved(_ packID: Int64) {
         forget(packID)
         streams.publish(.packRemoved(PackRemovedEvent(packID: packID)))
     }
@@ -162,13 +161,13 @@ public final class PackEventPublisher: PackActivityListener, StoredEventListener
     private func forget(_ packID: Int64) {
         rates.forget(packID: packID)
         published[packID] = PublishedPack(removed: true)
-        documents.invalidate(packID)
+        documentChanged(packID)
         for observer in removalObservers { observer(packID) }
     }
 
     /// What an import added (a `state` event, as for a created pack) or changed, each with a
     /// `progress` event of what it now holds, so a dashboard on `/v1/events` sees them.
-    func packsImported(_ changed: [ImportJob.Changed]) {
+    public func packsImported(_ changed: [ImportedPack]) {
         for pack in changed {
             if pack.added {
                 publishState(pack.record.id, state: pack.record.state, previous: nil)
@@ -202,7 +201,7 @@ public final class PackEventPublisher: PackActivityListener, StoredEventListener
         published[packID] = pack
         rates.record(packID: packID, progress: progress, now: seconds())
         // The commit already moved the store's tag; the new rate moves the local one.
-        documents.invalidate(packID)
+        documentChanged(packID)
         publishProgressEvent(packID, pack)
     }
 
@@ -210,7 +209,7 @@ public final class PackEventPublisher: PackActivityListener, StoredEventListener
     public func revalidationCommitted(_ packID: Int64, _ counts: PackInvalidation, progress: StoredProgress,
                                       expected: ExpectedCounts) {
         streams.publish(.progress(ProgressEvent(
-            packID: packID, state: .active, progress: PackDocument.progress(progress, expected: expected),
+            packID: packID, state: .active, progress: PackProgress(progress, expected: expected),
             invalidation: InvalidationResult(counts))))
     }
 
@@ -229,11 +228,11 @@ public final class PackEventPublisher: PackActivityListener, StoredEventListener
     }
 
     public func resourceDownloaded() {
-        metrics.downloadedResources.increment()
+        metrics.resourceDownloaded()
     }
 
     public func retried() {
-        metrics.upstreamRetries.increment()
+        metrics.retried()
     }
 
     // MARK: StoredEventListener (cluster mode: every node's events, numbered by the store)
@@ -270,8 +269,8 @@ public final class PackEventPublisher: PackActivityListener, StoredEventListener
         let rate = active ? rates.rate(packID: packID, now: seconds()) : nil
         let expected = pack.expected ?? ExpectedCounts(resources: 0, tiles: 0, precise: false)
         streams.publish(.progress(ProgressEvent(packID: packID, state: pack.state,
-                                                progress: PackDocument.progress(progress, expected: expected, rate: rate,
-                                                                                transfers: active ? pack.transfers : nil))))
+                                                progress: PackProgress(progress, expected: expected, rate: rate,
+                                                                       transfers: active ? pack.transfers : nil))))
     }
 
     /// A `progress` event for a pack nothing was committed for since start: with what the store
@@ -302,7 +301,7 @@ public final class PackEventPublisher: PackActivityListener, StoredEventListener
             }
             published[packID]?.transfers = now
             // A poll's document shows the change too, not one cached before it.
-            documents.invalidate(packID)
+            documentChanged(packID)
             if pack.progress != nil {
                 publishProgressEvent(packID, published[packID] ?? pack)
             } else {
@@ -336,8 +335,7 @@ public final class PackEventPublisher: PackActivityListener, StoredEventListener
         }
     }
 
-    static func monotonicSeconds() -> Double {
-        let elapsed = clockOrigin.duration(to: .now).components
-        return Double(elapsed.seconds) + Double(elapsed.attoseconds) / 1e18
+    private func documentChanged(_ packID: Int64) {
+        for observer in documentChangeObservers { observer(packID) }
     }
 }

@@ -1,7 +1,5 @@
-import Packs
-
 /// What the fetcher is doing for one pack right now — `progress.transfers_in_flight` and
-/// `progress.throttled` — live, never stored: the API learns it from `PackRoutes.transferStatuses`.
+/// `progress.throttled` — live, never stored: `packd` hands the fetcher's to the event publisher.
 public struct PackTransferStatus: Sendable, Equatable {
     public var transfersInFlight: Int64
     public var throttled: PackThrottle?

@@ -1,7 +1,5 @@
-import Packs
-import Foundation
-import CUV
 import Loop
+import Packs
 import Server
 
 /// Fans pack events out to server-sent-event streams on the loop thread: it numbers them, holds
@@ -51,12 +49,6 @@ public final class EventBroadcaster: @unchecked Sendable {
         case snapshot([(packID: Int64, payload: [UInt8])], asOf: Int64)
     }
 
-    public static let responseHeaders: HTTPHeaders = [
-        "Content-Type": "text/event-stream",
-        "Cache-Control": "no-store",
-        "X-Accel-Buffering": "no",
-    ]
-
     public let loop: EventLoop
     public let configuration: Configuration
     /// Numbers released events, makes them durable and fans them out (`EventDelivery`).
@@ -81,7 +73,7 @@ public final class EventBroadcaster: @unchecked Sendable {
     public convenience init(loop: EventLoop, lastEventID: Int64 = 0, configuration: Configuration = Configuration(),
                             delivery: (any EventDelivery)? = nil) {
         self.init(loop: loop, lastEventID: lastEventID, configuration: configuration, delivery: delivery,
-                  clock: { uv_hrtime() / 1_000_000 })
+                  clock: { MonotonicClock.milliseconds })
     }
 
     init(loop: EventLoop, lastEventID: Int64, configuration: Configuration, delivery: (any EventDelivery)? = nil,
@@ -129,7 +121,7 @@ public final class EventBroadcaster: @unchecked Sendable {
 
     /// Publishes a wire event (encoded once, here, with sorted keys). Loop thread only.
     public func publish(_ event: PackEvent) {
-        publish(event.kind, packID: event.packID, payload: JSONBody.encode(event.payload))
+        publish(event.kind, packID: event.packID, payload: event.encodedPayload)
     }
 
     /// `publish` from any thread; the event is emitted on the loop thread soon after.
@@ -137,24 +129,22 @@ public final class EventBroadcaster: @unchecked Sendable {
         loop.execute { [self] in publish(kind, packID: packID, payload: payload) }
     }
 
-    /// Starts an event stream on `responder` for `filter`: with the missed events when the ring
-    /// still holds those after `lastEventID`, else with `snapshot()`'s payloads as `progress`
+    /// Writes `filter`'s events to `stream` (its head already sent): the missed events when the
+    /// ring still holds those after `lastEventID`, else `snapshot()`'s payloads as `progress`
     /// events carrying the current `lastEventID` (taken now, so it describes exactly that id).
-    public func subscribe(_ filter: EventFilter, responder: APIResponder, lastEventID: Int64?, snapshot: Snapshot) {
+    public func subscribe(_ filter: EventFilter, stream: ResponseStream, lastEventID: Int64?, snapshot: Snapshot) {
         if let lastEventID, ring.events(after: lastEventID, matching: filter) != nil {
-            return subscribe(filter, responder: responder, start: .resume(after: lastEventID, stored: []))
+            return subscribe(filter, stream: stream, start: .resume(after: lastEventID, stored: []))
         }
-        subscribe(filter, responder: responder, start: .snapshot(snapshot(), asOf: ring.lastID))
+        subscribe(filter, stream: stream, start: .snapshot(snapshot(), asOf: ring.lastID))
     }
 
-    /// Starts an event stream on `responder` for `filter` with `start`, then what followed the id
-    /// it reaches: from the ring, or — an id this node has not delivered yet (cluster mode: the
-    /// store numbered it, its `NOTIFY` is on its way) — from the next event after it. Callers
-    /// check `canContinue(after:)` first, in the same loop turn.
-    public func subscribe(_ filter: EventFilter, responder: APIResponder, start: StreamStart) {
-        let stream = responder.stream(status: .ok, headers: Self.responseHeaders)
-        // HEAD gets the head only; a stream with no body to send would otherwise never end.
-        if responder.responder.method == .head { stream.finish() }
+    /// Writes `filter`'s events to `stream` (its head already sent), starting with `start`, then
+    /// what followed the id it reaches: from the ring, or — an id this node has not delivered yet
+    /// (cluster mode: the store numbered it, its `NOTIFY` is on its way) — from the next event
+    /// after it. Callers check `canContinue(after:)` first, in the same loop turn. A stream
+    /// already finished (a `HEAD`, a closed connection) is left alone.
+    public func subscribe(_ filter: EventFilter, stream: ResponseStream, start: StreamStart) {
         guard stream.isOpen else { return }
         let subscriber = EventSubscriber(filter: filter, stream: stream, queueLimit: configuration.subscriberQueueLimit)
         var initial: [UInt8] = []
@@ -208,17 +198,6 @@ public final class EventBroadcaster: @unchecked Sendable {
     /// it, or `id` is ahead of what this node delivered (store-numbered events on their way).
     public func canContinue(after id: Int64) -> Bool {
         id > ring.lastID || canReplay(after: id)
-    }
-
-    /// The request's `Last-Event-ID` (header, as `EventSource` sends it), or nil without one.
-    /// openapi.yaml allows 1 to 19 digits; anything else, or a value beyond Int64, is a 400.
-    public static func lastEventID(of request: HTTPRequest) throws(Problem) -> Int64? {
-        guard let value = request.headers["Last-Event-ID"]?.trimmingCharacters(in: .whitespaces) else { return nil }
-        guard (1...19).contains(value.utf8.count), value.utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }),
-              let id = Int64(value) else {
-            throw Problem(.malformedRequest, detail: "Last-Event-ID must be an event id (1 to 19 digits)")
-        }
-        return id
     }
 
     /// Ends every stream and stops the timers (server shutdown).
