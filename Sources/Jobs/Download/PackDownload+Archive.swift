@@ -54,19 +54,22 @@ extension PackDownload {
 
     private func archiveOutcome(_ outcome: ArchiveTileFetch.Outcome) {
         guard !ended else { return }
+        // A start area's tiles are reported to its watch as they resolve, as fetched ones are.
         switch outcome {
-        case .tile(let slot, let tile, let bytes, let headers):
+        case .tile(let slot, let tile, let bytes, let headers, let inStartArea):
             busy += 1
             let resource = pyramids[slot].resource(for: tile)
             store(resource, FetchResponse(status: 200, headers: ResponseHeaders(), body: bytes, url: resource.url),
-                  cache: archiveCache(headers))
-        case .missing(let slot, let tile, let headers):
+                  cache: archiveCache(headers), inStartArea: inStartArea && startAreaWatch != nil)
+        case .missing(let slot, let tile, let headers, let inStartArea):
             // Not in the archive: no content, as a tile server's 404 (MapLibre's PMTiles sources do the same).
             writes.storeNoContent(pyramids[slot].resource(for: tile), cache: archiveCache(headers))
             listener?.resourceDownloaded()
-        case .failed(let slot, let tiles, let status, let message):
+            if inStartArea { startAreaWatch?.tileResolved(stored: true) }
+        case .failed(let slot, let tiles, let status, let message, let inStartArea):
             for tile in tiles where !ended {
                 busy += 1
+                if inStartArea { startAreaWatch?.tileResolved(stored: false) }
                 recordFailure(pyramids[slot].resource(for: tile), status: status, message: message, attempts: settings.maxAttempts)
             }
         }
@@ -111,9 +114,12 @@ extension PackDownload {
             writes = WriteQueue(packID: packID, loop: loop, sink: store, settings: settings, clock: clock)
             connectRun()
             pending = PendingResources()
+            archiveBeyondStartArea.removeAll()
             documents = [:]
             busy = 0
             failures = nil
+            // The start area is walked again: what the old run queued of it will never resolve.
+            if startAreaWatch != nil { startAreaWatch = StartAreaWatch() }
             restarting = false
             run()
         }
@@ -135,17 +141,34 @@ extension PackDownload {
         store.inBatch({ database in try database.addArchiveTraffic(packID: packID, requests: requests, bytes: bytes) }, then: nil)
     }
 
-    /// Tiles to fetch: an archive's to its `ArchiveTileFetch`, the others to fetch one URL each.
+    /// Tiles to fetch: an archive's to its `ArchiveTileFetch` (a band's tiles are all in the start
+    /// area or none; those beyond it wait until it is settled), the others to fetch one URL each.
     func queue(_ tiles: [PendingResources.Entry]) {
         guard let archiveFetch else { return pending.append(contentsOf: tiles) }
         var archived: [Int: [TileID]] = [:]
+        var inStartArea = false
         for entry in tiles {
-            if case .tile(let pyramid, let tile, _) = entry, archiveFetch.hasArchive(slot: pyramid) {
+            if case .tile(let pyramid, let tile, let near) = entry, archiveFetch.hasArchive(slot: pyramid) {
                 archived[pyramid, default: []].append(tile)
+                inStartArea = inStartArea || near
             } else {
                 pending.append(entry)
             }
         }
-        for (slot, tiles) in archived { archiveFetch.add(tiles, slot: slot) }
+        for (slot, tiles) in archived.sorted(by: { $0.key < $1.key }) {
+            if startAreaWatch != nil, !inStartArea {
+                archiveBeyondStartArea.append((slot, tiles))
+            } else {
+                archiveFetch.add(tiles, slot: slot, inStartArea: inStartArea)
+            }
+        }
+        if startAreaWatch == nil || startAreaWatch?.isSettled == true && !startAreaRecording { releaseArchiveTiles() }
+    }
+
+    /// The start area is settled: the archive tiles beyond it are read from now on.
+    func releaseArchiveTiles() {
+        guard let archiveFetch, !archiveBeyondStartArea.isEmpty else { return }
+        for (slot, tiles) in archiveBeyondStartArea { archiveFetch.add(tiles, slot: slot) }
+        archiveBeyondStartArea.removeAll()
     }
 }

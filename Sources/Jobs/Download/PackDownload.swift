@@ -55,9 +55,9 @@ public final class PackDownload: GlyphChoosingJob {
     /// Where to download first (a whole pack's download only); the watch of its tiles, unless
     /// it was recorded whole before (a resume keeps the order, the event is not repeated).
     private let startArea: StartArea?
-    private var startAreaWatch: StartAreaWatch?
+    var startAreaWatch: StartAreaWatch?
     /// The start area's record is being committed: tiles beyond it wait.
-    private var startAreaRecording = false
+    var startAreaRecording = false
     private let watchdog: LoopTimer
     var documentPhase: DocumentPhase?
     /// Style and TileJSON answers, stored with the fixed resources instead of being fetched again.
@@ -73,8 +73,10 @@ public final class PackDownload: GlyphChoosingJob {
     /// Resources started and not yet resolved (in a transfer, waiting for a retry, or encoding);
     /// an archive's range request counts as one, each tile it brought as one while encoded.
     var busy = 0
-    /// Tiles of the pack's PMTiles pyramids, when it has any.
+    /// Tiles of the pack's PMTiles pyramids, when it has any; those beyond the start area wait
+    /// here until it is settled (the fetch would store the ones the archive lacks at once).
     var archiveFetch: ArchiveTileFetch?
+    var archiveBeyondStartArea: [(slot: Int, tiles: [TileID])] = []
     /// Archive range requests and bytes not yet added to the pack's counts.
     var archiveTraffic = (requests: Int64(0), bytes: Int64(0))
     /// The last archive answer's headers and the cache columns parsed from them.
@@ -227,9 +229,6 @@ public final class PackDownload: GlyphChoosingJob {
         } catch {
             return end(.fail(error.packError))
         }
-        // An archive's tiles are read in the archive's order, many to a range: no start area
-        // orders them (nor waits for tiles the coalesced reads would not report to it).
-        if !versions.isEmpty { startAreaWatch = nil }
         let order = startAreaWatch.flatMap { _ in startArea.map { TileOrder(pyramids: plan.pyramids, startArea: $0) } }
             ?? TileOrder(pyramids: plan.pyramids, scope: unit)
         let lookup = StoredLookup(loop: loop, packID: packID, store: store, clock: clock, pyramids: plan.pyramids,
@@ -258,12 +257,13 @@ public final class PackDownload: GlyphChoosingJob {
 
     func pump() {
         guard !ended, downloading, let lookup else { return }
+        // Nothing beyond the start area starts before it is settled (its tiles commit first).
+        let holding = startAreaWatch.map { !$0.isSettled || startAreaRecording } ?? false
+        if !holding { releaseArchiveTiles() }
         while busy - writes.encoding < settings.maxInFlight, !writes.isFull {
             let archiveReady = archiveFetch?.canStart == true
             guard archiveReady || !pending.isEmpty else { break }
-            // Nothing beyond the start area starts before it is settled (its tiles commit first).
-            if let watch = startAreaWatch, !watch.isSettled || startAreaRecording,
-               pending.first?.isTileOutsideStartArea == true { break }
+            if holding, !archiveReady, pending.first?.isTileOutsideStartArea == true { break }
             guard bandwidth?.allowsStart(ready: { [weak self] in self?.pump() }) ?? true else { break }
             // An archive's request first: a range holds many tiles, a leaf holds up whole bands.
             if archiveReady, archiveFetch?.startNext() == true {
@@ -278,7 +278,7 @@ public final class PackDownload: GlyphChoosingJob {
             }
         }
         // Look the next band up while half a band is still pending, so transfers do not wait for it.
-        let queued = pending.count + (archiveFetch?.pendingTiles ?? 0)
+        let queued = pending.count + (archiveFetch?.pendingTiles ?? 0) + archiveBeyondStartArea.reduce(0) { $0 + $1.tiles.count }
         if queued < max(settings.maxInFlight, settings.lookupBatchTiles / 2), !lookup.lookingUp, !lookup.exhausted {
             let started = lookup.nextBand(deliver: { [weak self] tiles in
                 guard let self, !ended else { return }
@@ -291,7 +291,7 @@ public final class PackDownload: GlyphChoosingJob {
             })
             if started { startAreaWatch?.bandStarted(inStartArea: lookup.lookingUpStartArea) } else { startAreaWatch?.walkEnded() }
         }
-        if busy == 0, pending.isEmpty, lookup.exhausted, !lookup.lookingUp, archiveFetch?.isIdle ?? true {
+        if busy == 0, pending.isEmpty, lookup.exhausted, !lookup.lookingUp, archiveFetch?.isIdle ?? true, archiveBeyondStartArea.isEmpty {
             if let subset = glyphSubset {
                 glyphSubset = nil
                 return chooseGlyphs(subset)
