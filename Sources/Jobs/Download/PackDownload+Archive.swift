@@ -78,21 +78,56 @@ extension PackDownload {
     /// The archive changed under the download: everything of this run stops, what it handed the
     /// writer is submitted, and the download starts again from the documents. Tiles stored from
     /// the old archive no longer count as stored (their validators are the old ones) and are
-    /// read again from the new one. In a cluster unit the pack fails instead: other nodes' units
-    /// read the old archive.
+    /// read again from the new one. A cluster unit restarts the same way: the versions it agreed
+    /// on are the ones it saw replaced, so it may move the cluster's record from them to the new
+    /// header (`agreeOnArchives`), and the units done with them are redone.
     func archiveReplaced(_ slot: Int, _ detail: String) {
         guard !ended, !restarting else { return }
         let url = pyramids.indices.contains(slot)
             ? PMTilesSourceURL.key(ofTemplate: pyramids[slot].template.template).flatMap(PMTilesSourceURL.archiveURL(ofKey:)) : nil
-        guard case .pack = scope else {
-            return end(.fail(PackError(.sourceUnavailable, "the archive changed during a cluster download (\(detail)); resume "
-                                       + "reads it again", url: url)))
-        }
         restarts += 1
         guard restarts <= settings.archive.maxRestarts else {
             return end(.fail(ArchiveFailure.unstable(url: url ?? "", detail: "the archive changed \(restarts) times during the "
                                                      + "download: \(detail)").packError))
         }
+        replacedArchives = agreedArchives
+        restart()
+    }
+
+    /// A cluster unit's archives, agreed on by every node before anything is stored: the pack's
+    /// record holds one version per archive. Another version recorded means this run's or the
+    /// record's is stale: the run opens the archives again, and what it reads then may replace
+    /// the record's (it saw that version, so it is no newer than what the server serves now).
+    /// A node whose reads meet a replaced archive restarts anyway, so the record converges on
+    /// what the server serves.
+    func agreeOnArchives(_ archives: [String: OpenedArchive], then: @escaping () -> Void) {
+        let identities = archives.mapValues(\.validator.identity)
+        agreeing = true
+        guard let owner else { return }
+        owner.jobOpenedArchives(packID, identities, replacing: replacedArchives) { [weak self] recorded in
+            guard let self, !ended else { return }
+            agreeing = false
+            guard let recorded else {
+                agreedArchives = identities
+                replacedArchives = [:]
+                return then()
+            }
+            disagreements += 1
+            guard disagreements <= Self.maximumDisagreements else {
+                return end(.fail(PackError(.sourceUnavailable, "the cluster's nodes read \(disagreements) different versions of "
+                                           + "the archive; resume reads it again")))
+            }
+            replacedArchives = recorded
+            restart()
+        }
+    }
+
+    /// Opening the archives again after a disagreement, at most this often per unit.
+    static let maximumDisagreements = 8
+
+    /// Stops everything of this run; once what it handed the writer is submitted, runs again
+    /// from the documents.
+    private func restart() {
         restarting = true
         downloading = false
         documentPhase?.stop()

@@ -84,17 +84,23 @@ public final class PackDownload: GlyphChoosingJob {
     /// Restarts from a replaced archive's header so far, and whether one is under way.
     var restarts = 0
     var restarting = false
+    /// A cluster unit: the archives' versions the cluster agreed on (`agreeOnArchives`), those
+    /// this unit saw replaced, and whether it is asking.
+    public internal(set) var agreedArchives: [String: String] = [:]
+    var replacedArchives: [String: String] = [:]
+    var agreeing = false
+    var disagreements = 0
     /// Known once the documents are in (before any fixed resource or tile is fetched).
-    public private(set) var expected: ExpectedCounts?
+    public internal(set) var expected: ExpectedCounts?
     /// Known with the plan (its budget depends on the expected count).
     var failures: FailureLedger?
     var downloading = false
     /// With `"glyphs": "region"`: the glyph ranges to choose once every tile is stored.
-    private var glyphSubset: GlyphSubset?
+    var glyphSubset: GlyphSubset?
     /// Choosing them: the tiles are committed and being read.
     var glyphSelection: GlyphSelection?
-    private var geoJSONLabels: GeoJSONLabelScan?
-    private var choosingGlyphs = false
+    var geoJSONLabels: GeoJSONLabelScan?
+    var choosingGlyphs = false
     /// Everything resolved; waiting for the writer to commit before reporting.
     private var finishing = false
     var ended = false
@@ -229,6 +235,17 @@ public final class PackDownload: GlyphChoosingJob {
         } catch {
             return end(.fail(error.packError))
         }
+        guard case .unit = scope, !versions.isEmpty else { return beginLookups(plan, unit: unit, versions: versions) }
+        // A cluster's unit reads an archive only once every node agrees which one.
+        if let knownPlan, knownPlan.pyramids != documentsPlan.pyramids {
+            return end(.fail(PackError(.sourceUnavailable, "the archive's new header changes the pack's tiles; resume plans "
+                                       + "the pack again")))
+        }
+        agreeOnArchives(archives) { [weak self] in self?.beginLookups(plan, unit: unit, versions: versions) }
+    }
+
+    /// The stored rows are looked up, band by band, and what is missing fetched.
+    private func beginLookups(_ plan: ResourcePlan, unit: WorkUnit.Scope?, versions: [Int: TileVersion]) {
         let order = startAreaWatch.flatMap { _ in startArea.map { TileOrder(pyramids: plan.pyramids, startArea: $0) } }
             ?? TileOrder(pyramids: plan.pyramids, scope: unit)
         let lookup = StoredLookup(loop: loop, packID: packID, store: store, clock: clock, pyramids: plan.pyramids,
@@ -297,32 +314,6 @@ public final class PackDownload: GlyphChoosingJob {
                 return chooseGlyphs(subset)
             }
             finish()
-        }
-    }
-
-    /// Every tile is resolved: once the writer committed them, the stored tiles and GeoJSON say
-    /// which glyph ranges the labels need; the counts become exact, the choice is recorded, and
-    /// the needed ranges are fetched (or linked) like any fixed resource.
-    private func chooseGlyphs(_ subset: GlyphSubset) {
-        downloading = false
-        choosingGlyphs = true
-        chooseGlyphs(subset, packID: packID, store: store, loop: loop, geoJSON: geoJSONLabels)
-    }
-
-    func glyphsChosen(_ outcome: GlyphSelection.Outcome) {
-        guard let lookup, let before = expected else { return }
-        let counts = ExpectedCounts(resources: before.resources + Int64(outcome.needed.count), tiles: before.tiles,
-                                    precise: true)
-        expected = counts
-        guard owner?.jobPlanKnown(packID, counts) == true else { return stop() }
-        let (packID, skipped, now) = (packID, outcome.skipped, clock.now)
-        store.inBatch({ database in try database.recordSkippedGlyphRanges(packID, skipped, now: now) }, then: nil)
-        lookup.fixed(outcome.needed, refetch: []) { [weak self] toFetch in
-            guard let self, !ended else { return }
-            choosingGlyphs = false
-            pending.append(contentsOf: toFetch.map(PendingResources.Entry.fixed))
-            downloading = true
-            pump()
         }
     }
 
@@ -429,7 +420,7 @@ public final class PackDownload: GlyphChoosingJob {
         guard !ended else { return }
         let accounted = fetcher.transferCount(owner: transferOwner) + resolver.retriesWaiting + writes.encoding
         let waiting = documentPhase != nil || lookup?.lookingUp == true || finishing || bandwidth?.isWaiting == true
-            || writes.isFull || restarting || (archiveFetch?.poolJobs ?? 0) > 0 || choosingGlyphs || startAreaRecording
+            || writes.isFull || restarting || (archiveFetch?.poolJobs ?? 0) > 0 || choosingGlyphs || startAreaRecording || agreeing
         if busy > accounted || (busy == 0 && !waiting) {
             end(.fail(PackError(.internalError, "the download stalled with \(busy) resources under way, "
                                 + "\(accounted) accounted for; resume continues it")))
