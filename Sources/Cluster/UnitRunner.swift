@@ -122,11 +122,11 @@ final class UnitRunner {
             job.glyphChoice = PackGlyphChoice(packID: pack.id, plan: plan, loop: loop, store: store)
         } else if pack.revalidating {
             job.revalidation = PackRevalidation(packID: pack.id, region: region, expected: record.expected, loop: loop,
-                                                fetcher: fetcher, store: store, settings: settings.download, clock: clock,
+                                                fetcher: fetcher, store: store, settings: settings.unitDownload, clock: clock,
                                                 owner: job, listener: listener)
         } else {
             job.download = PackDownload(packID: pack.id, region: region, limits: record.limits, loop: loop, fetcher: fetcher,
-                                        store: store, settings: settings.download, clock: clock, owner: job,
+                                        store: store, settings: settings.unitDownload, clock: clock, owner: job,
                                         listener: listener, scope: .unit(claimed.unit.scope), transferOwner: owners.next(),
                                         plan: pack.plan)
         }
