@@ -74,7 +74,7 @@ check-openapi: $(VENV)/test.installed
 	$(VENV_PATH) python3 scripts/check-openapi.py openapi.yaml
 
 ## Benchmarks against baselines measured in the same run (see Sources/packd-bench).
-BENCHMARKS ?= server serve-tiles api geo store export artifacts fetch download download-fixture cluster pmtiles
+BENCHMARKS ?= server serve-tiles api geo store export artifacts responsiveness fetch download download-fixture cluster pmtiles
 bench: bench-deps
 	$(SWIFT) build -c release
 	@bin=$$($(SWIFT) build -c release --show-bin-path); \

@@ -11,6 +11,7 @@ public final class EventLoop: @unchecked Sendable {
     public let raw: UnsafeMutablePointer<uv_loop_t>
 
     private let inbox = Inbox()
+    private let stallMeter: LoopStallMeter
     /// The loop's thread: the one that made it until `run()`, then the one running it. Written
     /// before any other thread can ask (`LoopThread` waits for the loop to run), read anywhere.
     private var thread: pthread_t
@@ -31,6 +32,13 @@ public final class EventLoop: @unchecked Sendable {
         // The inbox must not keep the loop alive by itself: `run()` returns once real work is gone.
         uv_unref(UnsafeMutableRawPointer(async).assumingMemoryBound(to: uv_handle_t.self))
         inbox.open(wakeup: async)
+        stallMeter = try LoopStallMeter(loop: raw)
+    }
+
+    /// How long each turn of this loop ran callbacks before it could poll again, since it was
+    /// made (`LoopStallHistogram`): `packd_loop_stall_seconds`. Safe from any thread.
+    public var stalls: LoopStallHistogram {
+        stallMeter.snapshot()
     }
 
     /// Whether the caller is on this loop's thread: the one running it, or, before it runs (while

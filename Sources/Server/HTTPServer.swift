@@ -45,6 +45,17 @@ public final class HTTPServer: LoopHandleOwner {
     /// Bytes read from all connections since start; lets tests wait until the server has
     /// consumed what they sent, so a split request really arrives in separate reads.
     var receivedBytes = 0
+    /// File bodies since start by the way they went: sendfile(2), or reads through a buffer
+    /// (`ServerLimits.sendfile` off, or a file sendfile refused); and the windows of sendfile
+    /// bodies that were not in the page cache and were read in on the thread pool first. Tests
+    /// tell the paths apart by them.
+    var fileBodies = FileBodyCounts()
+
+    struct FileBodyCounts: Equatable {
+        var sendfile = 0
+        var reads = 0
+        var windowsReadIn = 0
+    }
 
     /// Accepts that failed or came within a few descriptors of RLIMIT_NOFILE, since start.
     public var failedAccepts: Int { acceptFailures.total }

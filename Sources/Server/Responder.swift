@@ -35,6 +35,8 @@ public final class Responder: @unchecked Sendable {
     var status = 0
     var bodyBytes = 0
     var stream: ResponseStream?
+    /// The file body being sent by sendfile, from `ResponseStream.sendFile` until the answer ends.
+    var transfer: SendfileTransfer?
     var closed = false
     /// The route's bound on the handler; the clock starts when the request is fully read.
     var handlerTimeout: Duration?
@@ -65,7 +67,7 @@ public final class Responder: @unchecked Sendable {
         guard state == .waiting, !closed else { return }
         state = .finished
         status = response.status.code
-        connection.send(response, for: self)
+        connection.responses.send(response, for: self)
     }
 
     /// Hops to the loop thread and responds there; safe from any thread.
@@ -94,7 +96,7 @@ public final class Responder: @unchecked Sendable {
         state = .streaming
         self.stream = stream
         self.status = status.code
-        connection.startStream(status: status, headers: headers, framing: framing, for: self)
+        connection.responses.startStream(status: status, headers: headers, framing: framing, for: self)
         return stream
     }
 
@@ -132,6 +134,7 @@ public final class Responder: @unchecked Sendable {
         let callback = onClose
         onClose = nil
         stream?.onWritable = nil
+        transfer?.cancel()
         if !wasComplete { callback?() }
         retire()
     }
@@ -143,5 +146,6 @@ public final class Responder: @unchecked Sendable {
     func retire() {
         onClose = nil
         stream = nil
+        transfer = nil
     }
 }

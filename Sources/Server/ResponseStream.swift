@@ -32,7 +32,7 @@ public final class ResponseStream: @unchecked Sendable {
     /// Whether the bytes already queued are below the high-water mark and the client is there.
     public var canWrite: Bool {
         guard isOpen else { return false }
-        let ok = responder.connection.canWrite(for: responder)
+        let ok = responder.connection.responses.canWrite(for: responder)
         if !ok { wantsWritable = true }
         return ok
     }
@@ -59,8 +59,28 @@ public final class ResponseStream: @unchecked Sendable {
         }
         written += bytes.count
         guard !omitBody else { return }
-        responder.connection.writeStreamData(bytes, framing: framing, for: responder)
-        if !responder.connection.canWrite(for: responder) { wantsWritable = true }
+        responder.connection.responses.writeStreamData(bytes, framing: framing, for: responder)
+        if !responder.connection.responses.canWrite(for: responder) { wantsWritable = true }
+    }
+
+    /// Whether `range` of a file can be this stream's whole body by sendfile(2): the body is of
+    /// exactly that length, not begun, not omitted (`HEAD`), and the client is there.
+    func takesFile(_ range: Range<Int>) -> Bool {
+        guard isOpen, !omitBody, written == 0, !range.isEmpty, case .length(let length) = framing else { return false }
+        return length == range.count
+    }
+
+    /// Sends `range` of the open `file` as the whole body by sendfile(2) (`SendfileTransfer`,
+    /// which owns `file` from here and tells `end` how it ended). Only when `takesFile(range)`.
+    func sendFile(_ file: Int32, range: Range<Int>, end: @escaping (SendfileTransfer.End) -> Void) {
+        let transfer = SendfileTransfer(loop: responder.loop, file: file, range: range)
+        transfer.onEnd = end
+        responder.connection.responses.transmit(transfer, for: responder)
+    }
+
+    /// `count` more bytes of the body went to the socket without passing through `write`.
+    func sentDirectly(_ count: Int) {
+        written += count
     }
 
     /// Ends the body. A declared length that was not reached cannot be repaired, so the
@@ -71,7 +91,7 @@ public final class ResponseStream: @unchecked Sendable {
         onWritable = nil
         var shortBody = false
         if case .length(let length) = framing, written < length, !omitBody { shortBody = true }
-        responder.connection.finishStream(for: responder, framing: omitBody ? .length(0) : framing, abort: shortBody)
+        responder.connection.responses.finishStream(for: responder, framing: omitBody ? .length(0) : framing, abort: shortBody)
     }
 
     /// Ends the connection mid-body, so the client sees a truncated response, never a

@@ -36,6 +36,10 @@ public struct ServerLimits: Sendable, Equatable {
     public var handlerTimeout: Duration? = .seconds(60)
     /// How long graceful shutdown waits for in-flight responses before closing them anyway.
     public var shutdownGracePeriod: Duration = .seconds(10)
+    /// Whether file bodies (artifacts, exports) go from the page cache to the socket with
+    /// sendfile(2). Off, they are read through one 64 KiB buffer a download, as they are anyway
+    /// from a file system that has no sendfile.
+    public var sendfile = true
 
     public init() {}
 }

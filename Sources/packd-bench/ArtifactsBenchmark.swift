@@ -9,11 +9,13 @@ import Glibc
 /// 1. Building: `HEAD /v1/packs/1/versions/1/export` on an empty artifacts directory (export,
 ///    SHA-256, fsync, rename) against SQLite's own backup API copying the pack's database (the
 ///    same rows, page by page) and syncing it — alternated, medians of `--builds` each.
-/// 2. Serving: `--clients` concurrent wrk connections downloading the artifact from packd and
+/// 2. Serving, for each of `--modes` (`ArtifactDownloaders`: wrk connections or curl processes,
+///    whole file or a `Range` each): `--clients` clients downloading the artifact from packd and
 ///    from nginx (`sendfile on`) serving the same file (a hard link: the same page cache),
 ///    alternated for `--rounds` rounds. During every round a second wrk asks packd for
 ///    `GET /v1/packs/1` (4 connections): its p99 is the API's latency while devices download;
-///    packd's resident memory is sampled every 10 ms against its value before the round.
+///    packd's resident memory is sampled every 10 ms against its value before the round, and its
+///    loop's turns are read from `packd_loop_stall_seconds` before and after.
 struct ArtifactsBenchmark: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "artifacts",
@@ -23,9 +25,10 @@ struct ArtifactsBenchmark: ParsableCommand {
     @Option(help: "Approximate uncompressed bytes of one vector tile (4000: an artifact of about 200 MB).") var tileBytes = 4000
     @Option(help: "Share of tiles (0…1) that are the same ocean tile.") var repeatedShare = 0.1
     @Option(help: "Builds (and backups) measured, alternated.") var builds = 3
-    @Option(help: "Concurrent downloading connections.") var clients = 64
+    @Option(help: "Concurrent downloading clients.") var clients = 64
+    @Option(help: "Serving modes, comma-separated: wrk, curl, wrk-range, curl-range.") var modes = "wrk,curl,wrk-range,curl-range"
     @Option(help: "wrk threads for the downloads.") var threads = 2
-    @Option(help: "Duration of each serving round.") var duration = "10s"
+    @Option(help: "Duration of each wrk serving round (curl rounds last until every client has its file).") var duration = "10s"
     @Option(help: "Serving rounds per server, alternated.") var rounds = 2
     @Option(help: "nginx worker processes (packd serves from one event loop).") var nginxWorkers = 1
     @Option(help: "Directory for the database, artifacts and logs (default: a new temp directory, removed after).") var directory: String?
@@ -79,23 +82,30 @@ struct ArtifactsBenchmark: ParsableCommand {
         defer { nginx.stop() }
         // Warm the page cache once, so neither server pays for the first read.
         _ = try ExportOverHTTP.download(port: nginx.port, target: "/artifact.db")
-        var results: [String: [Round]] = [:]
-        for _ in 0..<max(1, rounds) {
-            for (name, url) in [("nginx", "http://127.0.0.1:\(nginx.port)/artifact.db"),
-                                ("packd", "http://127.0.0.1:\(packd.port)\(versioned)")] {
-                results[name, default: []].append(try round(url, packd: packd))
+        print("\nserving a \(String(format: "%.1f", Double(artifactBytes) / 1e6)) MB artifact; load \(DownloadBenchmark.loadAverage()); \(rounds) rounds per server, alternated; medians")
+        for mode in modes.split(separator: ",") {
+            let downloaders = try ArtifactDownloaders(mode: String(mode), count: clients, threads: threads, duration: duration, size: artifactBytes)
+            var results: [String: [Round]] = [:]
+            for _ in 0..<max(1, rounds) {
+                for (name, url) in [("nginx", "http://127.0.0.1:\(nginx.port)/artifact.db"),
+                                    ("packd", "http://127.0.0.1:\(packd.port)\(versioned)")] {
+                    results[name, default: []].append(try round(url, packd: packd, downloaders: downloaders, in: directory))
+                }
+            }
+            print("\n\(downloaders.name)            MB/s   × nginx   API p99 ms  packd RSS +MB  packd anon +MB")
+            let nginxRate = Self.median(results["nginx"]!.map(\.bytesPerSecond))
+            for name in ["nginx", "packd"] {
+                let rows = results[name]!
+                let rate = Self.median(rows.map(\.bytesPerSecond))
+                print(String(format: "%@ %12.0f %9.2f %12.2f %14.1f %15.1f", (name == "nginx" ? "nginx (sendfile on, \(nginxWorkers) worker)" : "packd serve").padding(toLength: 40, withPad: " ", startingAt: 0),
+                             rate / 1e6, rate / nginxRate, Self.median(rows.map(\.apiP99)),
+                             rows.map(\.rssGrowthMB).max() ?? 0, rows.map(\.anonymousGrowthMB).max() ?? 0))
+            }
+            print("each round: " + results.map { name, rows in "\(name) " + rows.map { String(format: "%.0f", $0.bytesPerSecond / 1e6) }.joined(separator: "/") + " MB/s" }.sorted().joined(separator: ", "))
+            for (index, row) in results["packd"]!.enumerated() {
+                if let turns = row.loopTurns { print("packd round \(index + 1), its loop: \(turns.summary)") }
             }
         }
-        print("\nserving \(clients) clients (\(rounds) rounds each, alternated; medians)  MB/s   × nginx   API p99 ms  packd RSS +MB  packd anon +MB")
-        let nginxRate = Self.median(results["nginx"]!.map(\.bytesPerSecond))
-        for name in ["nginx", "packd"] {
-            let rows = results[name]!
-            let rate = Self.median(rows.map(\.bytesPerSecond))
-            print(String(format: "%@ %12.0f %9.2f %12.2f %14.1f %15.1f", (name == "nginx" ? "nginx (sendfile on, \(nginxWorkers) worker)" : "packd serve").padding(toLength: 52, withPad: " ", startingAt: 0),
-                         rate / 1e6, rate / nginxRate, Self.median(rows.map(\.apiP99)),
-                         rows.map(\.rssGrowthMB).max() ?? 0, rows.map(\.anonymousGrowthMB).max() ?? 0))
-        }
-        print("each round: " + results.map { name, rows in "\(name) " + rows.map { String(format: "%.0f", $0.bytesPerSecond / 1e6) }.joined(separator: "/") + " MB/s" }.sorted().joined(separator: ", "))
     }
 
     struct Round {
@@ -103,25 +113,47 @@ struct ArtifactsBenchmark: ParsableCommand {
         let apiP99: Double
         let rssGrowthMB: Double
         let anonymousGrowthMB: Double
+        /// packd's loop during the round (nil for nginx's rounds).
+        let loopTurns: LoopStallReading.Window?
     }
 
     /// One serving round: the downloads and the API probe at once, packd's memory sampled.
-    private func round(_ url: String, packd: PackdServeProcess) throws -> Round {
+    private func round(_ url: String, packd: PackdServeProcess, downloaders: ArtifactDownloaders, in directory: URL) throws -> Round {
         let pid = packd.process.processIdentifier
+        let servedByPackd = url.contains(":\(packd.port)/")
         let rssBefore = PeakMemory.kilobytes("VmRSS:", pid: pid), anonymousBefore = PeakMemory.kilobytes("RssAnon:", pid: pid)
         let rss = AnonymousMemorySampler(pid: pid, field: "VmRSS:"), anonymous = AnonymousMemorySampler(pid: pid)
-        let probe = Wrk(threads: 1, connections: 4, duration: duration)
+        let stallsBefore = try LoopStallReading.read(port: packd.port)
+        let probe = Wrk(threads: 1, connections: 4, duration: downloaders.client == .curl ? "2s" : duration)
         let api = "http://127.0.0.1:\(packd.port)/v1/packs/1"
-        nonisolated(unsafe) var probed: Result<Wrk.Result, any Error> = .failure(BenchFailure("the API probe did not run"))
+        let stop = ProbeStop()
+        nonisolated(unsafe) var probed: Result<Double, any Error> = .failure(BenchFailure("the API probe did not run"))
         let done = DispatchSemaphore(value: 0)
         Thread {
-            probed = Result { try probe.run(api) }
+            // wrk runs for a fixed time; curl rounds last as long as their downloads, so the probe
+            // repeats until they end.
+            probed = Result {
+                var p99s: [Double] = []
+                repeat { p99s.append(try probe.run(api).p99Milliseconds) } while downloaders.client == .curl && !stop.isSet
+                return p99s.max() ?? .nan
+            }
             done.signal()
         }.start()
-        let downloads = try Wrk(threads: threads, connections: clients, duration: duration, timeout: "600s").run(url)
+        let rate = try downloaders.run(url, directory: directory)
+        stop.set()
         done.wait()
-        return Round(bytesPerSecond: downloads.transferBytesPerSecond, apiP99: try probed.get().p99Milliseconds,
-                     rssGrowthMB: Double(rss.stop() - rssBefore) / 1024, anonymousGrowthMB: Double(anonymous.stop() - anonymousBefore) / 1024)
+        let stalls = try LoopStallReading.read(port: packd.port).since(stallsBefore)
+        return Round(bytesPerSecond: rate, apiP99: try probed.get(),
+                     rssGrowthMB: Double(rss.stop() - rssBefore) / 1024, anonymousGrowthMB: Double(anonymous.stop() - anonymousBefore) / 1024,
+                     loopTurns: servedByPackd ? stalls : nil)
+    }
+
+    /// Set once the downloads of a round are over.
+    private final class ProbeStop: @unchecked Sendable {
+        private let lock = NSLock()
+        private var value = false
+        var isSet: Bool { lock.withLock { value } }
+        func set() { lock.withLock { value = true } }
     }
 
     /// SQLite's online backup of `source` into a new file, then fsync of that file.

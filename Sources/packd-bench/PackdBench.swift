@@ -15,6 +15,7 @@ struct PackdBench: ParsableCommand {
             JSONBenchmark.self,
             ExportBenchmark.self,
             ArtifactsBenchmark.self,
+            ResponsivenessBenchmark.self,
             DeltaBenchmark.self,
             GeoBenchmark.self,
             FetchBenchmark.self,

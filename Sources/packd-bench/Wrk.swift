@@ -17,11 +17,15 @@ struct Wrk {
         let transferBytesPerSecond: Double
     }
 
-    func run(_ url: String, headers: [String] = []) throws -> Result {
+    /// `script`: a wrk Lua script (`-s`), e.g. one that makes each request differently.
+    func run(_ url: String, headers: [String] = [], script: String? = nil) throws -> Result {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/wrk")
-        process.arguments = ["-t\(threads)", "-c\(connections)", "-d\(duration)", "--latency"] + (timeout.map { ["--timeout", $0] } ?? [])
-            + headers.flatMap { ["-H", $0] } + [url]
+        var arguments = ["-t\(threads)", "-c\(connections)", "-d\(duration)", "--latency"]
+        if let timeout { arguments += ["--timeout", timeout] }
+        arguments += headers.flatMap { ["-H", $0] }
+        if let script { arguments += ["-s", script] }
+        process.arguments = arguments + [url]
         let pipe = Pipe()
         process.standardOutput = pipe
         try process.run()

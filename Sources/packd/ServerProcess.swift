@@ -36,7 +36,7 @@ struct ServerProcess {
         let logger = Logger(label: "packd")
 
         let loop = try EventLoop()
-        let metrics = PackdMetrics()
+        let metrics = PackdMetrics(loop: loop)
         metrics.bootstrapSystem()
         let downloadMetrics = DownloadMetrics(metrics: metrics)
         let store: any PackStore

@@ -1,5 +1,6 @@
 import CoreMetrics
 import Foundation
+import Loop
 import Packs
 import Prometheus
 import Server
@@ -38,9 +39,12 @@ public final class PackdMetrics: Sendable {
     public let sseSubscribers: Prometheus.Gauge
     public let writerBatchLatency: DurationHistogram
     private let process = ProcessMetrics()
+    private let loopStalls: LoopStallMetrics?
 
-    public init(registry: PrometheusCollectorRegistry = PrometheusCollectorRegistry()) {
+    /// `loop`: the event loop whose turns `packd_loop_stall_seconds` measures (left out without one).
+    public init(registry: PrometheusCollectorRegistry = PrometheusCollectorRegistry(), loop: EventLoop? = nil) {
         self.registry = registry
+        loopStalls = loop.map { LoopStallMetrics(loop: $0) }
         var factory = PrometheusMetricsFactory(registry: registry)
         factory.defaultDurationHistogramBuckets = Self.latencyBuckets
         self.factory = factory
@@ -121,11 +125,13 @@ public final class PackdMetrics: Sendable {
         if let status, status == 429 || status == 503 { upstreamHostThrottled.child(host, String(status)).increment() }
     }
 
-    /// The exposition for `GET /metrics`: packd's instruments, then the process' own figures.
+    /// The exposition for `GET /metrics`: packd's instruments, the loop's stalls, then the
+    /// process' own figures.
     public func exposition() -> [UInt8] {
         var buffer: [UInt8] = []
         buffer.reserveCapacity(16 * 1024)
         registry.emit(into: &buffer)
+        if let loopStalls { buffer.append(contentsOf: loopStalls.exposition().utf8) }
         buffer.append(contentsOf: process.exposition().utf8)
         return buffer
     }

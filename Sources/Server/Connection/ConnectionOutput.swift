@@ -8,7 +8,7 @@ import Loop
 ///
 /// `flush` writes directly (`uv_try_write`) when nothing is queued, and queues the rest as one
 /// `uv_write` whose request and bytes share one allocation; the write's callback reports to the
-/// connection that owns the stream (`HTTPConnection.didWrite`).
+/// socket that owns the stream (`ConnectionSocket.didWrite`).
 struct ConnectionOutput {
     /// Produced, not yet handed to the socket.
     var bytes: [UInt8] = []
@@ -58,7 +58,7 @@ struct ConnectionOutput {
                 let handle = request.pointee.handle
                 free(request)
                 guard let handle, handle.pointee.data != nil else { return }
-                handleOwner(handle, as: HTTPConnection.self).didWrite(count, status: status)
+                handleOwner(handle, as: ConnectionSocket.self).didWrite(count, status: status)
             }
             if status < 0 {
                 free(memory)

@@ -1,30 +1,20 @@
-import CHTTPParser
 import CUV
 import Logging
 import Loop
 
-/// Why reading from a connection is paused; reading runs only while the set is empty.
-struct ReadPause: OptionSet {
-    let rawValue: UInt8
-    /// Too many responses outstanding or too many bytes queued: the client must wait.
-    static let pipeline = ReadPause(rawValue: 1)
-    /// A streamed request body's consumer asked to wait.
-    static let bodyConsumer = ReadPause(rawValue: 2)
-    /// No further request will be read (error answered, `Connection: close`, shutdown).
-    static let closing = ReadPause(rawValue: 4)
-}
-
-/// One accepted TCP connection, on the loop thread (checked in debug builds).
+/// One accepted TCP connection, on the loop thread (checked in debug builds): its life from
+/// accept to close — open, then lingering (our side shut down, input discarded for a bounded time
+/// so the client reads the last answer rather than a reset), then closed — graceful shutdown,
+/// aborts, and the deadlines acted on when its clock fires.
 ///
-/// Its jobs, each in its own file: reading the socket and feeding http_parser (here); requests —
-/// routing a head, bodies, pipelining order (`+Requests`); answers in request order and their
-/// output (`+Responses`, with `ConnectionOutput`); the end of a connection — graceful shutdown,
-/// the lingering close, aborts (`+Closing`); the five deadlines (`ConnectionDeadlines`, a pure
-/// value, acted on here); the access log (`AccessLog`).
+/// The work is done by its parts, each with one job: `ConnectionSocket` (the tcp handle, reading
+/// and its pauses, output, shutdown), `RequestReader` (parsing, routing, bodies, pipelining),
+/// `ResponseQueue` (answers in request order, file bodies), `ConnectionClock` (the timer and
+/// `ConnectionDeadlines`), `AccessLog`. The connection passes events between them.
 ///
-/// The tcp and timer handles both hold a retain on the connection (the `LoopHandleOwner` rule),
-/// so it lives until libuv has finished with both, however handlers hold on to responders.
-final class HTTPConnection: LoopHandleOwner {
+/// The socket's and the clock's handles each keep their part, and each part its connection, until
+/// libuv has closed the handle; then the connection tells its server it is gone.
+final class HTTPConnection {
     enum Phase {
         case open
         /// The last answer is written and our side shut down; input is read and discarded for a
@@ -33,208 +23,131 @@ final class HTTPConnection: LoopHandleOwner {
         case closed
     }
 
-    /// The request whose head is parsed and whose body is still arriving.
-    struct Inbound {
-        let responder: Responder
-        /// Nil when the request was answered at its head and only its body is left to skip.
-        var request: HTTPRequest?
-        var handler: RequestHandler?
-        let maxBody: Int
-        var received = 0
-        var bodyStream: RequestBodyStream?
-    }
-
     let server: HTTPServer
     let loop: EventLoop
     let limits: ServerLimits
-    private let tcp: UnsafeMutablePointer<uv_tcp_t>
-    private let timer: UnsafeMutablePointer<uv_timer_t>
+    let socket: ConnectionSocket
+    let clock: ConnectionClock
+    private(set) lazy var reader = RequestReader(connection: self, maxHeaderBytes: limits.maxHeaderBytes)
+    private(set) lazy var responses = ResponseQueue(connection: self)
     private var openHandles = 2
-    let parser: RequestParser
-    var phase = Phase.open
-    /// Requests whose responses are not complete yet, in request order; the first is being written.
-    var slots: [Responder] = []
-    var inbound: Inbound?
-    var output = ConnectionOutput()
-    var deadlines: ConnectionDeadlines
-    /// True while http_parser runs: output is batched and re-entrant parsing is deferred.
-    var parsing = false
-    var paused: ReadPause = []
-    private var reading = false
-    /// Bytes read while parsing was paused for pipelining, parsed when it resumes.
-    var backlog: [UInt8] = []
+    private(set) var phase = Phase.open
     var acceptingRequests = true
-    var shutdownRequested = false
-    var peerClosed = false
+    private var shutdownRequested = false
+    private var peerClosed = false
     /// Set by `abort()`: bytes already produced still go out, nothing more, then a hard close.
-    var aborting = false
-    var lingerBudget = 0
-    /// The request line of a method http_parser refused, while it is being read.
-    var unrecognizedLine: UnrecognizedRequestLine?
+    private(set) var aborting = false
+    private var lingerBudget = 0
     /// Set by the server for a connection accepted only to be told 503.
     var overCapacity = false
-
-    var pendingResponses: Int { slots.count }
-    var queuedBytes: Int { output.queuedBytes }
-
-    var stream: UnsafeMutablePointer<uv_stream_t> {
-        UnsafeMutableRawPointer(tcp).assumingMemoryBound(to: uv_stream_t.self)
-    }
-
-    var now: UInt64 { uv_now(loop.raw) }
 
     init(server: HTTPServer) throws {
         self.server = server
         loop = server.loop
         loop.assertInLoopThread()
         limits = server.limits
-        deadlines = ConnectionDeadlines(limits: limits)
-        parser = RequestParser(maxHeaderBytes: limits.maxHeaderBytes)
-        tcp = .allocate(capacity: 1)
-        timer = .allocate(capacity: 1)
-        UnsafeMutableRawPointer(tcp).initializeMemory(as: UInt8.self, repeating: 0, count: MemoryLayout<uv_tcp_t>.size)
-        UnsafeMutableRawPointer(timer).initializeMemory(as: UInt8.self, repeating: 0, count: MemoryLayout<uv_timer_t>.size)
-        let tcpStatus = uv_tcp_init(loop.raw, tcp)
-        guard tcpStatus == 0 else {
-            tcp.deallocate()
-            timer.deallocate()
-            parser.deallocate()
-            throw UVError(tcpStatus, "uv_tcp_init")
-        }
-        uv_timer_init(loop.raw, timer)
-        // The handle ownership rule of LoopHandle.swift, done by hand because `self` only exists now.
-        tcp.pointee.data = Unmanaged.passRetained(self).toOpaque()
-        timer.pointee.data = Unmanaged.passRetained(self).toOpaque()
-        parser.connection = self
-        parser.attach()
+        socket = try ConnectionSocket(loop: loop)
+        clock = ConnectionClock(loop: loop, limits: limits)
+        socket.connection = self
+        clock.connection = self
     }
+
+    var isOpen: Bool { phase == .open }
+    var isClosed: Bool { phase == .closed }
+    var stream: UnsafeMutablePointer<uv_stream_t> { socket.stream }
+    var pendingResponses: Int { responses.count }
+    var queuedBytes: Int { socket.output.queuedBytes }
 
     /// Starts reading once the socket is accepted.
     func start() {
         loop.assertInLoopThread()
-        uv_tcp_nodelay(tcp, 1)
-        armTimer(deadlines.becameIdle(at: now))
-        startReading()
+        socket.setNoDelay()
+        clock.arm(clock.deadlines.becameIdle(at: clock.now))
+        socket.startReading()
     }
 
-    // MARK: reading
+    // MARK: the socket's events
 
-    func startReading() {
-        guard !reading, phase != .closed, phase == .lingering || paused.isEmpty else { return }
-        let status = uv_read_start(stream, { handle, _, buffer in
-            buffer?.pointee = handleOwner(handle, as: HTTPConnection.self).server.readBuffer
-        }, { handle, count, _ in
-            handleOwner(handle, as: HTTPConnection.self).didRead(count)
-        })
-        if status == 0 { reading = true }
-    }
-
-    func stopReading() {
-        guard reading else { return }
-        uv_read_stop(stream)
-        reading = false
-    }
-
-    func pauseReading(_ reason: ReadPause) {
-        loop.assertInLoopThread()
-        paused.insert(reason)
-        stopReading()
-    }
-
-    func resumeReading(_ reason: ReadPause) {
-        loop.assertInLoopThread()
-        guard paused.contains(reason) else { return }
-        paused.remove(reason)
-        if reason == .bodyConsumer && inbound != nil {
-            armTimer(deadlines.bodyProgressed(at: now))
-        }
-        startReading()
-    }
-
-    private func didRead(_ count: Int) {
-        if count < 0 {
-            peerDidClose()
-            return
-        }
-        guard count > 0 else { return }
+    func didRead(_ base: UnsafePointer<CChar>, _ count: Int) {
         server.receivedBytes &+= count
         if phase == .lingering {
             lingerBudget -= count
             if lingerBudget <= 0 { close() }
             return
         }
-        guard let base = server.readBuffer.base else { return }
-        feed(base, count)
+        reader.feed(base, count)
     }
 
-    private func peerDidClose() {
+    func peerDidClose() {
         peerClosed = true
-        stopReading()
-        if phase == .lingering || parser.inMessage || unrecognizedLine != nil || slots.isEmpty || slots.first?.state == .streaming {
+        socket.stopReading()
+        if phase == .lingering || reader.readingHead || responses.isEmpty || responses.first?.state == .streaming {
             close()
             return
         }
         // A client may half-close after its last request: finish answering, then close.
         acceptingRequests = false
-        paused.insert(.closing)
+        socket.hold(.closing)
     }
 
-    func feed(_ base: UnsafePointer<CChar>, _ count: Int) {
-        guard acceptingRequests, phase == .open else { return }
-        if unrecognizedLine != nil {
-            readUnrecognizedLine(UnsafeRawBufferPointer(start: base, count: count))
-        } else {
-            parsing = true
-            let consumed = parser.execute(base, count)
-            parsing = false
-            if phase == .closed { return }
-            if parser.isPaused {
-                if acceptingRequests && consumed < count {
-                    backlog.append(contentsOf: UnsafeRawBufferPointer(start: base + consumed, count: count - consumed))
-                }
-                stopReading()
-            } else if parser.errno == HPE_INVALID_METHOD && acceptingRequests {
-                beginUnrecognizedLine(rest: UnsafeRawBufferPointer(start: base + consumed, count: count - consumed))
-            } else if parser.errno != HPE_OK {
-                if acceptingRequests {
-                    // A parse error, not one of our own rejections (those stop accepting first).
-                    let tooLarge = parser.headerTooLarge || parser.errno == HPE_HEADER_OVERFLOW
-                    answerAndClose(
-                        tooLarge ? .headersTooLarge : .malformedRequest,
-                        tooLarge ? "request head exceeds \(limits.maxHeaderBytes) bytes" : "malformed request: \(parser.errorDescription)"
-                    )
-                }
-            } else if parser.upgraded {
-                // Protocol upgrades are not supported; the bytes after the head are not HTTP.
-                acceptingRequests = false
-                pauseReading(.closing)
-                finishIfDone()
-            }
+    /// Hands the output to the socket; write progress is awaited from here on when some of it
+    /// had to be queued, and a file body waiting for the socket to be clear may start.
+    func flush() {
+        guard phase == .open else { return }
+        switch socket.flush() {
+        case .written:
+            responses.startTransferIfReady()
+        case .queued:
+            clock.arm(clock.deadlines.wrote(at: clock.now))
+        case .failed:
+            close()
         }
-        flush()
-        resumePipelineIfPossible()
+    }
+
+    /// A queued write finished (`ConnectionSocket.didWrite`).
+    func didWrite(status: Int32) {
+        clock.deadlines.wrote(at: clock.now)
+        guard phase == .open else { return }
+        if status < 0 || (aborting && socket.output.queuedBytes == 0) {
+            close()
+            return
+        }
+        responses.outputDrained()
+        reader.resumePipelineIfPossible()
+    }
+
+    /// Reading pauses for `reason` (a streamed body's consumer, `RequestBodyStream`).
+    func pauseReading(_ reason: ReadPause) {
+        loop.assertInLoopThread()
+        socket.pause(reason)
+    }
+
+    func resumeReading(_ reason: ReadPause) {
+        loop.assertInLoopThread()
+        guard socket.paused.contains(reason) else { return }
+        socket.release(reason)
+        if reason == .bodyConsumer { reader.bodyResumed() }
+        if phase != .closed { socket.startReading() }
+    }
+
+    /// No further request will be read on this connection.
+    func stopAcceptingRequests() {
+        acceptingRequests = false
+        socket.pause(.closing)
+        reader.dropBacklog()
     }
 
     // MARK: deadlines
 
-    /// Makes sure the timer fires no later than `due` (see `ConnectionDeadlines.arm`).
-    func armTimer(_ due: UInt64) {
-        guard phase != .closed, deadlines.arm(due) else { return }
-        let current = now
-        uv_timer_start(timer, { timer in
-            handleOwner(timer, as: HTTPConnection.self).timerFired()
-        }, due > current ? due - current : 0, 0)
-    }
-
-    private func timerFired() {
-        deadlines.timerFired()
-        // Acts on each deadline that has passed (each action changes what is due), then arms the next.
+    /// The clock fired: acts on each deadline that has passed (each action changes what is
+    /// due), then arms the next.
+    func timerFired() {
         while phase != .closed {
             let handlerDeadline = phase == .open ? timeOutLateHandlers() : nil
             if phase == .closed { return }
-            switch deadlines.check(activity, handlerDeadline: handlerDeadline, now: now) {
+            switch clock.deadlines.check(activity, handlerDeadline: handlerDeadline, now: clock.now) {
             case .next(let due):
-                if let due { armTimer(due) }
+                if let due { clock.arm(due) }
                 return
             case .expired(let expiry):
                 expire(expiry)
@@ -245,20 +158,20 @@ final class HTTPConnection: LoopHandleOwner {
     private var activity: ConnectionDeadlines.Activity {
         ConnectionDeadlines.Activity(
             lingering: phase == .lingering,
-            writing: output.queuedBytes > 0,
-            receivingBody: inbound != nil,
-            bodyPaused: paused.contains(.bodyConsumer),
-            readingHead: (parser.inMessage || unrecognizedLine != nil) && acceptingRequests,
-            idle: slots.isEmpty && output.queuedBytes == 0 && !shutdownRequested
+            writing: socket.output.queuedBytes > 0 || responses.transferActive,
+            receivingBody: reader.inbound != nil,
+            bodyPaused: socket.paused.contains(.bodyConsumer),
+            readingHead: reader.readingHead && acceptingRequests,
+            idle: responses.isEmpty && socket.output.queuedBytes == 0 && !shutdownRequested
         )
     }
 
     /// Answers 503 for each handler past its deadline; returns the earliest deadline of the others.
     private func timeOutLateHandlers() -> UInt64? {
-        let current = now
+        let current = clock.now
         var next: UInt64?
         var late: [Responder] = []
-        for slot in slots where slot.state == .waiting && slot.handlerDeadline != 0 {
+        for slot in responses.slots where slot.state == .waiting && slot.handlerDeadline != 0 {
             if current >= slot.handlerDeadline {
                 late.append(slot)
             } else {
@@ -273,18 +186,17 @@ final class HTTPConnection: LoopHandleOwner {
         switch expiry {
         case .writeStalled:
             server.logger.debug("closing a connection that made no write progress", metadata: [
-                "write_timeout_ms": .stringConvertible(deadlines.writeTimeout),
+                "write_timeout_ms": .stringConvertible(clock.deadlines.writeTimeout),
             ])
             close()
         case .body:
             answerAndClose(.requestTimeout, "request body not received within \(limits.bodyTimeout)")
         case .head:
-            unrecognizedLine = nil
-            if slots.isEmpty {
+            reader.abandonUnrecognizedLine()
+            if responses.isEmpty {
                 answerAndClose(.requestTimeout, "request head not received within \(limits.headerTimeout)")
             } else {
-                acceptingRequests = false
-                pauseReading(.closing)
+                stopAcceptingRequests()
                 finishIfDone()
             }
         case .idle, .linger:
@@ -292,31 +204,116 @@ final class HTTPConnection: LoopHandleOwner {
         }
     }
 
-    // MARK: closing
+    // MARK: error answers
+
+    /// Answers with an error and ends the connection after everything before it is written.
+    func answerAndClose(_ kind: Problem.Kind, _ detail: String) {
+        answerAndClose(.problem(Problem(kind, detail: detail)), bodyFailure: kind == .requestTimeout ? .timedOut : .malformed)
+    }
+
+    /// The same with any answer: for the request being received, else for one read no further
+    /// than its request line (`method` and `path` for the access log), or none (`-`).
+    func answerAndClose(_ response: HTTPResponse, method: HTTPMethod = HTTPMethod(rawValue: "-"), path: String = "-",
+                        bodyFailure: RequestBodyStream.Failure = .malformed) {
+        let responder: Responder
+        if let current = reader.inbound, current.responder.state == .waiting {
+            responder = current.responder
+        } else {
+            let head = RequestHead(
+                method: method, target: path, headers: HTTPHeaders(), version: .http1_1,
+                keepAlive: false, contentLength: nil, chunked: false, expectsContinue: false
+            )
+            responder = Responder(connection: self, head: head, path: path, requestID: server.requestIDs.id(offered: nil), keepAlive: false)
+            responses.append(responder)
+        }
+        reader.abandonInbound(bodyFailure)
+        stopAcceptingRequests()
+        responder.keepAlive = false
+        responder.respond(response)
+        finishIfDone()
+    }
+
+    /// Tells the client the server is full, then closes.
+    func rejectOverCapacity() {
+        answerAndClose(.unavailable, "the server is at its connection limit; retry later")
+    }
+
+    // MARK: the end
+
+    /// Once no request will be read and every answer is written, shut down our side.
+    func finishIfDone() {
+        guard phase == .open, !acceptingRequests, responses.isEmpty, reader.inbound == nil, !shutdownRequested else { return }
+        shutdownRequested = true
+        flush()
+        guard phase == .open else { return }
+        if !socket.shutdown() { close() }
+    }
+
+    /// Our side is shut down (`ConnectionSocket.shutdown`): linger, unless the client is gone.
+    func didShutdown(_ status: Int32) {
+        guard phase == .open else { return }
+        if status < 0 || peerClosed {
+            close()
+            return
+        }
+        phase = .lingering
+        lingerBudget = limits.maxLingerBytes
+        clock.arm(clock.deadlines.beganLingering(at: clock.now))
+        socket.readToDiscard()
+    }
+
+    /// Graceful shutdown: no new request is read; answers in flight are finished, then closed.
+    func beginShutdown() {
+        loop.assertInLoopThread()
+        guard phase == .open else { return }
+        if let current = reader.inbound {
+            // The body of a request already being received is read to its end and answered.
+            current.responder.keepAlive = false
+            return
+        }
+        stopAcceptingRequests()
+        if let last = responses.slots.last, last.state == .waiting { last.keepAlive = false }
+        if responses.isEmpty {
+            close()
+        } else {
+            finishIfDone()
+        }
+    }
+
+    /// Ends the connection without completing its answers, after the bytes already produced
+    /// (so a truncated body is visibly truncated rather than missing).
+    func abort() {
+        loop.assertInLoopThread()
+        guard phase == .open, !aborting else {
+            close()
+            return
+        }
+        aborting = true
+        acceptingRequests = false
+        socket.pause(.closing)
+        flush()
+        if socket.output.queuedBytes == 0 { close() }
+    }
 
     func close() {
         guard phase != .closed else { return }
         phase = .closed
-        stopReading()
-        let dropped = slots
-        slots = []
-        let current = inbound
-        inbound = nil
-        current?.bodyStream?.fail(.clientDisconnected)
-        for slot in dropped { slot.connectionDidClose() }
-        output.bytes = []
-        backlog = []
-        unrecognizedLine = nil
-        uv_timer_stop(timer)
-        closeHandle(tcp)
-        closeHandle(timer)
+        socket.stopReading()
+        reader.abandonInbound(.clientDisconnected)
+        responses.dropAll()
+        reader.dropBacklog()
+        reader.abandonUnrecognizedLine()
+        socket.close()
+        clock.close()
     }
 
-    func handleDidClose() {
+    func socketDidClose() { handleDidClose() }
+    func clockDidClose() { handleDidClose() }
+
+    private func handleDidClose() {
         openHandles -= 1
         if openHandles == 0 {
-            parser.connection = nil
-            parser.deallocate()
+            reader.deallocate()
             server.connectionDidClose(self)
         }
     }

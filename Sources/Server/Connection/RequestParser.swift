@@ -18,14 +18,14 @@ struct RequestHead {
     var hasBody: Bool { chunked || (contentLength ?? 0) > 0 }
 }
 
-/// Wraps one `http_parser` and turns its callbacks into calls on the owning connection.
+/// Wraps one `http_parser` and turns its callbacks into calls on the connection's `RequestReader`.
 ///
 /// The parser struct and the settings live in allocated memory (http_parser keeps their
 /// addresses across `execute` calls); the parser's `data` slot holds this object, unretained: the
-/// connection owns both and frees the parser in `deallocate()`.
+/// reader owns both and frees the parser in `deallocate()`.
 final class RequestParser {
     private let raw: UnsafeMutablePointer<http_parser>
-    unowned(unsafe) var connection: HTTPConnection?
+    unowned(unsafe) var reader: RequestReader?
     private let maxHeaderBytes: Int
 
     private var url: [UInt8] = []
@@ -116,7 +116,7 @@ final class RequestParser {
         value.removeAll(keepingCapacity: true)
         fields.removeAll(keepingCapacity: true)
         inValue = false
-        connection?.parserBeganMessage()
+        reader?.parserBeganMessage()
         return 0
     }
 
@@ -169,18 +169,18 @@ final class RequestParser {
             unsupportedExpectation: unsupportedExpectation
         )
         // Any value other than 0, 1 or 2 makes http_parser stop with HPE_CB_headers_complete.
-        return connection?.parserCompletedHead(head) ?? false ? 0 : 3
+        return reader?.parserCompletedHead(head) ?? false ? 0 : 3
     }
 
     private func body(_ bytes: UnsafePointer<CChar>?, _ count: Int) -> Int32 {
         guard let bytes, count > 0 else { return 0 }
         let buffer = UnsafeRawBufferPointer(start: bytes, count: count)
-        return connection?.parserReceivedBody(buffer) ?? false ? 0 : 1
+        return reader?.parserReceivedBody(buffer) ?? false ? 0 : 1
     }
 
     private func messageComplete() -> Int32 {
         inMessage = false
-        connection?.parserCompletedMessage()
+        reader?.parserCompletedMessage()
         return 0
     }
 

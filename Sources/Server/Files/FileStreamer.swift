@@ -2,13 +2,18 @@ import CUV
 import Glibc
 import Loop
 
-/// Sends a file as a response body without blocking the loop or buffering the file: open, stat
-/// and reads run on libuv's thread pool, and the next block is read only once the response
-/// stream can take it (`canWrite`/`onWritable`), so a slow client holds the reads back.
+/// Sends a file as a response body without blocking the loop or buffering the file. Open and stat
+/// run on libuv's thread pool; then the body goes from the page cache to the socket with
+/// sendfile(2) (`SendfileTransfer`), once the response is first in line and its head is out.
 ///
-/// With a `range`, only those bytes are sent (positional reads from its first byte): the caller
-/// has answered `206` or checked the size already; a file shorter than the range ends the
-/// answer early (the client sees a short body, never wrong bytes).
+/// Where sendfile cannot apply — a file system without it (sendfile refuses the file before any
+/// byte), or `ServerLimits.sendfile` off — the body is read instead: positional reads of one
+/// 64 KiB block at a time on the thread pool, the next one only once the response stream can take
+/// it (`canWrite`/`onWritable`), so a slow client holds the reads back.
+///
+/// With a `range`, only those bytes are sent: the caller has answered `206` or checked the size
+/// already; a file shorter than the range ends the answer early (the client sees a short body,
+/// never wrong bytes).
 ///
 /// Each in-flight uv_fs request holds a retain on the streamer, released in its callback, so the
 /// streamer lives exactly as long as libuv may still call back into it.
@@ -25,7 +30,8 @@ final class FileStreamer {
     private var offset = 0
     private var stream: ResponseStream?
     private var remaining = 0
-    private let block: UnsafeMutableRawBufferPointer
+    /// The read path's block; allocated only when the body is read rather than sent by sendfile.
+    private var block: UnsafeMutableRawBufferPointer?
     private var finished = false
 
     static let blockSize = 64 * 1024
@@ -39,10 +45,9 @@ final class FileStreamer {
         self.headers = headers
         self.completion = completion
         self.range = range
-        block = .allocate(byteCount: Self.blockSize, alignment: 16)
     }
 
-    deinit { block.deallocate() }
+    deinit { block?.deallocate() }
 
     func start() {
         let request = makeRequest()
@@ -89,7 +94,42 @@ final class FileStreamer {
             end(success: true)
             return
         }
+        if responder.connection.limits.sendfile, stream.takesFile(bytes) {
+            // The transfer owns the descriptor from here (and closes it) unless it hands it back,
+            // which it may do before `sendFile` returns.
+            let descriptor = file
+            file = -1
+            responder.connection.server.fileBodies.sendfile += 1
+            stream.sendFile(descriptor, range: bytes) { [self] how in transferEnded(how) }
+            return
+        }
+        responder.connection.server.fileBodies.reads += 1
         readNext()
+    }
+
+    private func transferEnded(_ how: SendfileTransfer.End) {
+        if case .unsupported(let descriptor) = how {
+            // Ours again: read from, or closed if the answer is over.
+            file = descriptor
+            if finished { closeFile() }
+        }
+        guard !finished, let stream else { return }
+        switch how {
+        case .sent:
+            remaining = 0
+            stream.finish()
+            end(success: true)
+        case .unsupported:
+            responder.connection.server.fileBodies.sendfile -= 1
+            responder.connection.server.fileBodies.reads += 1
+            readNext()
+        case .failed:
+            // Short: `finish` closes the connection after what was sent.
+            stream.finish()
+            end(success: false)
+        case .cancelled:
+            end(success: false)
+        }
     }
 
     private func readNext() {
@@ -100,6 +140,8 @@ final class FileStreamer {
             return
         }
         guard stream.canWrite else { return }
+        let block = self.block ?? .allocate(byteCount: Self.blockSize, alignment: 16)
+        self.block = block
         let request = makeRequest()
         var buffer = uv_buf_init(block.baseAddress!.assumingMemoryBound(to: CChar.self), UInt32(min(Self.blockSize, remaining)))
         let status = uv_fs_read(loop.raw, request, file, &buffer, 1, Int64(offset)) { request in
@@ -123,6 +165,7 @@ final class FileStreamer {
         let count = min(result, remaining)
         remaining -= count
         offset += count
+        guard let block else { return }
         stream.write(UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(block)[..<count]))
         readNext()
     }
@@ -137,14 +180,17 @@ final class FileStreamer {
         finished = true
         stream?.onWritable = nil
         stream?.onClose = nil
-        if file >= 0 {
-            let request = makeRequest()
-            if uv_fs_close(loop.raw, request, file, { request in FileStreamer.complete(request) { _, _ in } }) < 0 {
-                release(request)
-            }
-            file = -1
-        }
+        closeFile()
         completion?(success)
+    }
+
+    private func closeFile() {
+        guard file >= 0 else { return }
+        let request = makeRequest()
+        if uv_fs_close(loop.raw, request, file, { request in FileStreamer.complete(request) { _, _ in } }) < 0 {
+            release(request)
+        }
+        file = -1
     }
 
     // MARK: request ownership
