@@ -5,7 +5,10 @@
 #    start on free loopback ports; a pack of the fixture style is POSTed and downloaded.
 # 2. MapLibre Native (PyPI `mapli`) renders the area at two zooms from the live upstream.
 # 3. The upstream is stopped. MapLibre Native renders the same views from packd's
-#    GET /v1/packs/{id}/style.json: each picture must equal the live one pixel for pixel.
+#    GET /v1/packs/{id}/style.json: each picture must equal the live one pixel for pixel. Zoomed
+#    two levels past the pack's deepest zoom, it asks packd for nothing the pack lacks (every
+#    source's maxzoom in packd's documents is where the pack ends) and draws what it draws from
+#    the live upstream held to the pack's zooms (its TileJSONs capped there): the overzoomed tiles.
 # 4. MapLibre GL JS (the `maplibre-gl.js` that PyPI `maplibre` ships) in headless Chromium loads
 #    the offline style and must reach `idle` with no failed request (map errors or console).
 # 5. The same for a style reading the fixture's tiles from a PMTiles archive (pmtiles://), and the
@@ -16,6 +19,9 @@ cd "$(dirname "$0")/.."
 fixtures=${PACKD_FIXTURES:-../shared/fixtures}
 packd=${PACKD_BIN:-$(swift build --show-bin-path)/packd}
 lon=10 lat=47.5 zooms="3 5"
+# The pack's deepest zoom (the regions below end at 5; the fixture's raster source, 256 px tiles
+# covered one zoom deeper, ends at 5 upstream too), and two levels past it.
+deepest=5 past=7
 work=$(mktemp -d /tmp/packd-verify-render.XXXXXX)
 chmod 755 "$work"  # nginx workers (not root) read the fixture under it
 pids=()
@@ -70,8 +76,10 @@ download() {
 pack=$(download "$style_url" verify-render)
 echo "pack $pack downloaded: $(curl -fsS "$api/v1/packs/$pack" | python3 -c 'import json,sys; p=json.load(sys.stdin)["progress"]; print(p["completed_resources"], "resources,", p["completed_tiles"], "tiles")')"
 
-# 2. Live pictures.
+# 2. Live pictures, and past the pack's zooms with the upstream held to them.
 python3 scripts/verify_render.py render "$style_url" "$work/live" $lon $lat $zooms || fail "rendering from the live upstream failed"
+python3 scripts/verify_render.py observed "$style_url" "$work/live-held" "$work/live-held.json" $deepest $lon $lat $past \
+  || fail "rendering from the live upstream held to z$deepest failed"
 
 # 3. Upstream off; offline pictures must be identical.
 kill "$(cat "$work/ne/nginx.pid")"
@@ -83,6 +91,26 @@ python3 scripts/verify_render.py render "$offline" "$work/offline" $lon $lat $zo
 for z in $zooms; do
   python3 scripts/verify_render.py compare "$work/live-z$z.png" "$work/offline-z$z.png" || fail "zoom $z: the offline picture differs (see $work)"
 done
+python3 scripts/verify_render.py observed "$offline" "$work/past" "$work/past.json" 0 $lon $lat $past \
+  || fail "rendering the offline style at z$past failed"
+past_summary=$(python3 - "$work/past.json" $deepest <<'PY'
+import json, re, sys
+report = json.load(open(sys.argv[1]))
+deepest = int(sys.argv[2])
+failed = [r for r in report["requests"] if r["status"] not in (200, 204)]
+zooms = [int(m.group(1)) for r in report["requests"] for m in [re.search(r"/tiles/[^/]+/(\d+)/\d+/\d+$", r["url"])] if m]
+if failed:
+    print(f"packd was asked for what the pack lacks: {failed[:5]}")
+    sys.exit(1)
+if not zooms or max(zooms) > deepest:
+    print(f"tiles asked at zooms {sorted(set(zooms))}, the pack ends at {deepest}")
+    sys.exit(1)
+print(f"{len(report['requests'])} requests, {len(zooms)} tiles of zooms {min(zooms)}-{max(zooms)}, none failed")
+PY
+) || fail "zoomed past the pack: $past_summary"
+python3 scripts/verify_render.py compare "$work/live-held-z$past.png" "$work/past-z$past.png" \
+  || fail "zoom $past: the pack overzoomed differs from the upstream held to z$deepest (see $work)"
+echo "MapLibre Native at z$past, two levels past the pack: $past_summary" >&2
 
 # 4. MapLibre GL JS in headless Chromium, upstream still off. The page observes every request
 #    the map makes (a custom protocol via transformRequest) and reports each failure.
@@ -141,5 +169,5 @@ for z in $zooms; do
     || fail "zoom $z: the export's stored style renders differently from its database (see $work)"
 done
 
-echo "verify-render: OK (MapLibre Native at zooms $zooms identical offline, also of a pmtiles:// style, also from a maplibre export's database; MapLibre GL JS made $gljs_summary none failed; of the pmtiles pack $pm_gljs_summary none failed)"
+echo "verify-render: OK (MapLibre Native at zooms $zooms identical offline, and at z$past past the pack overzoomed as the upstream held to z$deepest with $past_summary, also of a pmtiles:// style, also from a maplibre export's database; MapLibre GL JS made $gljs_summary none failed; of the pmtiles pack $pm_gljs_summary none failed)"
 passed=1

@@ -13,6 +13,11 @@ usage:
   verify_render.py render-archive-layers STYLE_URL OUT_PREFIX LON LAT ZOOM [ZOOM...]
                                           -> renders only the style's background and the fills of its
                                              archive source `ne`
+  verify_render.py observed STYLE_URL OUT_PREFIX REPORT.json CAP LON LAT ZOOM [ZOOM...]
+                                          -> renders STYLE_URL with every request it leads to (style, TileJSON,
+                                             tiles, sprites, glyphs, data) made through a handler that records
+                                             its URL and status in REPORT.json; CAP > 0 also caps every TileJSON's
+                                             `maxzoom` at CAP (the live upstream as a pack of zooms to CAP is)
   verify_render.py device EXPORT.db STYLE_URL OUT_PREFIX LON LAT ZOOM [ZOOM...]
                                           -> the same layers of the style stored in a `maplibre` export,
                                              every request answered from the export as MapLibre Native's
@@ -122,6 +127,62 @@ def device(export, style_url, prefix, lon, lat, zooms):
     print(f"the stored style's source is {key}: {len(asked)} requests answered from the export, {len(tiles)} of them tiles")
     if key not in asked or not tiles:
         raise SystemExit("the stored style did not lead to the export's TileJSON and tiles")
+
+
+def observed(style_url, prefix, report, cap, lon, lat, zooms):
+    """`render` with every request seen: http:// URLs in the style and in every JSON document it
+    leads to are rewritten to observed://, which a handler answers by fetching them over http://,
+    recording each URL with its status (`report`). With `cap` > 0 each TileJSON's `maxzoom` is
+    capped at it on the way."""
+    import gzip
+    import re
+    import urllib.error
+    import urllib.request
+
+    import mapli
+
+    seen = []
+
+    def fetch(url):
+        try:
+            with urllib.request.urlopen(url, timeout=30) as response:
+                body = response.read()
+                if response.headers.get("Content-Encoding", "") == "gzip":
+                    body = gzip.decompress(body)
+                return response.status, body, response.headers.get("Content-Type", "")
+        except urllib.error.HTTPError as error:
+            return error.code, b"", ""
+
+    def observe(body):
+        return body.replace(b'"http://', b'"observed://')
+
+    def answer(request):
+        url = "http://" + request.url[len("observed://"):]
+        status, body, kind = fetch(url)
+        seen.append({"url": url, "status": status, "kind": str(request.kind)})
+        if status == 204:
+            return mapli.Response.no_content()
+        if status != 200:
+            return mapli.Response.error(mapli.ErrorReason.NOT_FOUND, f"{url}: HTTP {status}")
+        if "json" in kind or body[:1] == b"{":
+            if int(cap) > 0 and b'"tiles"' in body:
+                document = json.loads(body)
+                document["maxzoom"] = min(int(document.get("maxzoom", 22)), int(cap))
+                body = json.dumps(document).encode()
+            body = observe(body)
+        return mapli.Response(body)
+
+    mapli.register_scheme_handler("observed", answer)
+    status, body, _ = fetch(style_url)
+    if status != 200:
+        raise SystemExit(f"{style_url}: HTTP {status}")
+    style = json.loads(observe(body))
+    render(None, prefix, lon, lat, zooms, style=style)
+    tiles = [entry for entry in seen if re.search(r"/\d+/\d+/\d+(\.\w+)?(\?|$)", entry["url"])]
+    with open(report, "w", encoding="utf-8") as handle:
+        json.dump({"requests": seen, "tiles": len(tiles)}, handle, indent=1)
+    failed = [entry for entry in seen if entry["status"] not in (200, 204)]
+    print(f"{len(seen)} requests ({len(tiles)} tiles), {len(failed)} not answered 200/204")
 
 
 def compare(a, b):
@@ -246,6 +307,9 @@ def main(argv):
         return 0
     if len(argv) >= 7 and argv[1] == "render-archive-layers":
         render_archive_layers(argv[2], argv[3], argv[4], argv[5], argv[6:])
+        return 0
+    if len(argv) >= 9 and argv[1] == "observed":
+        observed(argv[2], argv[3], argv[4], argv[5], argv[6], argv[7], argv[8:])
         return 0
     if len(argv) >= 8 and argv[1] == "device":
         device(argv[2], argv[3], argv[4], argv[5], argv[6], argv[7:])

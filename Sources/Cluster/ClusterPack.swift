@@ -124,6 +124,11 @@ final class UnitJob: JobOwner {
     func jobEnded(_ packID: Int64, _ event: PackLifecycle.Event) {
         runner?.unitEnded(key, event)
     }
+
+    func jobOpenedArchives(_ packID: Int64, _ identities: [String: String], replacing: [String: String],
+                           then: @escaping ([String: String]?) -> Void) {
+        runner?.agreeOnArchives(key, identities, replacing: replacing, then: then)
+    }
 }
 
 /// Who the fetcher counts each download's transfers for: a token of its own per download, as

@@ -36,6 +36,21 @@ public final class ClusterScheduler: PackScheduling, CommittedBatchListener, Clu
         public var transfersPerHost: Int
         public var requestsPerSecondPerHost: Double?
 
+        /// What a unit's download runs with: `download`, its bound on bodies held and not yet
+        /// committed (`maxUncommittedBytes`) shared out between the units a node may run at once
+        /// (`maxActivePacks` × `unitsPerPack`). So `download.maxUncommittedBytes` is the node's:
+        /// with the bytes of its transfers in flight, all a `kill -9` of the node can throw away
+        /// (its committed tiles stay, and whoever takes its units over skips them).
+        public var unitDownload: DownloadSettings {
+            var unit = download
+            unit.maxUncommittedBytes = max(Self.minimumUnitUncommittedBytes,
+                                           download.maxUncommittedBytes / (maxActivePacks * unitsPerPack))
+            return unit
+        }
+
+        /// A unit's share never goes below this (a few large tiles).
+        public static let minimumUnitUncommittedBytes = 256 << 10
+
         public init(maxActivePacks: Int = 2, unitsPerPack: Int = 2, timing: LeaseTiming = .standard,
                     unitTiles: Int = WorkUnitCut.defaultUnitTiles, claimFloor: Int = ClaimSizing.defaultFloor,
                     download: DownloadSettings = DownloadSettings(), transfersPerHost: Int = 16,

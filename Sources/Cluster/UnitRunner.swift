@@ -122,11 +122,11 @@ final class UnitRunner {
             job.glyphChoice = PackGlyphChoice(packID: pack.id, plan: plan, loop: loop, store: store)
         } else if pack.revalidating {
             job.revalidation = PackRevalidation(packID: pack.id, region: region, expected: record.expected, loop: loop,
-                                                fetcher: fetcher, store: store, settings: settings.download, clock: clock,
+                                                fetcher: fetcher, store: store, settings: settings.unitDownload, clock: clock,
                                                 owner: job, listener: listener)
         } else {
             job.download = PackDownload(packID: pack.id, region: region, limits: record.limits, loop: loop, fetcher: fetcher,
-                                        store: store, settings: settings.download, clock: clock, owner: job,
+                                        store: store, settings: settings.unitDownload, clock: clock, owner: job,
                                         listener: listener, scope: .unit(claimed.unit.scope), transferOwner: owners.next(),
                                         plan: pack.plan)
         }
@@ -137,9 +137,12 @@ final class UnitRunner {
     /// A unit this node no longer holds (another node took it over, or this node is fenced).
     func lose(_ key: WorkUnitLeases.Key) {
         loop.assertInLoopThread()
-        if closings.cancel(key) { return forget(key) }
-        guard let job = packs.packs[key.pack]?.units.removeValue(forKey: key.ordinal) else { return }
-        job.stop()
+        let closing = closings.cancel(key)
+        if let job = packs.packs[key.pack]?.units.removeValue(forKey: key.ordinal) {
+            job.stop()
+        } else if !closing {
+            return
+        }
         forget(key)
     }
 
@@ -215,6 +218,19 @@ final class UnitRunner {
         }
     }
 
+    /// A unit of an archive pack opened its archives: every node agrees on their versions before
+    /// it stores a tile (`PostgresStoreConnection.agreeOnArchives`), asked until the database
+    /// answers; a unit whose attempts ran out is given back.
+    func agreeOnArchives(_ key: WorkUnitLeases.Key, _ identities: [String: String], replacing: [String: String],
+                         then: @escaping ([String: String]?) -> Void) {
+        closings.close(key, what: "agreeing on the archives of pack \(key.pack)", { connection in
+            try connection.agreeOnArchives(pack: key.pack, versions: identities, replacing: replacing)
+        }) { [weak self] recorded in
+            guard let recorded else { self?.lose(key); return }
+            then(recorded)
+        }
+    }
+
     func linked(_ packID: Int64, _ progress: StoredProgress) {
         listener?.progressCommitted(packID, progress, expected: packs.packs[packID]?.expected)
     }
@@ -227,16 +243,16 @@ final class UnitRunner {
     /// A unit's job ended once what it wrote is committed: finished (the unit is done, and the
     /// pack with its last unit) or failed (the pack fails cluster-wide).
     func unitEnded(_ key: WorkUnitLeases.Key, _ event: PackLifecycle.Event) {
-        guard packs.packs[key.pack]?.units.removeValue(forKey: key.ordinal) != nil else { return }
+        guard let job = packs.packs[key.pack]?.units.removeValue(forKey: key.ordinal) else { return }
         switch event {
         case .finished:
-            let (node, now) = (leases.node, clock.now)
+            let (node, now, archives) = (leases.node, clock.now, job.download?.agreedArchives ?? [:])
             // A start area not yet whole: whether this unit was the last one near it.
             let record = packs.packs[key.pack]?.record
             let startArea = record?.startAreaReadyAt == nil ? record?.startArea : nil
             let near = startArea.map { StartAreaClaimOrder(longitude: $0.longitude, latitude: $0.latitude, radiusMetres: $0.radiusM) }
             closings.close(key, what: "completing unit \(key.ordinal) of pack \(key.pack)", { connection in
-                let outcome = try connection.completeUnit(key, node: node, now: now)
+                let outcome = try connection.completeUnit(key, node: node, now: now, archives: archives)
                 return (outcome, try near.map { try connection.recordStartAreaReadyIfNearUnitsDone(key.pack, near: $0, now: now) } ?? false)
             }) { [weak self] result in
                 guard let self else { return }

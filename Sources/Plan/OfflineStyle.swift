@@ -78,9 +78,11 @@ public struct OfflineStyle: Sendable {
     }
 
     /// The style with every source, sprite and glyphs URL replaced by `links`. Tile sources get
-    /// `scheme: xyz` (packd serves tiles in XYZ numbering whatever the upstream used); anything
-    /// else in the style is kept as it was.
-    public func rewritten(_ links: OfflineLinks) -> Data {
+    /// `scheme: xyz` (packd serves tiles in XYZ numbering whatever the upstream used); a source
+    /// with inline tiles gets `maxzoom` no deeper than `maxZooms` says the pack holds (its TileJSON
+    /// carries it for the others: `OfflineTileJSON`), so a client zoomed past the pack overzooms
+    /// what it has; anything else in the style is kept as it was.
+    public func rewritten(_ links: OfflineLinks, maxZooms: [String: Int] = [:]) -> Data {
         guard var object = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any] else { return data }
         if var styleSources = object["sources"] as? [String: Any] {
             for (id, content) in sources {
@@ -91,6 +93,7 @@ public struct OfflineStyle: Sendable {
                 case .inline:
                     source["tiles"] = [links.tiles(source: id)]
                     source["scheme"] = "xyz"
+                    if let cap = maxZooms[id] { source["maxzoom"] = OfflineTileJSON.capped(source["maxzoom"], at: cap) }
                 case .data:
                     source[source["type"] as? String == "image" ? "url" : "data"] = links.data(source: id)
                 }
@@ -133,11 +136,13 @@ public struct OfflineStyle: Sendable {
 }
 
 /// A stored TileJSON (or a source with inline tiles) rewritten for serving: `tiles` pointing at
-/// packd's tile URL, `scheme: xyz`, everything else as stored.
+/// packd's tile URL, `scheme: xyz`, `maxzoom` no deeper than the pack holds, everything else as
+/// stored.
 public enum OfflineTileJSON {
     /// `stored` rewritten; a synthesised TileJSON 3.0 from `tileset` when nothing is stored
-    /// (inline sources, tiles regions) or the stored bytes are not a JSON object.
-    public static func rewritten(_ stored: Data?, tileset: Tileset, tilesURL: String) -> Data {
+    /// (inline sources, tiles regions) or the stored bytes are not a JSON object. `maxZoom`: the
+    /// deepest zoom the pack holds of the source (nil: no cap).
+    public static func rewritten(_ stored: Data?, tileset: Tileset, tilesURL: String, maxZoom: Int? = nil) -> Data {
         var object = stored.flatMap { (try? JSONSerialization.jsonObject(with: $0)) as? [String: Any] } ?? [
             "tilejson": "3.0.0", "minzoom": tileset.zoomRange.lowerBound, "maxzoom": tileset.zoomRange.upperBound,
         ]
@@ -146,6 +151,13 @@ public enum OfflineTileJSON {
         }
         object["tiles"] = [tilesURL]
         object["scheme"] = "xyz"
+        if let maxZoom { object["maxzoom"] = capped(object["maxzoom"], at: maxZoom) }
         return (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data()
+    }
+
+    /// A source's `maxzoom` (absent: MapLibre's 22) no deeper than `cap`.
+    static func capped(_ maxZoom: Any?, at cap: Int) -> Int {
+        guard let number = maxZoom as? NSNumber, !(maxZoom is Bool) else { return min(cap, Tileset.maxZoom) }
+        return min(cap, Int(number.doubleValue.rounded(.down)))
     }
 }

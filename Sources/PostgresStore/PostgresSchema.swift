@@ -406,6 +406,17 @@ public enum PostgresSchema {
           ADD CONSTRAINT packd_work_units_kind_check CHECK (kind BETWEEN 0 AND 3),
           ADD CONSTRAINT packd_work_units_pyramid_check CHECK ((kind IN (0, 3)) = (pyramid IS NULL));
         """,
+        // PMTiles archives in the cluster (issue 35): the version of each archive a pack's units
+        // read, agreed on before any stores a tile (`agreeOnArchives`); a unit that saw it
+        // replaced moves it to the new one and the units done with the old one are redone.
+        """
+        CREATE TABLE packd_archive_versions (
+          pack_id bigint NOT NULL REFERENCES packd_packs (region_id) ON DELETE CASCADE,
+          archive text NOT NULL,
+          version text NOT NULL,
+          PRIMARY KEY (pack_id, archive)
+        );
+        """,
     ]
 
     /// The version a fully migrated database has.

@@ -9,9 +9,20 @@ extension PostgresStoreConnection {
     /// pack (`PackLifecycle`'s `finished`, with the failures its units recorded), all in one
     /// transaction. The pack's row is locked first, so two nodes finishing its last two units
     /// take turns and the second sees the first's. nil: the pack is not active, or units remain.
-    public func completeUnit(_ key: WorkUnitLeases.Key, node: Int64, now: Int64) throws -> TransitionOutcome? {
+    /// `archives`: the versions of the pack's PMTiles archives the unit read (see
+    /// `agreeOnArchives`); when the pack's record holds others by now, the unit is not done but
+    /// pending again, to be read from the archive the record names.
+    public func completeUnit(_ key: WorkUnitLeases.Key, node: Int64, now: Int64, archives: [String: String] = [:]) throws
+        -> TransitionOutcome? {
         try transaction {
             guard try lockedState(key.pack) == .active else { return nil }
+            guard try archivesStillAgreed(pack: key.pack, versions: archives) else {
+                try query("""
+                    UPDATE packd_work_units SET state = '\(WorkUnitState.pending.rawValue)', lease_owner = NULL, lease_expires_at = NULL
+                    WHERE pack_id = $1 AND ordinal = $2 AND lease_owner = $3
+                    """, [.int8(key.pack), .int8(Int64(key.ordinal)), .int8(node)])
+                return nil
+            }
             _ = try WorkUnitLeases(node: node).complete(key, on: connection)
             return try finishIfNoUnitRemains(key.pack, now: now)
         }
@@ -59,7 +70,7 @@ extension PostgresStoreConnection {
     public func storeCut(_ cut: WorkUnitCut, pack: Int64) throws -> Bool {
         try transaction {
             guard try lockedState(pack) == .active else { return false }
-            try WorkUnitLeases.store(cut, pack: pack, on: connection)
+            if try WorkUnitLeases.store(cut, pack: pack, on: connection) > 0 { try forgetArchiveVersions(pack) }
             return true
         }
     }
@@ -82,6 +93,7 @@ extension PostgresStoreConnection {
 
     func forgetWorkUnits(_ packID: Int64) throws {
         try query("DELETE FROM packd_work_units WHERE pack_id = $1", [.int8(packID)])
+        try forgetArchiveVersions(packID)
         try query("UPDATE packd_packs SET work_unit_tiles = NULL WHERE region_id = $1", [.int8(packID)])
     }
 }

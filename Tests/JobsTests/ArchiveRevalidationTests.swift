@@ -99,6 +99,27 @@ import TileFormats
         #expect(try reader.pack(packID)?.version == 2 && reader.versions(of: packID).map(\.version) == [2, 1])
     }
 
+    /// The archive changed, the revalidation opened the new one — and it changes again while its
+    /// tiles are read: the revalidation starts over from the newest header (it used to fail with
+    /// `source_unavailable`), and the pack ends with the newest archive's tiles only.
+    @Test func anArchiveReplacedAgainDuringTheRevalidationStartsItOver() throws {
+        let (database, upstream, packID) = try Self.downloaded(ArchiveFixture(maxZoom: 5, salt: 0))
+        defer { upstream.stop(); database.remove() }
+        let (second, third) = (ArchiveFixture(maxZoom: 5, salt: 1), ArchiveFixture(maxZoom: 5, salt: 2))
+        upstream.replace(with: second.bytes, etag: "\"v2\"")
+        let before = upstream.rangesAsked.count
+        upstream.setScript { count, _ in
+            // The first ranges are the conditional request and the new header; then tiles of v2.
+            if count == before + 5 { upstream.replace(with: third.bytes, etag: "\"v3\"") }
+            return nil
+        }
+        _ = try Self.invalidate(database, packID)
+        let asked = upstream.rangesAsked.dropFirst(before)
+        #expect(asked.contains { $0.ifMatch == "\"v2\"" } && asked.contains { $0.ifMatch == "\"v3\"" }, "\(asked.map(\.ifMatch))")
+        try ArchiveDownloadTests.expectStored(database, packID: packID, region: Self.region(upstream.url), archive: third,
+                                              etag: "\"v3\"")
+    }
+
     @Test func checkUpdateAsksTheArchiveWithItsValidator() throws {
         let archive = ArchiveFixture(maxZoom: 3)
         let (database, upstream, packID) = try Self.downloaded(archive)

@@ -92,6 +92,32 @@ import Testing
         try Self.checkOrder(database.path, radius: radius, zooms: zooms)
     }
 
+    /// A pack read out of a PMTiles archive orders its bands nearest first too: the ranges of the
+    /// start area's bands are read (and their tiles committed) before any other, and
+    /// `start_area_ready` is heard once, before the rest of the region.
+    @Test func anArchivePacksStartAreaComesFirst() throws {
+        let database = try TemporaryDatabase()
+        let archive = ArchiveFixture(maxZoom: 7)
+        let upstream = try ArchiveUpstream(archive: archive.bytes)
+        let harness = try JobsHarness(path: database.path)
+        defer { harness.close(); upstream.stop(); database.remove() }
+        let area = StartArea(longitude: Self.center.longitude, latitude: Self.center.latitude, radiusM: 150_000)
+        // The fixture has no z0 tile: the archive starts at z1.
+        let zooms = 1...7
+        let packID = try harness.createQueuedPack(region: ArchiveDownloadTests.region(upstream.url, maxZoom: 7, bounds: [-60, 0, 60, 70]),
+                                                  startArea: area)
+        try harness.onLoop { harness.scheduler.packQueued(packID) }
+        #expect(harness.waitForState(packID, ["complete", "failed"]) == ["active", "complete"], "\(harness.publishedError(packID) ?? "")")
+        harness.close()
+        try Self.checkOrder(database.path, radius: area.radiusM, zooms: zooms)
+        let record = try #require(try StoreReader(path: database.path).pack(packID))
+        let heard = harness.startAreaReadyHeard(packID)
+        #expect(heard.count == 1)
+        #expect(record.startAreaReadyAt != nil && record.startAreaReadyAt == heard.first?.at)
+        let before = heard.first?.progress?.completedTiles ?? .max
+        #expect(Double(before) < 0.25 * Double(record.expectedTiles), "ready after \(before) of \(record.expectedTiles) tiles")
+    }
+
     /// A download stopped mid-way (the process dies) and resumed by a new scheduler keeps the
     /// nearest-first order, and the start area is recorded once.
     @Test func resumeAfterACrashKeepsTheOrder() throws {

@@ -19,9 +19,9 @@ import Testing
             == String(PostgresSchema.currentVersion))
         // Everything lives in schema packd; nothing in public.
         #expect(try connection.scalarInt("SELECT count(*) FROM pg_tables WHERE schemaname = 'public'") == 0)
-        // 16 tables, the 4 of webhooks (endpoints, messages, deliveries, attempts) and the 3 of
-        // versions (versions, resource changes, tile changes).
-        #expect(try connection.scalarInt("SELECT count(*) FROM pg_tables WHERE schemaname = 'packd'") == 23)
+        // 16 tables, the 4 of webhooks (endpoints, messages, deliveries, attempts), the 3 of
+        // versions (versions, resource changes, tile changes) and the archives' agreed versions.
+        #expect(try connection.scalarInt("SELECT count(*) FROM pg_tables WHERE schemaname = 'packd'") == 24)
     }
 
     @Test func refusesNewerAndForeignSchemas() throws {

@@ -64,7 +64,7 @@ public final class OfflineResourceRoutes {
             guard let style = index.style else {
                 return responder.respond(Problem(.notFound, detail: "pack \(packID) is a tiles region and has no style; use sources/tiles.json"))
             }
-            self.respondDocument(Array(style.rewritten(links)), links: links, request, responder)
+            self.respondDocument(Array(style.rewritten(links, maxZooms: index.maxZooms)), links: links, request, responder)
         }
     }
 
@@ -79,13 +79,16 @@ public final class OfflineResourceRoutes {
                 return responder.respond(Problem(.notFound, detail: "pack \(packID) has no tile source '\(sourceID.prefix(256))'"))
             }
             let tilesURL = links.tiles(source: sourceID)
+            let maxZoom = source.maxZoom
             guard let url = source.tileJSONURL else {
-                return self.respondDocument(Array(OfflineTileJSON.rewritten(nil, tileset: source.tileset, tilesURL: tilesURL)),
+                return self.respondDocument(Array(OfflineTileJSON.rewritten(nil, tileset: source.tileset, tilesURL: tilesURL,
+                                                                            maxZoom: maxZoom)),
                                             links: links, request, responder)
             }
             self.store.read({ reader -> [UInt8]? in
                 guard let body = try reader.resource(.resource(url: url, kind: .source), linkedTo: packID)?.body else { return nil }
-                return Array(OfflineTileJSON.rewritten(Data(try body.decoded()), tileset: source.tileset, tilesURL: tilesURL))
+                return Array(OfflineTileJSON.rewritten(Data(try body.decoded()), tileset: source.tileset, tilesURL: tilesURL,
+                                                       maxZoom: maxZoom))
             }) { result in
                 switch result {
                 case .failure(let error): responder.respondInternalError(error, logger: self.logger, "reading a TileJSON")

@@ -29,6 +29,12 @@ public struct ArchiveValidator: Sendable, Equatable {
         ifMatch == nil ? lastModified.flatMap(HTTPDate.parse) : nil
     }
 
+    /// One text naming this version of the archive, for nodes to compare (a cluster's units agree
+    /// on it before storing tiles: `JobOwner.jobOpenedArchives`).
+    public var identity: String {
+        "\(etag ?? "")\n\(lastModified ?? "")\n\(size)"
+    }
+
     /// The validators every tile read from this archive is stored with (`tiles.etag`,
     /// `tiles.modified`), parsed as the store parses a response's.
     public var tileVersion: TileVersion {

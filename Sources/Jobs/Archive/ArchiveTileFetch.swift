@@ -10,15 +10,16 @@ import TileFormats
 ///
 /// The job drives it: `add` hands in tiles (of one archive, its `slot`), `startNext` starts one
 /// request when the job's limits allow (the bytes of ranges under way are bounded here), and the
-/// callbacks report tiles, the end of each request, and what stops the job. Loop thread only.
+/// callbacks report tiles, the end of each request, and what stops the job. Tiles handed in as a
+/// pack's start area come back marked so, and their ranges go first. Loop thread only.
 final class ArchiveTileFetch {
     enum Outcome {
         /// `headers`: the answer's (lower-case names), stored with the tile as its validators.
-        case tile(slot: Int, TileID, bytes: [UInt8], headers: [String: String])
+        case tile(slot: Int, TileID, bytes: [UInt8], headers: [String: String], inStartArea: Bool)
         /// Not in the archive; `headers` are the archive's, stored with the "no content" row.
-        case missing(slot: Int, TileID, headers: [String: String])
+        case missing(slot: Int, TileID, headers: [String: String], inStartArea: Bool)
         /// The tiles of a range that failed after its retries.
-        case failed(slot: Int, [TileID], status: Int?, message: String)
+        case failed(slot: Int, [TileID], status: Int?, message: String, inStartArea: Bool)
     }
 
     private final class Archive {
@@ -35,6 +36,7 @@ final class ArchiveTileFetch {
 
     private struct Band {
         let slot: Int
+        let inStartArea: Bool
         var unresolved: [TileID]
         var located: [(tile: TileID, offset: UInt64, length: UInt64)] = []
         var locating = false
@@ -60,8 +62,9 @@ final class ArchiveTileFetch {
     private var bands: [Int: Band] = [:]
     private var nextBand = 0
     private var leafQueue: [(slot: Int, key: ArchiveLeafKey)] = []
-    private var rangeQueue: [(slot: Int, request: ArchiveRangePlan.Request)] = []
-    private var rangeHead = 0
+    /// Ranges to read: the start area's first.
+    private var startAreaRanges = RangeQueue()
+    private var ranges = RangeQueue()
     private var stopped = false
     private var bytesUnderWay: UInt64 = 0
     /// Requests started by `startNext` and not yet ended.
@@ -104,16 +107,17 @@ final class ArchiveTileFetch {
     func stop() {
         stopped = true
         leafQueue.removeAll()
-        rangeQueue.removeAll()
+        startAreaRanges = RangeQueue()
+        ranges = RangeQueue()
         bands.removeAll()
     }
 
-    /// Tiles of the archive in `slot` to read.
-    func add(_ tiles: [TileID], slot: Int) {
+    /// Tiles of the archive in `slot` to read (`inStartArea`: of the pack's start area).
+    func add(_ tiles: [TileID], slot: Int, inStartArea: Bool = false) {
         guard !stopped, !tiles.isEmpty, archives[slot] != nil else { return }
         let id = nextBand
         nextBand += 1
-        bands[id] = Band(slot: slot, unresolved: tiles)
+        bands[id] = Band(slot: slot, inStartArea: inStartArea, unresolved: tiles)
         pendingTiles += tiles.count
         locate(id)
     }
@@ -122,12 +126,13 @@ final class ArchiveTileFetch {
     var canStart: Bool {
         guard !stopped else { return false }
         if !leafQueue.isEmpty { return true }
-        guard rangeHead < rangeQueue.count else { return false }
-        return requestsUnderWay == 0 || bytesUnderWay + rangeQueue[rangeHead].request.count <= limits.maxBytesInFlight
+        guard let next = startAreaRanges.first ?? ranges.first else { return false }
+        return requestsUnderWay == 0 || bytesUnderWay + next.request.count <= limits.maxBytesInFlight
     }
 
-    /// Starts one request — a leaf a band waits for first, else the next range if the bytes under
-    /// way allow it (always when nothing is under way). False when nothing can start.
+    /// Starts one request — a leaf a band waits for first, else the next range (the start
+    /// area's first) if the bytes under way allow it (always when nothing is under way). False
+    /// when nothing can start.
     func startNext() -> Bool {
         guard canStart else { return false }
         if !leafQueue.isEmpty {
@@ -135,13 +140,11 @@ final class ArchiveTileFetch {
             readLeaf(key, slot: slot)
             return true
         }
-        let (slot, request) = rangeQueue[rangeHead]
-        rangeHead += 1
-        if rangeHead > 256, rangeHead * 2 > rangeQueue.count {
-            rangeQueue.removeFirst(rangeHead)
-            rangeHead = 0
+        if let (slot, request) = startAreaRanges.popFirst() {
+            readRange(request, slot: slot, inStartArea: true)
+        } else if let (slot, request) = ranges.popFirst() {
+            readRange(request, slot: slot, inStartArea: false)
         }
-        readRange(request, slot: slot)
         return true
     }
 
@@ -172,7 +175,9 @@ final class ArchiveTileFetch {
         band.locating = false
         archive.leaves.touch(location.used)
         band.located += location.located
-        for tile in location.missing { deliver(.missing(slot: band.slot, tile, headers: archive.opened.headers)) }
+        for tile in location.missing {
+            deliver(.missing(slot: band.slot, tile, headers: archive.opened.headers, inStartArea: band.inStartArea))
+        }
         var arrived = band.stale
         for (key, tiles) in location.needs {
             band.unresolved += tiles
@@ -303,14 +308,18 @@ final class ArchiveTileFetch {
             poolJobs -= 1
             guard !stopped else { return }
             for tile in plan.empty {
-                deliver(.tile(slot: band.slot, tile, bytes: [], headers: archive.opened.headers))
+                deliver(.tile(slot: band.slot, tile, bytes: [], headers: archive.opened.headers, inStartArea: band.inStartArea))
             }
-            rangeQueue += plan.requests.map { (band.slot, $0) }
+            if band.inStartArea {
+                startAreaRanges.append(plan.requests, slot: band.slot)
+            } else {
+                ranges.append(plan.requests, slot: band.slot)
+            }
             onReady?()
         })
     }
 
-    private func readRange(_ request: ArchiveRangePlan.Request, slot: Int) {
+    private func readRange(_ request: ArchiveRangePlan.Request, slot: Int, inStartArea: Bool) {
         guard let archive = archives[slot] else { return }
         let opened = archive.opened
         requestsUnderWay += 1
@@ -321,7 +330,9 @@ final class ArchiveTileFetch {
             case .bytes(let answer) where answer.range == request.bytes:
                 for piece in request.pieces {
                     let bytes = Array(request.slice(piece, of: answer.body))
-                    for tile in piece.tiles { deliver(.tile(slot: slot, tile, bytes: bytes, headers: answer.headers)) }
+                    for tile in piece.tiles {
+                        deliver(.tile(slot: slot, tile, bytes: bytes, headers: answer.headers, inStartArea: inStartArea))
+                    }
                 }
             case .bytes(let answer):
                 onReplaced?(slot, "bytes \(request.bytes.lowerBound)-\(request.bytes.upperBound) came back as \(answer.range): "
@@ -329,11 +340,12 @@ final class ArchiveTileFetch {
             case .replaced(let detail):
                 onReplaced?(slot, detail)
             case .failed(.unavailable(_, let status, let detail)):
-                deliver(.failed(slot: slot, request.pieces.flatMap(\.tiles), status: status, message: detail))
+                deliver(.failed(slot: slot, request.pieces.flatMap(\.tiles), status: status, message: detail, inStartArea: inStartArea))
             case .failed(let failure):
                 fatal(failure)
             case .notModified:
-                deliver(.failed(slot: slot, request.pieces.flatMap(\.tiles), status: 304, message: "a 304 to a range read"))
+                deliver(.failed(slot: slot, request.pieces.flatMap(\.tiles), status: 304, message: "a 304 to a range read",
+                                inStartArea: inStartArea))
             case .stopped:
                 return
             }
@@ -348,7 +360,7 @@ final class ArchiveTileFetch {
         guard !stopped else { return }
         switch outcome {
         case .tile, .missing: pendingTiles -= 1
-        case .failed(_, let tiles, _, _): pendingTiles -= tiles.count
+        case .failed(_, let tiles, _, _, _): pendingTiles -= tiles.count
         }
         onOutcome?(outcome)
     }
@@ -356,5 +368,28 @@ final class ArchiveTileFetch {
     private func fatal(_ failure: ArchiveFailure) {
         guard !stopped else { return }
         onFatal?(failure)
+    }
+}
+
+/// Range requests waiting to start, first in first out (the head advances; the array is
+/// compacted now and then).
+private struct RangeQueue {
+    private var items: [(slot: Int, request: ArchiveRangePlan.Request)] = []
+    private var head = 0
+
+    var first: (slot: Int, request: ArchiveRangePlan.Request)? { head < items.count ? items[head] : nil }
+
+    mutating func append(_ requests: [ArchiveRangePlan.Request], slot: Int) {
+        items += requests.map { (slot, $0) }
+    }
+
+    mutating func popFirst() -> (slot: Int, request: ArchiveRangePlan.Request)? {
+        guard let next = first else { return nil }
+        head += 1
+        if head > 256, head * 2 > items.count {
+            items.removeFirst(head)
+            head = 0
+        }
+        return next
     }
 }

@@ -54,19 +54,22 @@ extension PackDownload {
 
     private func archiveOutcome(_ outcome: ArchiveTileFetch.Outcome) {
         guard !ended else { return }
+        // A start area's tiles are reported to its watch as they resolve, as fetched ones are.
         switch outcome {
-        case .tile(let slot, let tile, let bytes, let headers):
+        case .tile(let slot, let tile, let bytes, let headers, let inStartArea):
             busy += 1
             let resource = pyramids[slot].resource(for: tile)
             store(resource, FetchResponse(status: 200, headers: ResponseHeaders(), body: bytes, url: resource.url),
-                  cache: archiveCache(headers))
-        case .missing(let slot, let tile, let headers):
+                  cache: archiveCache(headers), inStartArea: inStartArea && startAreaWatch != nil)
+        case .missing(let slot, let tile, let headers, let inStartArea):
             // Not in the archive: no content, as a tile server's 404 (MapLibre's PMTiles sources do the same).
             writes.storeNoContent(pyramids[slot].resource(for: tile), cache: archiveCache(headers))
             listener?.resourceDownloaded()
-        case .failed(let slot, let tiles, let status, let message):
+            if inStartArea { startAreaWatch?.tileResolved(stored: true) }
+        case .failed(let slot, let tiles, let status, let message, let inStartArea):
             for tile in tiles where !ended {
                 busy += 1
+                if inStartArea { startAreaWatch?.tileResolved(stored: false) }
                 recordFailure(pyramids[slot].resource(for: tile), status: status, message: message, attempts: settings.maxAttempts)
             }
         }
@@ -75,21 +78,56 @@ extension PackDownload {
     /// The archive changed under the download: everything of this run stops, what it handed the
     /// writer is submitted, and the download starts again from the documents. Tiles stored from
     /// the old archive no longer count as stored (their validators are the old ones) and are
-    /// read again from the new one. In a cluster unit the pack fails instead: other nodes' units
-    /// read the old archive.
+    /// read again from the new one. A cluster unit restarts the same way: the versions it agreed
+    /// on are the ones it saw replaced, so it may move the cluster's record from them to the new
+    /// header (`agreeOnArchives`), and the units done with them are redone.
     func archiveReplaced(_ slot: Int, _ detail: String) {
         guard !ended, !restarting else { return }
         let url = pyramids.indices.contains(slot)
             ? PMTilesSourceURL.key(ofTemplate: pyramids[slot].template.template).flatMap(PMTilesSourceURL.archiveURL(ofKey:)) : nil
-        guard case .pack = scope else {
-            return end(.fail(PackError(.sourceUnavailable, "the archive changed during a cluster download (\(detail)); resume "
-                                       + "reads it again", url: url)))
-        }
         restarts += 1
         guard restarts <= settings.archive.maxRestarts else {
             return end(.fail(ArchiveFailure.unstable(url: url ?? "", detail: "the archive changed \(restarts) times during the "
                                                      + "download: \(detail)").packError))
         }
+        replacedArchives = agreedArchives
+        restart()
+    }
+
+    /// A cluster unit's archives, agreed on by every node before anything is stored: the pack's
+    /// record holds one version per archive. Another version recorded means this run's or the
+    /// record's is stale: the run opens the archives again, and what it reads then may replace
+    /// the record's (it saw that version, so it is no newer than what the server serves now).
+    /// A node whose reads meet a replaced archive restarts anyway, so the record converges on
+    /// what the server serves.
+    func agreeOnArchives(_ archives: [String: OpenedArchive], then: @escaping () -> Void) {
+        let identities = archives.mapValues(\.validator.identity)
+        agreeing = true
+        guard let owner else { return }
+        owner.jobOpenedArchives(packID, identities, replacing: replacedArchives) { [weak self] recorded in
+            guard let self, !ended else { return }
+            agreeing = false
+            guard let recorded else {
+                agreedArchives = identities
+                replacedArchives = [:]
+                return then()
+            }
+            disagreements += 1
+            guard disagreements <= Self.maximumDisagreements else {
+                return end(.fail(PackError(.sourceUnavailable, "the cluster's nodes read \(disagreements) different versions of "
+                                           + "the archive; resume reads it again")))
+            }
+            replacedArchives = recorded
+            restart()
+        }
+    }
+
+    /// Opening the archives again after a disagreement, at most this often per unit.
+    static let maximumDisagreements = 8
+
+    /// Stops everything of this run; once what it handed the writer is submitted, runs again
+    /// from the documents.
+    private func restart() {
         restarting = true
         downloading = false
         documentPhase?.stop()
@@ -111,9 +149,12 @@ extension PackDownload {
             writes = WriteQueue(packID: packID, loop: loop, sink: store, settings: settings, clock: clock)
             connectRun()
             pending = PendingResources()
+            archiveBeyondStartArea.removeAll()
             documents = [:]
             busy = 0
             failures = nil
+            // The start area is walked again: what the old run queued of it will never resolve.
+            if startAreaWatch != nil { startAreaWatch = StartAreaWatch() }
             restarting = false
             run()
         }
@@ -135,17 +176,34 @@ extension PackDownload {
         store.inBatch({ database in try database.addArchiveTraffic(packID: packID, requests: requests, bytes: bytes) }, then: nil)
     }
 
-    /// Tiles to fetch: an archive's to its `ArchiveTileFetch`, the others to fetch one URL each.
+    /// Tiles to fetch: an archive's to its `ArchiveTileFetch` (a band's tiles are all in the start
+    /// area or none; those beyond it wait until it is settled), the others to fetch one URL each.
     func queue(_ tiles: [PendingResources.Entry]) {
         guard let archiveFetch else { return pending.append(contentsOf: tiles) }
         var archived: [Int: [TileID]] = [:]
+        var inStartArea = false
         for entry in tiles {
-            if case .tile(let pyramid, let tile, _) = entry, archiveFetch.hasArchive(slot: pyramid) {
+            if case .tile(let pyramid, let tile, let near) = entry, archiveFetch.hasArchive(slot: pyramid) {
                 archived[pyramid, default: []].append(tile)
+                inStartArea = inStartArea || near
             } else {
                 pending.append(entry)
             }
         }
-        for (slot, tiles) in archived { archiveFetch.add(tiles, slot: slot) }
+        for (slot, tiles) in archived.sorted(by: { $0.key < $1.key }) {
+            if startAreaWatch != nil, !inStartArea {
+                archiveBeyondStartArea.append((slot, tiles))
+            } else {
+                archiveFetch.add(tiles, slot: slot, inStartArea: inStartArea)
+            }
+        }
+        if startAreaWatch == nil || startAreaWatch?.isSettled == true && !startAreaRecording { releaseArchiveTiles() }
+    }
+
+    /// The start area is settled: the archive tiles beyond it are read from now on.
+    func releaseArchiveTiles() {
+        guard let archiveFetch, !archiveBeyondStartArea.isEmpty else { return }
+        for (slot, tiles) in archiveBeyondStartArea { archiveFetch.add(tiles, slot: slot) }
+        archiveBeyondStartArea.removeAll()
     }
 }

@@ -55,9 +55,9 @@ public final class PackDownload: GlyphChoosingJob {
     /// Where to download first (a whole pack's download only); the watch of its tiles, unless
     /// it was recorded whole before (a resume keeps the order, the event is not repeated).
     private let startArea: StartArea?
-    private var startAreaWatch: StartAreaWatch?
+    var startAreaWatch: StartAreaWatch?
     /// The start area's record is being committed: tiles beyond it wait.
-    private var startAreaRecording = false
+    var startAreaRecording = false
     private let watchdog: LoopTimer
     var documentPhase: DocumentPhase?
     /// Style and TileJSON answers, stored with the fixed resources instead of being fetched again.
@@ -73,8 +73,10 @@ public final class PackDownload: GlyphChoosingJob {
     /// Resources started and not yet resolved (in a transfer, waiting for a retry, or encoding);
     /// an archive's range request counts as one, each tile it brought as one while encoded.
     var busy = 0
-    /// Tiles of the pack's PMTiles pyramids, when it has any.
+    /// Tiles of the pack's PMTiles pyramids, when it has any; those beyond the start area wait
+    /// here until it is settled (the fetch would store the ones the archive lacks at once).
     var archiveFetch: ArchiveTileFetch?
+    var archiveBeyondStartArea: [(slot: Int, tiles: [TileID])] = []
     /// Archive range requests and bytes not yet added to the pack's counts.
     var archiveTraffic = (requests: Int64(0), bytes: Int64(0))
     /// The last archive answer's headers and the cache columns parsed from them.
@@ -82,17 +84,23 @@ public final class PackDownload: GlyphChoosingJob {
     /// Restarts from a replaced archive's header so far, and whether one is under way.
     var restarts = 0
     var restarting = false
+    /// A cluster unit: the archives' versions the cluster agreed on (`agreeOnArchives`), those
+    /// this unit saw replaced, and whether it is asking.
+    public internal(set) var agreedArchives: [String: String] = [:]
+    var replacedArchives: [String: String] = [:]
+    var agreeing = false
+    var disagreements = 0
     /// Known once the documents are in (before any fixed resource or tile is fetched).
-    public private(set) var expected: ExpectedCounts?
+    public internal(set) var expected: ExpectedCounts?
     /// Known with the plan (its budget depends on the expected count).
     var failures: FailureLedger?
     var downloading = false
     /// With `"glyphs": "region"`: the glyph ranges to choose once every tile is stored.
-    private var glyphSubset: GlyphSubset?
+    var glyphSubset: GlyphSubset?
     /// Choosing them: the tiles are committed and being read.
     var glyphSelection: GlyphSelection?
-    private var geoJSONLabels: GeoJSONLabelScan?
-    private var choosingGlyphs = false
+    var geoJSONLabels: GeoJSONLabelScan?
+    var choosingGlyphs = false
     /// Everything resolved; waiting for the writer to commit before reporting.
     private var finishing = false
     var ended = false
@@ -227,9 +235,17 @@ public final class PackDownload: GlyphChoosingJob {
         } catch {
             return end(.fail(error.packError))
         }
-        // An archive's tiles are read in the archive's order, many to a range: no start area
-        // orders them (nor waits for tiles the coalesced reads would not report to it).
-        if !versions.isEmpty { startAreaWatch = nil }
+        guard case .unit = scope, !versions.isEmpty else { return beginLookups(plan, unit: unit, versions: versions) }
+        // A cluster's unit reads an archive only once every node agrees which one.
+        if let knownPlan, knownPlan.pyramids != documentsPlan.pyramids {
+            return end(.fail(PackError(.sourceUnavailable, "the archive's new header changes the pack's tiles; resume plans "
+                                       + "the pack again")))
+        }
+        agreeOnArchives(archives) { [weak self] in self?.beginLookups(plan, unit: unit, versions: versions) }
+    }
+
+    /// The stored rows are looked up, band by band, and what is missing fetched.
+    private func beginLookups(_ plan: ResourcePlan, unit: WorkUnit.Scope?, versions: [Int: TileVersion]) {
         let order = startAreaWatch.flatMap { _ in startArea.map { TileOrder(pyramids: plan.pyramids, startArea: $0) } }
             ?? TileOrder(pyramids: plan.pyramids, scope: unit)
         let lookup = StoredLookup(loop: loop, packID: packID, store: store, clock: clock, pyramids: plan.pyramids,
@@ -258,12 +274,13 @@ public final class PackDownload: GlyphChoosingJob {
 
     func pump() {
         guard !ended, downloading, let lookup else { return }
+        // Nothing beyond the start area starts before it is settled (its tiles commit first).
+        let holding = startAreaWatch.map { !$0.isSettled || startAreaRecording } ?? false
+        if !holding { releaseArchiveTiles() }
         while busy - writes.encoding < settings.maxInFlight, !writes.isFull {
             let archiveReady = archiveFetch?.canStart == true
             guard archiveReady || !pending.isEmpty else { break }
-            // Nothing beyond the start area starts before it is settled (its tiles commit first).
-            if let watch = startAreaWatch, !watch.isSettled || startAreaRecording,
-               pending.first?.isTileOutsideStartArea == true { break }
+            if holding, !archiveReady, pending.first?.isTileOutsideStartArea == true { break }
             guard bandwidth?.allowsStart(ready: { [weak self] in self?.pump() }) ?? true else { break }
             // An archive's request first: a range holds many tiles, a leaf holds up whole bands.
             if archiveReady, archiveFetch?.startNext() == true {
@@ -278,7 +295,7 @@ public final class PackDownload: GlyphChoosingJob {
             }
         }
         // Look the next band up while half a band is still pending, so transfers do not wait for it.
-        let queued = pending.count + (archiveFetch?.pendingTiles ?? 0)
+        let queued = pending.count + (archiveFetch?.pendingTiles ?? 0) + archiveBeyondStartArea.reduce(0) { $0 + $1.tiles.count }
         if queued < max(settings.maxInFlight, settings.lookupBatchTiles / 2), !lookup.lookingUp, !lookup.exhausted {
             let started = lookup.nextBand(deliver: { [weak self] tiles in
                 guard let self, !ended else { return }
@@ -291,38 +308,12 @@ public final class PackDownload: GlyphChoosingJob {
             })
             if started { startAreaWatch?.bandStarted(inStartArea: lookup.lookingUpStartArea) } else { startAreaWatch?.walkEnded() }
         }
-        if busy == 0, pending.isEmpty, lookup.exhausted, !lookup.lookingUp, archiveFetch?.isIdle ?? true {
+        if busy == 0, pending.isEmpty, lookup.exhausted, !lookup.lookingUp, archiveFetch?.isIdle ?? true, archiveBeyondStartArea.isEmpty {
             if let subset = glyphSubset {
                 glyphSubset = nil
                 return chooseGlyphs(subset)
             }
             finish()
-        }
-    }
-
-    /// Every tile is resolved: once the writer committed them, the stored tiles and GeoJSON say
-    /// which glyph ranges the labels need; the counts become exact, the choice is recorded, and
-    /// the needed ranges are fetched (or linked) like any fixed resource.
-    private func chooseGlyphs(_ subset: GlyphSubset) {
-        downloading = false
-        choosingGlyphs = true
-        chooseGlyphs(subset, packID: packID, store: store, loop: loop, geoJSON: geoJSONLabels)
-    }
-
-    func glyphsChosen(_ outcome: GlyphSelection.Outcome) {
-        guard let lookup, let before = expected else { return }
-        let counts = ExpectedCounts(resources: before.resources + Int64(outcome.needed.count), tiles: before.tiles,
-                                    precise: true)
-        expected = counts
-        guard owner?.jobPlanKnown(packID, counts) == true else { return stop() }
-        let (packID, skipped, now) = (packID, outcome.skipped, clock.now)
-        store.inBatch({ database in try database.recordSkippedGlyphRanges(packID, skipped, now: now) }, then: nil)
-        lookup.fixed(outcome.needed, refetch: []) { [weak self] toFetch in
-            guard let self, !ended else { return }
-            choosingGlyphs = false
-            pending.append(contentsOf: toFetch.map(PendingResources.Entry.fixed))
-            downloading = true
-            pump()
         }
     }
 
@@ -429,7 +420,7 @@ public final class PackDownload: GlyphChoosingJob {
         guard !ended else { return }
         let accounted = fetcher.transferCount(owner: transferOwner) + resolver.retriesWaiting + writes.encoding
         let waiting = documentPhase != nil || lookup?.lookingUp == true || finishing || bandwidth?.isWaiting == true
-            || writes.isFull || restarting || (archiveFetch?.poolJobs ?? 0) > 0 || choosingGlyphs || startAreaRecording
+            || writes.isFull || restarting || (archiveFetch?.poolJobs ?? 0) > 0 || choosingGlyphs || startAreaRecording || agreeing
         if busy > accounted || (busy == 0 && !waiting) {
             end(.fail(PackError(.internalError, "the download stalled with \(busy) resources under way, "
                                 + "\(accounted) accounted for; resume continues it")))

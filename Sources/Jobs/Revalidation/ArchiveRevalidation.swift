@@ -52,8 +52,10 @@ final class ArchiveRevalidation {
 
     /// Each row's result, once (on the loop).
     var onResult: ((StoredValidators, Result) -> Void)?
-    /// The revalidation cannot go on (Range ignored, refused, the archive replaced meanwhile).
+    /// The revalidation cannot go on (Range ignored, refused).
     var onFatal: ((PackError) -> Void)?
+    /// The archive changed again while its tiles were read: the revalidation starts over.
+    var onReplaced: ((PackError) -> Void)?
     /// Something may be startable.
     var onReady: (() -> Void)?
 
@@ -71,8 +73,10 @@ final class ArchiveRevalidation {
         fetch.onReady = { [weak self] in self?.onReady?() }
         fetch.onFatal = { [weak self] failure in self?.fatal(failure.packError) }
         fetch.onReplaced = { [weak self] slot, detail in
-            self?.fatal(PackError(.sourceUnavailable, "the archive changed during the revalidation (\(detail)); invalidate again",
-                                  url: self?.slots[slot].flatMap(PMTilesSourceURL.archiveURL(ofKey:))))
+            guard let self, !stopped else { return }
+            let url = slots[slot].flatMap(PMTilesSourceURL.archiveURL(ofKey:))
+            stop()
+            onReplaced?(PackError(.sourceUnavailable, "the archive changed during the revalidation (\(detail))", url: url))
         }
     }
 
@@ -212,16 +216,16 @@ final class ArchiveRevalidation {
 
     private func fetched(_ outcome: ArchiveTileFetch.Outcome) {
         switch outcome {
-        case .tile(let slot, let tile, let bytes, let headers):
+        case .tile(let slot, let tile, let bytes, let headers, _):
             let cache = ResponseHeaders(headers).cacheHeaders(now: clock.now)
             for row in rowsOfTile[slot]?.removeValue(forKey: tile) ?? [] { compare(row, with: bytes, cache: cache) }
-        case .missing(let slot, let tile, let headers):
+        case .missing(let slot, let tile, let headers, _):
             let cache = ResponseHeaders(headers).cacheHeaders(now: clock.now)
             for row in rowsOfTile[slot]?.removeValue(forKey: tile) ?? [] {
                 let write = ResourceWrite(key: row.key, content: .noContent, cache: cache, packID: packID)
                 finish(row, row.hasBody ? .removed(write) : .unchanged(write))
             }
-        case .failed(let slot, let tiles, let status, let message):
+        case .failed(let slot, let tiles, let status, let message, _):
             for tile in tiles {
                 for row in rowsOfTile[slot]?.removeValue(forKey: tile) ?? [] {
                     finish(row, .failed(url: Self.url(of: row), status: status, message: message))
@@ -262,5 +266,5 @@ final class ArchiveRevalidation {
         onFatal?(error)
     }
 
-    static func url(of row: StoredValidators) -> String { PackRevalidation.displayURL(row.key) }
+    static func url(of row: StoredValidators) -> String { RevalidationRun.displayURL(row.key) }
 }
